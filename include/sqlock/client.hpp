@@ -1,0 +1,153 @@
+// The public face of sqlock: a client owns one backend plus the machinery every backend shares
+// (one renewal thread, per-process queueing of same-name waiters, statistics); a lock is a
+// named handle that satisfies the standard Lockable and TimedLockable requirements, so
+// std::unique_lock, std::scoped_lock and try_lock_for/try_lock_until work as with a mutex.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sqlock/backend.hpp"
+#include "sqlock/errors.hpp"
+
+namespace sqlock {
+
+namespace detail {
+class client_impl;
+struct local_entry;
+}  // namespace detail
+
+/// Options of one lock handle (an aggregate: use designated initialisers).
+struct lock_options {
+  milliseconds lease{30000};  ///< server-side lease; must be > 0 (0 or negative: config_error)
+  bool auto_renew = true;     ///< renew in the background while held (false: lease runs out)
+  milliseconds renew_every{0};  ///< renewal period; 0 = lease / 3
+};
+
+/// Options of a client (an aggregate: use designated initialisers).
+struct client_options {
+  wait_policy waiting{};      ///< backoff between attempts while waiting
+  std::string holder{};       ///< holder description stored with locks; "" = "host:pid:program"
+  milliseconds sweep_every{0};  ///< run backend sweep() this often in the renewal thread; 0 = never
+};
+
+/// Counters of one client since it was created.
+struct statistics {
+  std::uint64_t acquisitions = 0;      ///< holds obtained from the backend
+  std::uint64_t reentries = 0;         ///< lock() calls satisfied by an existing hold
+  std::uint64_t contended = 0;         ///< acquisitions that had to wait at least once
+  std::uint64_t timeouts = 0;          ///< try_lock/try_lock_for calls that gave up
+  std::uint64_t releases = 0;          ///< holds released
+  std::uint64_t release_errors = 0;    ///< releases that failed (recorded, never thrown)
+  std::uint64_t renewals = 0;          ///< successful lease renewals
+  std::uint64_t renewal_failures = 0;  ///< renewals that failed with an error (retried)
+  std::uint64_t losses = 0;            ///< holds found lost
+};
+
+class mutex;
+
+/// A connection to a lock store. Cheap to copy (shared state); thread-safe.
+class client {
+ public:
+  /// Wraps a backend. Most code calls sqlock::connect(url) instead.
+  explicit client(std::shared_ptr<backend> b, client_options opts = {});
+
+  /// A named lock handle. Throws config_error for an empty name or a lease <= 0.
+  mutex make_lock(std::string name, lock_options opts = {}) const;
+
+  /// Locks as the backend sees them (unsupported when the backend cannot list).
+  std::vector<lock_status> list(std::string_view prefix = {}) const;
+  /// Administrative release regardless of owner.
+  bool force_release(std::string_view name) const;
+  /// Deletes expired holds now; returns how many.
+  std::size_t sweep() const;
+
+  /// Counters since creation.
+  statistics stats() const;
+  /// The backend (for capability checks and backend-specific calls).
+  backend& get_backend() const;
+  /// Capabilities of the backend.
+  capabilities caps() const;
+
+ private:
+  std::shared_ptr<detail::client_impl> impl_;
+};
+
+/// A named distributed lock. Reentrant per thread (hold count), like std::recursive_mutex.
+/// Lockable: lock(), try_lock(), unlock(). TimedLockable: try_lock_for(), try_lock_until().
+/// (Named `mutex` because a C++ class cannot have a member function named like itself.)
+class mutex {
+ public:
+  mutex(mutex&&) noexcept;
+  mutex& operator=(mutex&&) noexcept;
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+  /// Releases holds this handle's thread still has (never throws).
+  ~mutex();
+
+  /// Blocks until acquired. Throws connection_error / backend_error when the backend fails.
+  void lock();
+  /// One attempt; false when held elsewhere.
+  bool try_lock();
+  /// Waits at most `d`.
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_until_steady(std::chrono::steady_clock::now() +
+                                 std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+  }
+  /// Waits until `t` (any clock; converted to steady_clock once).
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_lock_for(t - Clock::now());
+  }
+  /// Waits until a steady_clock time point.
+  bool try_lock_until_steady(steady_time deadline);
+  /// Drops one level of hold; the last one releases on the backend. Never throws: failures are
+  /// counted in statistics and reported by last_error().
+  void unlock() noexcept;
+
+  /// Whether this thread holds the lock through this client.
+  bool owns_lock() const;
+  /// Fencing token of the current hold; usage_error when not held.
+  std::uint64_t fence() const;
+  /// Owner token of the current hold; usage_error when not held.
+  std::string owner() const;
+  /// True once the current (or last) hold was found lost.
+  bool lost() const;
+  /// Called (from the renewal thread) when a hold of this lock is found lost.
+  void on_lost(std::function<void(const std::string& name)> cb);
+  /// Renews now; false when the hold is lost (and marks it lost). usage_error when not held.
+  bool renew();
+  /// Lock name.
+  const std::string& name() const;
+  /// Message of the last error unlock() swallowed ("" when none).
+  std::string last_error() const;
+
+ private:
+  friend class client;
+  mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts);
+  bool acquire(steady_time deadline, bool wait);
+  void release_all() noexcept;
+  void unlock_level(bool check_thread) noexcept;
+
+  std::shared_ptr<detail::client_impl> client_;
+  std::shared_ptr<detail::local_entry> entry_;
+  lock_options opts_;
+  std::uint64_t id_ = 0;             // identifies this handle's on_lost callback
+  std::atomic<unsigned> levels_{0};  // hold levels taken through this handle
+};
+
+/// Connects to the store named by `url` (memory:, sqlite:PATH, postgresql://, mysql://,
+/// redis://, redlock://, zookeeper://, soci+...://) using the backends built into this library.
+client connect(const std::string& url, client_options opts = {});
+
+/// Registers every backend built into this library (connect() does it on first use).
+void register_builtin_backends();
+
+}  // namespace sqlock

@@ -1,0 +1,60 @@
+// Error types thrown by sqlock. A shallow tree under sqlock::error so callers can catch what
+// they can act on: bad configuration is never retried, connection trouble may be, a server
+// refusal carries the server's code. "Busy" is never an exception: it is a return value.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace sqlock {
+
+/// Root of every exception sqlock throws.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Bad URL, option, lock name or duration; retrying will not help.
+class config_error : public error {
+ public:
+  using error::error;
+};
+
+/// The backend could not be reached or the connection broke; retrying may help.
+class connection_error : public error {
+ public:
+  using error::error;
+};
+
+/// The server refused an operation; carries the server's code (SQLSTATE or native number).
+class backend_error : public error {
+ public:
+  /// `code` is the SQLSTATE or native error code as text ("" when the server gave none).
+  backend_error(const std::string& what, std::string code = {})
+      : error(what), code_(std::move(code)) {}
+  /// SQLSTATE or native error code as text.
+  const std::string& code() const noexcept { return code_; }
+
+ private:
+  std::string code_;
+};
+
+/// The lock was lost while it was believed held (lease expired, session died, forced release).
+class lock_lost : public error {
+ public:
+  using error::error;
+};
+
+/// The backend cannot do what was asked (see capabilities).
+class unsupported : public error {
+ public:
+  using error::error;
+};
+
+/// The API was used wrongly (unlock of a lock not held, fence() while not held, ...).
+class usage_error : public error {
+ public:
+  using error::error;
+};
+
+}  // namespace sqlock

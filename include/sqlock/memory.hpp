@@ -1,0 +1,27 @@
+// The in-process backend: `memory:` (the process-wide store) or `memory:NAME` (a named store).
+// Clients of one store exclude each other; leases run on steady_clock; waiters are woken by a
+// condition variable. It also lets tests inject faults (a store that is "down", renewals
+// that fail) so the core's loss handling can be tested without a server.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "sqlock/backend.hpp"
+
+namespace sqlock::memory {
+
+/// Faults a test can switch on; shared by every client of the store.
+struct faults {
+  std::atomic<bool> down{false};           ///< every call throws connection_error
+  std::atomic<bool> renew_refused{false};  ///< renew() reports the hold gone
+};
+
+/// The store named `name` ("" = process-wide default); created on first use.
+std::shared_ptr<backend> open(const std::string& name = {});
+
+/// Fault switches of the store named `name`.
+faults& faults_of(const std::string& name = {});
+
+}  // namespace sqlock::memory

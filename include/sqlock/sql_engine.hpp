@@ -1,0 +1,202 @@
+// The one SQL lock engine shared by every SQL backend (SQLite, PostgreSQL, MySQL, SOCI).
+// The lock logic lives in SQL: stored functions/procedures on server databases (sql/<db>/),
+// statement scripts on SQLite (sql/sqlite/). A backend contributes two things:
+//   - a dialect: the text of each operation (usually one CALL/SELECT of a stored routine) and
+//     how to read the schema version;
+//   - a driver: how to open a connection and run an operation's statements with named
+//     parameters (:name, :owner, :lease_ms, :holder, :fence, :prefix, :limit).
+// The engine pools connections, retries transient failures (deadlock, serialization, busy)
+// with jittered backoff, decodes rows into lease/status values, and runs migrations.
+// No vendor header is included here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sqlock/backend.hpp"
+#include "sqlock/errors.hpp"
+
+namespace sqlock::sql {
+
+/// A result row as text (NULL = nullopt); drivers convert numbers and times to text.
+using row = std::vector<std::optional<std::string>>;
+/// Rows of a result.
+using rows = std::vector<row>;
+
+/// The parameters an operation may use, bound by name (":name" in statement text).
+struct params {
+  std::string name;          ///< :name — lock name, verbatim
+  std::string owner;         ///< :owner — owner token
+  std::int64_t lease_ms = 0; ///< :lease_ms — lease in milliseconds
+  std::string holder;        ///< :holder — holder description
+  std::int64_t fence = 0;    ///< :fence — fencing token (fence_check)
+  std::string prefix;        ///< :prefix — name prefix (list)
+  std::int64_t limit = 0;    ///< :limit — batch size (sweep)
+  std::string mode;          ///< :mode — backend mode name
+};
+
+/// A bound value: integer or text.
+struct value {
+  bool is_int = false;   ///< true: use `i`; false: use `s`
+  std::int64_t i = 0;    ///< integer value
+  std::string_view s;    ///< text value (points into params)
+};
+
+/// Looks up a named parameter (without the colon); config_error for an unknown name.
+value lookup(const params& p, std::string_view key);
+
+/// Placeholder styles for compile().
+enum class placeholder { dollar /* $1 */, question /* ? */, colon_name /* :p1 */ };
+
+/// A statement rewritten for a driver: text with native placeholders + parameter names in order.
+struct compiled {
+  std::string text;               ///< statement text with native placeholders
+  std::vector<std::string> names; ///< parameter name for each placeholder, in order
+};
+
+/// Rewrites ":name" parameters to a native placeholder style. Skips string literals, quoted
+/// identifiers, comments and "::" casts.
+compiled compile(std::string_view statement, placeholder style);
+
+/// One lock operation: one or more statements run atomically; the rows of the last one count.
+struct operation {
+  std::string key;                      ///< stable id ("acquire"), for statement caching
+  std::vector<std::string> statements;  ///< statement texts with :name parameters
+};
+
+/// Marks an error the engine should retry (deadlock, serialization failure, busy database).
+class transient_error : public backend_error {
+ public:
+  using backend_error::backend_error;
+};
+
+/// One database connection. Not thread-safe: the engine hands it to one thread at a time.
+class connection {
+ public:
+  virtual ~connection() = default;
+  /// Runs `op` atomically (a transaction when it has several statements) and returns the rows
+  /// of its last statement. Throws transient_error, connection_error or backend_error.
+  virtual rows run(const operation& op, const params& p) = 0;
+  /// Runs a script of several statements (a migration or routine file) as the DBA would.
+  virtual void execute_script(std::string_view script) = 0;
+  /// Plain query without parameters (schema checks); rows as text.
+  virtual rows query(std::string_view sql) = 0;
+};
+
+/// An embedded SQL file.
+struct sql_file {
+  std::string_view name;  ///< file name ("V001__locks.sql")
+  std::string_view text;  ///< file contents
+};
+
+/// The SQL files of one database, embedded at build time from migrations/<db>/ and sql/<db>/.
+struct bundle {
+  std::string_view db;              ///< "sqlite", "postgresql", "mysql"
+  std::vector<sql_file> migrations; ///< migrations/<db>/V*.sql, in version order
+  std::vector<sql_file> routines;   ///< sql/<db>/*.sql, in name order
+  /// A file of `routines` by name; config_error when absent.
+  std::string_view routine(std::string_view file_name) const;
+};
+
+/// Version number of a migration file name "V012__x.sql" (12); config_error when malformed.
+int migration_version(std::string_view file_name);
+
+/// What a backend tells the engine about its database.
+struct dialect {
+  std::string kind;   ///< "sqlite", "postgresql", "mysql"
+  std::string mode;   ///< "pessimistic", "optimistic", "advisory"
+  operation acquire;  ///< rows: [fence|NULL, status?]; NULL fence = busy; status "retry" = CAS lost
+  operation renew;    ///< rows: [truthy] = renewed
+  operation release;  ///< rows: [truthy] = released
+  operation list;     ///< rows: name, owner, fence, acquired_at, expires_at, mode, holder
+  operation force_release;  ///< rows: [truthy] = something released
+  operation sweep;    ///< rows: [count]
+  operation fence_check;    ///< rows: [truthy] = :fence is the current holder's token
+  std::string version_query;  ///< one row, one column: current schema version; no row/NULL = 0
+  std::string version_table_query;  ///< one row when the version table exists, none otherwise
+  std::vector<std::string> install_routines;  ///< routine files migrate() installs, in order
+  /// Rewrites a file before it is run or printed (schema name substitution); identity if empty.
+  std::function<std::string(std::string_view)> render;
+  std::int64_t sweep_batch = 1000;  ///< :limit for sweep()
+  bool notify = false;              ///< set when the backend overrides wait_for_change
+};
+
+/// Opens a new connection; throws connection_error when the server cannot be reached.
+using connector = std::function<std::unique_ptr<connection>()>;
+
+/// Applies the migrations newer than the database's version and then the dialect's routine
+/// files. Returns the version afterwards.
+int migrate(connection& c, const bundle& b, const dialect& d);
+/// The whole install script (migrations + routines) as `sqlock migrate --print` shows it.
+std::string migration_script(const bundle& b, const dialect& d);
+/// The database's schema version (0 when the version table is missing).
+int schema_version(connection& c, const dialect& d);
+/// The newest migration version of a bundle.
+int latest_version(const bundle& b);
+
+/// Backend built from a dialect and a driver. Subclasses add notification (wait_for_change),
+/// session-bound modes and anything else the database has beyond the engine.
+class engine_backend : public backend {
+ public:
+  /// `pool_size` bounds idle connections kept; `url_text` is shown (redacted) in describe().
+  engine_backend(bundle b, dialect d, connector open, std::string url_text,
+                 std::size_t pool_size = 4);
+
+  std::optional<lease_info> try_acquire(const lock_request& req) override;
+  bool renew(const lease_info& lease, milliseconds duration) override;
+  bool release(const lease_info& lease) override;
+  std::vector<lock_status> list(std::string_view prefix) override;
+  bool force_release(std::string_view name) override;
+  std::size_t sweep() override;
+  capabilities caps() const noexcept override;
+  std::string describe() const override;
+  std::string kind() const override { return dialect_.kind; }
+  std::string mode() const override { return dialect_.mode; }
+
+  /// True when `fence` is the token of the current hold of `name` (fenced writes).
+  bool fence_check(std::string_view name, std::uint64_t fence);
+  /// Fails with config_error naming the migrate command unless the schema is current.
+  void check_schema();
+  /// connect()'s check: migrate() when auto-migration was opted into, else check_schema().
+  void verify() override;
+  /// Opt in to migrating at connect (URL flag `migrate=auto`); off by default for servers.
+  void set_auto_migrate(bool on) { auto_migrate_ = on; }
+  /// Applies migrations; returns the version afterwards.
+  int migrate();
+  /// The install script for --print.
+  std::string migration_script() const;
+
+  /// Runs an operation on a pooled connection, retrying transient errors.
+  rows run(const operation& op, const params& p);
+  /// Runs `fn` with a pooled connection (dropped from the pool if `fn` throws connection_error).
+  void with_connection(const std::function<void(connection&)>& fn);
+
+  const dialect& get_dialect() const { return dialect_; }
+  const bundle& get_bundle() const { return bundle_; }
+
+ protected:
+  /// Hands out an idle connection or opens one.
+  std::unique_ptr<connection> checkout();
+  /// Returns a healthy connection to the pool.
+  void checkin(std::unique_ptr<connection> c);
+
+  bundle bundle_;
+  dialect dialect_;
+  connector open_;
+  std::string url_text_;
+  std::size_t pool_size_;
+  std::mutex pool_mutex_;
+  std::vector<std::unique_ptr<connection>> idle_;
+  bool auto_migrate_ = false;
+};
+
+/// True for "1", "t", "true", "yes" (any case); false for NULL and anything else.
+bool truthy(const std::optional<std::string>& v);
+
+}  // namespace sqlock::sql

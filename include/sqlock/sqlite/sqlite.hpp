@@ -1,0 +1,29 @@
+// The embedded default backend: a SQLite database file shared by the processes of one machine.
+// URL: sqlite:PATH or sqlite:///abs/path, with ?mode=pessimistic|optimistic and
+// ?busy_timeout=5s. `sqlite:` alone is the default file $XDG_STATE_HOME/sqlock/locks.db.
+// WAL journal, BEGIN IMMEDIATE transactions, leases on the kernel's boot-time clock, waiters
+// woken by inotify on the WAL file. The schema is created on first use (it is your file).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sqlock/backend.hpp"
+
+namespace sqlock::sqlite {
+
+/// Options of a SQLite store (an aggregate: use designated initialisers).
+struct options {
+  std::string mode = "pessimistic";  ///< "pessimistic" or "optimistic"
+  milliseconds busy_timeout{5000};   ///< how long one statement waits for the write lock; >0
+  std::size_t pool = 4;              ///< idle connections kept; 0 = 1
+};
+
+/// Opens (and creates, with its schema) the database at `path`. Throws config_error for a bad
+/// mode or an unusable path.
+std::shared_ptr<backend> open(const std::string& path, const options& opts = {});
+
+/// $XDG_STATE_HOME/sqlock/locks.db, or ~/.local/state/sqlock/locks.db.
+std::string default_path();
+
+}  // namespace sqlock::sqlite

@@ -1,0 +1,56 @@
+// URL parsing shared by every backend: `scheme://user:pass@h1:p1,h2:p2/path?k=v&k2=v2` and the
+// opaque form `scheme:path?k=v` (sqlite:/var/lib/app/locks.db, memory:). Percent-escapes are
+// decoded; malformed input throws config_error naming what is wrong. Also duration parsing
+// ("250ms", "30s", "5m", "1h") for URLs and the CLI.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sqlock {
+
+/// One host of the authority part.
+struct url_host {
+  std::string host;  ///< host name or address ("" when absent); IPv6 without brackets
+  int port = 0;      ///< 0 = not given
+};
+
+/// A parsed URL.
+class url {
+ public:
+  /// Parses `text`; throws config_error on malformed input.
+  static url parse(std::string_view text);
+
+  std::string scheme;                        ///< lower-cased scheme ("postgresql")
+  bool has_authority = false;                ///< "//" followed the scheme
+  std::optional<std::string> user;           ///< decoded user name
+  std::optional<std::string> password;       ///< decoded password
+  std::vector<url_host> hosts;               ///< comma-separated host list
+  std::string path;                          ///< decoded path ("/db", "/var/lib/x.db", "")
+  std::map<std::string, std::string> query;  ///< decoded query parameters (last one wins)
+  std::string original;                      ///< the text as given
+
+  /// Query parameter or `fallback`.
+  std::string param(const std::string& key, const std::string& fallback = {}) const;
+  /// Removes and returns a query parameter.
+  std::optional<std::string> take(const std::string& key);
+  /// The URL text with the password replaced by "***", for messages and logs.
+  std::string redacted() const;
+  /// Throws config_error if a query key is not in `allowed`.
+  void check_params(const std::vector<std::string>& allowed) const;
+};
+
+/// Percent-decodes `s`; throws config_error on a bad escape.
+std::string percent_decode(std::string_view s);
+/// Percent-encodes everything except unreserved characters.
+std::string percent_encode(std::string_view s);
+
+/// Parses "250ms", "30s", "5m", "1h", "1.5s"; a bare number is seconds. Negative, empty or
+/// malformed input throws config_error; "0" is allowed and returns 0ms.
+std::chrono::milliseconds parse_duration(std::string_view text);
+
+}  // namespace sqlock

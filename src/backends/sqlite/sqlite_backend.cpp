@@ -1,0 +1,323 @@
+// SQLite backend: a driver for the shared SQL engine plus inotify-based waiting.
+#include <poll.h>
+#include <sqlite3.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "sqlock/random.hpp"
+#include "sqlock/sql_engine.hpp"
+#include "sqlock/sqlite/sqlite.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock {
+namespace sql {
+const bundle& bundle_sqlite();
+}
+
+namespace sqlite {
+namespace {
+
+using sql::rows;
+
+// ---- the database's clock: CLOCK_BOOTTIME tagged with the boot id ----
+
+void now_ms_fn(sqlite3_context* ctx, int, sqlite3_value**) {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
+}
+
+const std::string& boot_id() {
+  static const std::string id = [] {
+    std::ifstream f("/proc/sys/kernel/random/boot_id");
+    std::string s;
+    std::getline(f, s);
+    return s.empty() ? std::string("unknown-boot") : s;
+  }();
+  return id;
+}
+
+void boot_id_fn(sqlite3_context* ctx, int, sqlite3_value**) {
+  sqlite3_result_text(ctx, boot_id().c_str(), static_cast<int>(boot_id().size()), SQLITE_STATIC);
+}
+
+[[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
+  std::string msg = what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+    throw sql::transient_error(msg, std::to_string(rc));
+  if (primary == SQLITE_CANTOPEN || primary == SQLITE_NOTADB || primary == SQLITE_READONLY ||
+      primary == SQLITE_PERM || primary == SQLITE_AUTH)
+    throw config_error(msg);
+  throw backend_error(msg, std::to_string(rc));
+}
+
+class sqlite_connection final : public sql::connection {
+ public:
+  sqlite_connection(const std::string& path, milliseconds busy_timeout) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      throw config_error("cannot open SQLite database '" + path + "': " + msg);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::int64_t>(busy_timeout.count(), 1 << 30)));
+    sqlite3_create_function(db_, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr, nullptr);
+    sqlite3_create_function(db_, "sqlock_boot_id", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                            boot_id_fn, nullptr, nullptr);
+    try {
+      execute_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    } catch (...) {
+      sqlite3_close(db_);
+      throw;
+    }
+  }
+  ~sqlite_connection() override {
+    for (auto& [k, list] : cache_)
+      for (auto* s : list) sqlite3_finalize(s);
+    sqlite3_close(db_);
+  }
+
+  rows run(const sql::operation& op, const sql::params& p) override {
+    auto& stmts = prepared(op);
+    exec_simple("BEGIN IMMEDIATE");
+    rows out;
+    try {
+      for (std::size_t i = 0; i < stmts.size(); ++i) {
+        rows r = step_all(stmts[i], &p);
+        if (i + 1 == stmts.size()) out = std::move(r);
+      }
+      exec_simple("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    return out;
+  }
+
+  void execute_script(std::string_view script) override {
+    std::string s(script);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err);
+    if (rc != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errstr(rc);
+      sqlite3_free(err);
+      fail(nullptr, rc, "SQLite script failed: " + msg);
+    }
+  }
+
+  rows query(std::string_view text) override {
+    sqlite3_stmt* s = nullptr;
+    int rc = sqlite3_prepare_v2(db_, text.data(), static_cast<int>(text.size()), &s, nullptr);
+    if (rc != SQLITE_OK) fail(db_, rc, "SQLite prepare failed");
+    try {
+      rows r = step_all(s, nullptr);
+      sqlite3_finalize(s);
+      return r;
+    } catch (...) {
+      sqlite3_finalize(s);
+      throw;
+    }
+  }
+
+ private:
+  void exec_simple(const char* sql_text) {
+    auto& s = cache_[sql_text];
+    if (s.empty()) {
+      sqlite3_stmt* st = nullptr;
+      int rc = sqlite3_prepare_v2(db_, sql_text, -1, &st, nullptr);
+      if (rc != SQLITE_OK) fail(db_, rc, std::string("SQLite prepare of ") + sql_text + " failed");
+      s.push_back(st);
+    }
+    step_all(s[0], nullptr);
+  }
+
+  // Every statement of the op's texts, prepared once per connection.
+  std::vector<sqlite3_stmt*>& prepared(const sql::operation& op) {
+    auto& list = cache_[op.key];
+    if (!list.empty()) return list;
+    for (const auto& text : op.statements) {
+      const char* tail = text.c_str();
+      const char* end = text.c_str() + text.size();
+      while (tail < end) {
+        sqlite3_stmt* st = nullptr;
+        int rc = sqlite3_prepare_v3(db_, tail, static_cast<int>(end - tail), SQLITE_PREPARE_PERSISTENT,
+                                    &st, &tail);
+        if (rc != SQLITE_OK) {
+          for (auto* x : list) sqlite3_finalize(x);
+          list.clear();
+          fail(db_, rc, "SQLite prepare of operation '" + op.key + "' failed");
+        }
+        if (st) list.push_back(st);  // null for trailing comments/whitespace
+      }
+    }
+    return list;
+  }
+
+  rows step_all(sqlite3_stmt* s, const sql::params* p) {
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (p) {
+      int n = sqlite3_bind_parameter_count(s);
+      for (int i = 1; i <= n; ++i) {
+        const char* pname = sqlite3_bind_parameter_name(s, i);
+        if (!pname) continue;
+        sql::value v = sql::lookup(*p, pname + 1);
+        if (v.is_int) sqlite3_bind_int64(s, i, v.i);
+        else sqlite3_bind_text(s, i, v.s.data(), static_cast<int>(v.s.size()), SQLITE_STATIC);
+      }
+    }
+    rows out;
+    for (;;) {
+      int rc = sqlite3_step(s);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) {
+        sqlite3_reset(s);
+        fail(db_, rc, "SQLite statement failed");
+      }
+      sql::row r;
+      int cols = sqlite3_column_count(s);
+      for (int c = 0; c < cols; ++c) {
+        if (sqlite3_column_type(s, c) == SQLITE_NULL) {
+          r.emplace_back(std::nullopt);
+        } else {
+          auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
+          r.emplace_back(std::string(t, static_cast<std::size_t>(sqlite3_column_bytes(s, c))));
+        }
+      }
+      out.push_back(std::move(r));
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return out;
+  }
+
+  sqlite3* db_ = nullptr;
+  std::map<std::string, std::vector<sqlite3_stmt*>, std::less<>> cache_;
+};
+
+sql::dialect make_dialect(const std::string& mode) {
+  if (mode != "pessimistic" && mode != "optimistic")
+    throw config_error("SQLite mode must be pessimistic or optimistic (got '" + mode +
+                       "'; advisory locks need a server database)");
+  const auto& b = sql::bundle_sqlite();
+  auto op = [&](const std::string& key, const std::string& file) {
+    return sql::operation{key, {std::string(b.routine(file))}};
+  };
+  sql::dialect d;
+  d.kind = "sqlite";
+  d.mode = mode;
+  d.acquire = op("acquire", "acquire_" + mode + ".sql");
+  d.renew = op("renew", "renew.sql");
+  d.release = op("release", "release_" + mode + ".sql");
+  d.list = op("list", "list.sql");
+  d.force_release = op("force_release", "force_release.sql");
+  d.sweep = op("sweep", "sweep.sql");
+  d.fence_check = op("fence_check", "fence_check.sql");
+  d.version_table_query =
+      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlock_schema_version'";
+  d.version_query = "SELECT max(version) FROM sqlock_schema_version";
+  d.notify = true;
+  return d;
+}
+
+class sqlite_backend final : public sql::engine_backend {
+ public:
+  sqlite_backend(const std::string& path, const options& o)
+      : engine_backend(sql::bundle_sqlite(), make_dialect(o.mode),
+                       [path, t = o.busy_timeout] { return std::make_unique<sqlite_connection>(path, t); },
+                       "sqlite:" + path, o.pool),
+        wal_path_(path + "-wal") {
+    migrate();  // the schema is created on first use: the file is the caller's own
+  }
+
+  // Any commit appends to the WAL file: wake on its modification, with a short bounded re-check
+  // for a release that slipped in before the watch was set up.
+  void wait_for_change(std::string_view, steady_time until) override {
+    auto now = std::chrono::steady_clock::now();
+    auto limit = std::min<steady_time>(until, now + milliseconds(40 + jitter(20)));
+    int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd >= 0 && ::inotify_add_watch(fd, wal_path_.c_str(), IN_MODIFY) >= 0) {
+      auto ms = std::chrono::ceil<milliseconds>(limit - now).count();
+      pollfd pfd{fd, POLLIN, 0};
+      if (ms > 0) ::poll(&pfd, 1, static_cast<int>(ms));
+      ::close(fd);
+      return;
+    }
+    if (fd >= 0) ::close(fd);
+    std::this_thread::sleep_until(limit);
+  }
+
+  capabilities caps() const noexcept override {
+    auto c = engine_backend::caps();
+    c.notify = true;
+    return c;
+  }
+
+ private:
+  std::string wal_path_;
+};
+
+}  // namespace
+
+std::string default_path() {
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  std::filesystem::path base;
+  if (xdg && *xdg) {
+    base = xdg;
+  } else {
+    const char* home = std::getenv("HOME");
+    if (!home || !*home) throw config_error("neither XDG_STATE_HOME nor HOME is set: give sqlite:PATH");
+    base = std::filesystem::path(home) / ".local" / "state";
+  }
+  return (base / "sqlock" / "locks.db").string();
+}
+
+std::shared_ptr<backend> open(const std::string& path, const options& opts) {
+  if (path.empty()) throw config_error("SQLite path must not be empty");
+  if (opts.busy_timeout.count() <= 0) throw config_error("SQLite busy_timeout must be > 0");
+  return std::make_shared<sqlite_backend>(path, opts);
+}
+
+}  // namespace sqlite
+
+namespace backends {
+void register_sqlite() {
+  register_backend("sqlite", [](const url& u) -> std::shared_ptr<backend> {
+    u.check_params({"mode", "busy_timeout", "pool"});
+    if (!u.hosts.empty())
+      throw config_error("SQLite URL takes a path, not a host: sqlite:/path/to/file.db (got '" +
+                         u.redacted() + "')");
+    sqlite::options o;
+    o.mode = u.param("mode", "pessimistic");
+    if (u.query.count("busy_timeout")) o.busy_timeout = parse_duration(u.param("busy_timeout"));
+    if (u.query.count("pool")) {
+      try {
+        o.pool = static_cast<std::size_t>(std::stoul(u.param("pool")));
+      } catch (const std::exception&) {
+        throw config_error("SQLite pool must be a number (got '" + u.param("pool") + "')");
+      }
+    }
+    std::string path = u.path;
+    if (path.empty()) {
+      path = sqlite::default_path();
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+      if (ec) throw config_error("cannot create directory for " + path + ": " + ec.message());
+    }
+    return sqlite::open(path, o);
+  });
+}
+}  // namespace backends
+
+}  // namespace sqlock

@@ -1,0 +1,164 @@
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "sqlock/backend.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/memory.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock {
+namespace memory {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct entry {
+  std::string owner;
+  std::uint64_t fence = 0;
+  clock::time_point acquired;
+  clock::time_point expires;
+  std::string holder;
+};
+
+struct store {
+  std::mutex m;
+  std::condition_variable changed;
+  std::map<std::string, entry> locks;
+  std::uint64_t fence = 0;
+  faults f;
+};
+
+std::string iso_ago(clock::time_point t) {
+  // Memory leases have no wall-clock time; show the offset from now instead.
+  auto ms = std::chrono::duration_cast<milliseconds>(t - clock::now()).count();
+  return (ms >= 0 ? "+" : "") + std::to_string(ms) + "ms";
+}
+
+class memory_backend final : public backend {
+ public:
+  memory_backend(std::shared_ptr<store> s, std::string name)
+      : s_(std::move(s)), name_(std::move(name)) {}
+
+  std::optional<lease_info> try_acquire(const lock_request& req) override {
+    std::lock_guard g(s_->m);
+    check_up();
+    auto now = clock::now();
+    auto it = s_->locks.find(req.name);
+    if (it != s_->locks.end() && it->second.expires > now) return std::nullopt;
+    entry e{req.owner, ++s_->fence, now, now + req.lease, req.holder};
+    s_->locks[req.name] = e;
+    return lease_info{req.name, req.owner, e.fence, nullptr};
+  }
+
+  bool renew(const lease_info& l, milliseconds d) override {
+    std::lock_guard g(s_->m);
+    check_up();
+    if (s_->f.renew_refused) return false;
+    auto it = s_->locks.find(l.name);
+    auto now = clock::now();
+    if (it == s_->locks.end() || it->second.owner != l.owner || it->second.expires <= now)
+      return false;
+    it->second.expires = now + d;
+    return true;
+  }
+
+  bool release(const lease_info& l) override {
+    bool released = false;
+    {
+      std::lock_guard g(s_->m);
+      check_up();
+      auto it = s_->locks.find(l.name);
+      if (it != s_->locks.end() && it->second.owner == l.owner) {
+        s_->locks.erase(it);
+        released = true;
+      }
+    }
+    if (released) s_->changed.notify_all();
+    return released;
+  }
+
+  void wait_for_change(std::string_view, steady_time until) override {
+    std::unique_lock lk(s_->m);
+    s_->changed.wait_until(lk, until);
+  }
+
+  std::vector<lock_status> list(std::string_view prefix) override {
+    std::lock_guard g(s_->m);
+    check_up();
+    std::vector<lock_status> out;
+    auto now = clock::now();
+    for (auto& [name, e] : s_->locks) {
+      if (e.expires <= now || name.compare(0, prefix.size(), prefix) != 0) continue;
+      out.push_back({name, e.owner, e.fence, iso_ago(e.acquired), iso_ago(e.expires), "memory",
+                     e.holder});
+    }
+    return out;
+  }
+
+  bool force_release(std::string_view name) override {
+    bool released = false;
+    {
+      std::lock_guard g(s_->m);
+      check_up();
+      released = s_->locks.erase(std::string(name)) > 0;
+    }
+    if (released) s_->changed.notify_all();
+    return released;
+  }
+
+  std::size_t sweep() override {
+    std::lock_guard g(s_->m);
+    check_up();
+    auto now = clock::now();
+    return std::erase_if(s_->locks, [&](const auto& kv) { return kv.second.expires <= now; });
+  }
+
+  capabilities caps() const noexcept override {
+    capabilities c;
+    c.notify = true;
+    c.sweep = true;
+    c.cross_process = false;
+    return c;
+  }
+  std::string describe() const override { return "memory:" + name_; }
+  std::string kind() const override { return "memory"; }
+
+ private:
+  void check_up() const {
+    if (s_->f.down) throw connection_error("memory store '" + name_ + "' is down (fault injected)");
+  }
+  std::shared_ptr<store> s_;
+  std::string name_;
+};
+
+std::shared_ptr<store> store_named(const std::string& name) {
+  static std::mutex m;
+  static std::map<std::string, std::shared_ptr<store>> stores;
+  std::lock_guard g(m);
+  auto& s = stores[name];
+  if (!s) s = std::make_shared<store>();
+  return s;
+}
+
+}  // namespace
+
+std::shared_ptr<backend> open(const std::string& name) {
+  return std::make_shared<memory_backend>(store_named(name), name);
+}
+
+faults& faults_of(const std::string& name) { return store_named(name)->f; }
+
+}  // namespace memory
+
+namespace backends {
+void register_memory() {
+  register_backend("memory", [](const url& u) {
+    u.check_params({});
+    if (u.has_authority) throw config_error("memory URL takes no host: use memory: or memory:NAME");
+    return memory::open(u.path);
+  });
+}
+}  // namespace backends
+
+}  // namespace sqlock

@@ -1,0 +1,368 @@
+#include "sqlock/sql_engine.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+#include <thread>
+
+#include "sqlock/random.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock::sql {
+
+value lookup(const params& p, std::string_view key) {
+  if (key == "name") return {false, 0, p.name};
+  if (key == "owner") return {false, 0, p.owner};
+  if (key == "lease_ms") return {true, p.lease_ms, {}};
+  if (key == "holder") return {false, 0, p.holder};
+  if (key == "fence") return {true, p.fence, {}};
+  if (key == "prefix") return {false, 0, p.prefix};
+  if (key == "limit") return {true, p.limit, {}};
+  if (key == "mode") return {false, 0, p.mode};
+  throw config_error("unknown SQL parameter ':" + std::string(key) + "'");
+}
+
+compiled compile(std::string_view s, placeholder style) {
+  compiled out;
+  std::map<std::string, std::size_t, std::less<>> index;
+  auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto is_part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t i = 0; i < s.size();) {
+    char c = s[i];
+    if (c == '\'' || c == '"' || c == '`') {  // literal or quoted identifier: copy verbatim
+      std::size_t j = i + 1;
+      while (j < s.size()) {
+        if (s[j] == '\\' && c == '\'' && j + 1 < s.size()) {
+          j += 2;
+          continue;
+        }
+        if (s[j] == c) {
+          if (j + 1 < s.size() && s[j + 1] == c) {
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        ++j;
+      }
+      j = std::min(j + 1, s.size());
+      out.text.append(s.substr(i, j - i));
+      i = j;
+    } else if (c == '-' && i + 1 < s.size() && s[i + 1] == '-') {
+      auto j = s.find('\n', i);
+      j = j == std::string_view::npos ? s.size() : j;
+      out.text.append(s.substr(i, j - i));
+      i = j;
+    } else if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
+      auto j = s.find("*/", i + 2);
+      j = j == std::string_view::npos ? s.size() : j + 2;
+      out.text.append(s.substr(i, j - i));
+      i = j;
+    } else if (c == ':' && i + 1 < s.size() && s[i + 1] == ':') {
+      out.text.append("::");
+      i += 2;
+    } else if (c == ':' && i + 1 < s.size() && is_start(s[i + 1])) {
+      std::size_t j = i + 1;
+      while (j < s.size() && is_part(s[j])) ++j;
+      std::string name(s.substr(i + 1, j - i - 1));
+      switch (style) {
+        case placeholder::question:
+          out.names.push_back(name);
+          out.text.push_back('?');
+          break;
+        case placeholder::dollar: {
+          auto it = index.find(name);
+          if (it == index.end()) {
+            out.names.push_back(name);
+            it = index.emplace(name, out.names.size()).first;
+          }
+          out.text.append("$" + std::to_string(it->second));
+          break;
+        }
+        case placeholder::colon_name:
+          if (!index.count(name)) {
+            out.names.push_back(name);
+            index.emplace(name, out.names.size());
+          }
+          out.text.append(":" + name);
+          break;
+      }
+      i = j;
+    } else {
+      out.text.push_back(c);
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string_view bundle::routine(std::string_view file_name) const {
+  for (const auto& f : routines)
+    if (f.name == file_name) return f.text;
+  throw config_error("SQL file '" + std::string(file_name) + "' is not in the " + std::string(db) +
+                     " bundle");
+}
+
+int migration_version(std::string_view file_name) {
+  int v = 0;
+  if (file_name.size() < 2 || file_name[0] != 'V')
+    throw config_error("migration file name '" + std::string(file_name) + "' must be V<n>__<what>.sql");
+  auto [p, ec] = std::from_chars(file_name.data() + 1, file_name.data() + file_name.size(), v);
+  if (ec != std::errc() || std::string_view(p).substr(0, 2) != "__" || v <= 0)
+    throw config_error("migration file name '" + std::string(file_name) + "' must be V<n>__<what>.sql");
+  return v;
+}
+
+int latest_version(const bundle& b) {
+  int v = 0;
+  for (const auto& m : b.migrations) v = std::max(v, migration_version(m.name));
+  return v;
+}
+
+namespace {
+std::string rendered(const dialect& d, std::string_view text) {
+  return d.render ? d.render(text) : std::string(text);
+}
+
+std::uint64_t to_u64(const std::optional<std::string>& v, const char* what) {
+  if (!v) throw backend_error(std::string("NULL ") + what + " from the database");
+  std::uint64_t x = 0;
+  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+  if (ec != std::errc()) throw backend_error(std::string("bad ") + what + " '" + *v + "'");
+  return x;
+}
+}  // namespace
+
+int schema_version(connection& c, const dialect& d) {
+  if (c.query(d.version_table_query).empty()) return 0;
+  auto r = c.query(d.version_query);
+  if (r.empty() || r[0].empty() || !r[0][0]) return 0;
+  return static_cast<int>(to_u64(r[0][0], "schema version"));
+}
+
+int migrate(connection& c, const bundle& b, const dialect& d) {
+  int current = schema_version(c, d);
+  for (const auto& m : b.migrations) {
+    if (migration_version(m.name) > current) c.execute_script(rendered(d, m.text));
+  }
+  for (const auto& r : d.install_routines) c.execute_script(rendered(d, b.routine(r)));
+  return schema_version(c, d);
+}
+
+std::string migration_script(const bundle& b, const dialect& d) {
+  std::string out;
+  for (const auto& m : b.migrations) {
+    out += "-- ==== migrations/" + std::string(b.db) + "/" + std::string(m.name) + "\n";
+    out += rendered(d, m.text);
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  }
+  for (const auto& r : d.install_routines) {
+    out += "-- ==== sql/" + std::string(b.db) + "/" + r + "\n";
+    out += rendered(d, b.routine(r));
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  }
+  return out;
+}
+
+bool truthy(const std::optional<std::string>& v) {
+  if (!v) return false;
+  std::string s = *v;
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s == "1" || s == "t" || s == "true" || s == "yes";
+}
+
+// ---- engine_backend ----
+
+engine_backend::engine_backend(bundle b, dialect d, connector open, std::string url_text,
+                               std::size_t pool_size)
+    : bundle_(std::move(b)),
+      dialect_(std::move(d)),
+      open_(std::move(open)),
+      url_text_(std::move(url_text)),
+      pool_size_(std::max<std::size_t>(1, pool_size)) {}
+
+std::unique_ptr<connection> engine_backend::checkout() {
+  {
+    std::lock_guard g(pool_mutex_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+  }
+  return open_();
+}
+
+void engine_backend::checkin(std::unique_ptr<connection> c) {
+  std::lock_guard g(pool_mutex_);
+  if (idle_.size() < pool_size_) idle_.push_back(std::move(c));
+}
+
+void engine_backend::with_connection(const std::function<void(connection&)>& fn) {
+  auto c = checkout();
+  try {
+    fn(*c);
+  } catch (const connection_error&) {
+    throw;  // the connection is dropped
+  } catch (...) {
+    checkin(std::move(c));
+    throw;
+  }
+  checkin(std::move(c));
+}
+
+rows engine_backend::run(const operation& op, const params& p) {
+  // Transient errors (deadlock, serialization, busy) are retried with jittered backoff; a
+  // broken pooled connection is replaced once. Every operation is idempotent for its owner, so
+  // a retry after a lost reply cannot produce a false "busy" or a double acquisition.
+  bool reconnected = false;
+  for (unsigned attempt = 0;; ++attempt) {
+    try {
+      rows r;
+      with_connection([&](connection& c) { r = c.run(op, p); });
+      return r;
+    } catch (const transient_error&) {
+      if (attempt >= 20) throw;
+      std::this_thread::sleep_for(backoff_delay(attempt, milliseconds(1), milliseconds(50)));
+    } catch (const connection_error&) {
+      if (reconnected) throw;
+      reconnected = true;
+    }
+  }
+}
+
+std::optional<lease_info> engine_backend::try_acquire(const lock_request& req) {
+  params p;
+  p.name = req.name;
+  p.owner = req.owner;
+  p.lease_ms = req.lease.count();
+  p.holder = req.holder;
+  p.mode = dialect_.mode;
+  for (unsigned attempt = 0;; ++attempt) {
+    auto r = run(dialect_.acquire, p);
+    if (!r.empty() && !r[0].empty() && r[0][0])
+      return lease_info{req.name, req.owner, to_u64(r[0][0], "fence"), nullptr};
+    bool cas_lost = !r.empty() && r[0].size() > 1 && r[0][1] && *r[0][1] == "retry";
+    if (!cas_lost || attempt >= 8) return std::nullopt;
+    // Optimistic mode lost a compare-and-set race: back off with jitter and try again.
+    std::this_thread::sleep_for(backoff_delay(attempt, milliseconds(1), milliseconds(20)));
+  }
+}
+
+bool engine_backend::renew(const lease_info& l, milliseconds d) {
+  params p;
+  p.name = l.name;
+  p.owner = l.owner;
+  p.lease_ms = d.count();
+  p.mode = dialect_.mode;
+  auto r = run(dialect_.renew, p);
+  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+}
+
+bool engine_backend::release(const lease_info& l) {
+  params p;
+  p.name = l.name;
+  p.owner = l.owner;
+  p.mode = dialect_.mode;
+  auto r = run(dialect_.release, p);
+  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+}
+
+std::vector<lock_status> engine_backend::list(std::string_view prefix) {
+  params p;
+  p.prefix = std::string(prefix);
+  p.mode = dialect_.mode;
+  std::vector<lock_status> out;
+  for (auto& r : run(dialect_.list, p)) {
+    if (r.size() < 7) throw backend_error("list returned " + std::to_string(r.size()) + " columns");
+    lock_status s;
+    s.name = r[0].value_or("");
+    s.owner = r[1].value_or("");
+    s.fence = r[2] ? to_u64(r[2], "fence") : 0;
+    s.acquired_at = r[3].value_or("");
+    s.expires_at = r[4].value_or("");
+    s.mode = r[5].value_or(dialect_.mode);
+    s.holder = r[6].value_or("");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool engine_backend::force_release(std::string_view name) {
+  params p;
+  p.name = std::string(name);
+  p.mode = dialect_.mode;
+  auto r = run(dialect_.force_release, p);
+  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+}
+
+std::size_t engine_backend::sweep() {
+  params p;
+  p.limit = dialect_.sweep_batch;
+  p.mode = dialect_.mode;
+  std::size_t total = 0;
+  for (;;) {  // bounded batches until a batch comes back short
+    auto r = run(dialect_.sweep, p);
+    std::size_t n = r.empty() || r[0].empty() || !r[0][0] ? 0 : to_u64(r[0][0], "count");
+    total += n;
+    if (n < static_cast<std::size_t>(p.limit)) return total;
+  }
+}
+
+bool engine_backend::fence_check(std::string_view name, std::uint64_t fence) {
+  params p;
+  p.name = std::string(name);
+  p.fence = static_cast<std::int64_t>(fence);
+  p.mode = dialect_.mode;
+  auto r = run(dialect_.fence_check, p);
+  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+}
+
+capabilities engine_backend::caps() const noexcept {
+  capabilities c;
+  c.notify = dialect_.notify;
+  c.sweep = true;
+  return c;
+}
+
+std::string engine_backend::describe() const {
+  std::string shown;
+  try {
+    shown = url::parse(url_text_).redacted();
+  } catch (const error&) {
+    shown = url_text_;
+  }
+  return shown + " (" + dialect_.mode + ")";
+}
+
+void engine_backend::check_schema() {
+  int have = 0;
+  with_connection([&](connection& c) { have = schema_version(c, dialect_); });
+  int need = latest_version(bundle_);
+  if (have < need) {
+    std::string shown = describe();
+    throw config_error("sqlock schema " +
+                       (have == 0 ? std::string("is missing") : "is at version " + std::to_string(have)) +
+                       " in " + shown + "; this library needs version " + std::to_string(need) +
+                       ": run `sqlock migrate --url '<your url>'` (or `sqlock migrate --print` and apply "
+                       "it with your SQL client)");
+  }
+}
+
+void engine_backend::verify() {
+  if (auto_migrate_) migrate();
+  else check_schema();
+}
+
+int engine_backend::migrate() {
+  int v = 0;
+  with_connection([&](connection& c) { v = sql::migrate(c, bundle_, dialect_); });
+  return v;
+}
+
+std::string engine_backend::migration_script() const {
+  return sql::migration_script(bundle_, dialect_);
+}
+
+}  // namespace sqlock::sql

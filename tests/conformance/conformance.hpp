@@ -1,0 +1,417 @@
+// The shared conformance suite: every backend and mode instantiates it with a traits type
+//
+//   struct my_traits {
+//     static const char* url_var();   // env variable with the server URL; nullptr = no server
+//     static std::string url(const std::string& base, const std::filesystem::path& tmp);
+//   };
+//   using my_types = ::testing::Types<my_traits, ...>;
+//   INSTANTIATE_TYPED_TEST_SUITE_P(my_backend, conformance, my_types);
+//
+// What a backend declares it cannot do (capabilities) is checked to fail with `unsupported`
+// instead of being tested for behaviour.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "sqlock/client.hpp"
+#include "sqlock/errors.hpp"
+#include "test_env.hpp"
+
+namespace sqlock::test {
+
+using namespace std::chrono_literals;
+
+template <class Traits>
+class conformance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string base;
+    if (const char* var = Traits::url_var()) SQLOCK_REQUIRE_URL(var, base);
+    url_ = Traits::url(base, tmp_.path);
+  }
+  client connect_new() { return sqlock::connect(url_); }
+  std::string name(const std::string& stem) { return unique_name(stem); }
+
+  temp_dir tmp_;
+  std::string url_;
+};
+
+TYPED_TEST_SUITE_P(conformance);
+
+TYPED_TEST_P(conformance, exclusive_between_two_clients) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("excl");
+  auto la = a.make_lock(n);
+  auto lb = b.make_lock(n);
+  la.lock();
+  EXPECT_TRUE(la.owns_lock());
+  EXPECT_FALSE(lb.try_lock());
+  std::thread other([&] { EXPECT_FALSE(lb.try_lock()); });
+  other.join();
+  la.unlock();
+  EXPECT_FALSE(la.owns_lock());
+  EXPECT_TRUE(lb.try_lock());
+  EXPECT_FALSE(la.try_lock());
+  lb.unlock();
+}
+
+TYPED_TEST_P(conformance, works_with_standard_lock_types) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("std");
+  auto la = a.make_lock(n);
+  auto lb = b.make_lock(n);
+  {
+    std::unique_lock g(la);
+    EXPECT_TRUE(g.owns_lock());
+    std::unique_lock gb(lb, std::defer_lock);
+    EXPECT_FALSE(gb.try_lock_for(50ms));
+  }
+  {
+    std::scoped_lock g(lb);
+    EXPECT_TRUE(lb.owns_lock());
+  }
+  std::unique_lock g(la, std::chrono::steady_clock::now() + 2s);
+  EXPECT_TRUE(g.owns_lock());
+}
+
+TYPED_TEST_P(conformance, non_owner_release_is_a_noop) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("nonowner");
+  auto la = a.make_lock(n);
+  la.lock();
+  // A release with a foreign owner token does nothing.
+  EXPECT_FALSE(b.get_backend().release(lease_info{n, random_token(), 0, nullptr}));
+  auto lb = b.make_lock(n);
+  EXPECT_FALSE(lb.try_lock());
+  // unlock() of a handle that holds nothing does not throw and releases nothing.
+  EXPECT_NO_THROW(lb.unlock());
+  EXPECT_FALSE(lb.last_error().empty());
+  EXPECT_FALSE(lb.try_lock());
+  la.unlock();
+  EXPECT_TRUE(lb.try_lock());
+  lb.unlock();
+}
+
+TYPED_TEST_P(conformance, expiry_allows_takeover_and_old_holder_sees_loss) {
+  auto a = this->connect_new();
+  if (a.caps().session_bound) GTEST_SKIP() << "session-bound holds do not expire by lease";
+  auto b = this->connect_new();
+  auto n = this->name("expiry");
+  auto la = a.make_lock(n, {.lease = 400ms, .auto_renew = false});
+  std::atomic<int> lost_calls{0};
+  la.on_lost([&](const std::string& which) {
+    EXPECT_EQ(which, n);
+    ++lost_calls;
+  });
+  la.lock();
+  auto first_fence = la.fence();
+  auto lb = b.make_lock(n, {.lease = 10s});
+  EXPECT_TRUE(lb.try_lock_for(10s));  // succeeds once la's lease ran out
+  EXPECT_GT(lb.fence(), first_fence);
+  EXPECT_FALSE(la.renew());
+  EXPECT_TRUE(la.lost());
+  EXPECT_EQ(lost_calls.load(), 1);
+  la.unlock();  // must not touch b's hold
+  auto c = this->connect_new();
+  auto lc = c.make_lock(n);
+  EXPECT_FALSE(lc.try_lock());
+  lb.unlock();
+  EXPECT_TRUE(lc.try_lock());
+  lc.unlock();
+}
+
+TYPED_TEST_P(conformance, renewal_keeps_the_lock_past_several_leases) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("renew");
+  auto la = a.make_lock(n, {.lease = 600ms});
+  la.lock();
+  auto lb = b.make_lock(n);
+  auto until = std::chrono::steady_clock::now() + 2500ms;
+  while (std::chrono::steady_clock::now() < until) {
+    EXPECT_FALSE(lb.try_lock());
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_FALSE(la.lost());
+  EXPECT_TRUE(la.renew());
+  if (!a.caps().session_bound) {
+    EXPECT_GE(a.stats().renewals, 3u);
+  }
+  la.unlock();
+  EXPECT_TRUE(lb.try_lock());
+  lb.unlock();
+}
+
+TYPED_TEST_P(conformance, release_is_idempotent) {
+  auto a = this->connect_new();
+  auto n = this->name("idem");
+  auto la = a.make_lock(n);
+  la.lock();
+  lease_info held{n, la.owner(), la.fence(), nullptr};
+  la.unlock();
+  EXPECT_NO_THROW(la.unlock());
+  if (!a.caps().session_bound) {
+    EXPECT_FALSE(a.get_backend().release(held));
+    EXPECT_FALSE(a.get_backend().release(held));
+  }
+  EXPECT_TRUE(la.try_lock());
+  la.unlock();
+}
+
+TYPED_TEST_P(conformance, try_lock_for_gives_up_at_its_deadline) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("deadline");
+  auto la = a.make_lock(n);
+  la.lock();
+  auto lb = b.make_lock(n);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(lb.try_lock_for(400ms));
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 400ms);
+  EXPECT_LT(took, 400ms + 10s);  // liveness only: it does return
+  EXPECT_FALSE(lb.try_lock_until(std::chrono::system_clock::now() + 100ms));
+  EXPECT_GE(b.stats().timeouts, 2u);
+  la.unlock();
+}
+
+TYPED_TEST_P(conformance, reentrant_per_thread) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("reentrant");
+  auto la = a.make_lock(n);
+  auto la2 = a.make_lock(n);  // a second handle of the same name in the same client
+  la.lock();
+  auto fence = la.fence();
+  la.lock();
+  EXPECT_TRUE(la2.try_lock());
+  EXPECT_EQ(la2.fence(), fence);
+  std::thread other([&] {  // another thread of the same client must not get in
+    EXPECT_FALSE(la.try_lock());
+    EXPECT_FALSE(la2.try_lock_for(50ms));
+  });
+  other.join();
+  auto lb = b.make_lock(n);
+  la2.unlock();
+  la.unlock();
+  EXPECT_FALSE(lb.try_lock());
+  la.unlock();
+  EXPECT_TRUE(lb.try_lock());
+  lb.unlock();
+  EXPECT_GE(a.stats().reentries, 2u);
+}
+
+TYPED_TEST_P(conformance, fencing_tokens_strictly_rise) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  if (!a.caps().fencing) {
+    auto l = a.make_lock(this->name("nofence"));
+    l.lock();
+    EXPECT_THROW(l.fence(), unsupported);
+    l.unlock();
+    return;
+  }
+  auto n = this->name("fence");
+  std::uint64_t last = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto& c = i % 2 ? a : b;
+    auto l = c.make_lock(n);
+    l.lock();
+    EXPECT_GT(l.fence(), last) << "hold " << i;
+    last = l.fence();
+    l.unlock();
+  }
+}
+
+TYPED_TEST_P(conformance, threads_and_processes_keep_an_exact_counter) {
+  auto probe = this->connect_new();
+  const bool processes = probe.caps().cross_process;
+  const int procs = processes ? 3 : 1, threads = 4, rounds = 15;
+  struct shared_state {
+    std::atomic<int> holders;
+    std::atomic<int> max_holders;
+    long counter;  // deliberately not atomic: the lock protects it
+    std::atomic<int> errors;
+  };
+  void* mem = ::mmap(nullptr, sizeof(shared_state), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* st = new (mem) shared_state{};
+  auto n = this->name("counter");
+  auto url = this->url_;
+  auto work = [st, n, url] {
+    // Two clients per process so exclusion is also tested between clients of one process.
+    auto c1 = sqlock::connect(url);
+    auto c2 = sqlock::connect(url);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        try {
+          auto l = (t % 2 ? c1 : c2).make_lock(n, {.lease = 20s});
+          for (int r = 0; r < rounds; ++r) {
+            std::unique_lock g(l);
+            int h = ++st->holders;
+            int m = st->max_holders.load();
+            while (h > m && !st->max_holders.compare_exchange_weak(m, h)) {
+            }
+            long v = st->counter;
+            std::this_thread::sleep_for(200us);
+            st->counter = v + 1;
+            --st->holders;
+          }
+        } catch (...) {
+          ++st->errors;
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+  };
+  std::vector<pid_t> children;
+  for (int p = 1; p < procs; ++p) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      work();
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  work();
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(st->errors.load(), 0);
+  EXPECT_EQ(st->max_holders.load(), 1);
+  EXPECT_EQ(st->counter, static_cast<long>(procs) * threads * rounds);
+  ::munmap(mem, sizeof(shared_state));
+}
+
+TYPED_TEST_P(conformance, odd_names_are_stored_verbatim) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  std::string tag = random_token().substr(0, 8);
+  const std::vector<std::string> names = {
+      "it's " + tag,
+      "double \"quote\" " + tag,
+      "'; DROP TABLE sqlock_locks; -- " + tag,
+      "Robert'); DELETE FROM sqlock_locks WHERE ('1'='1 " + tag,
+      "ключ-🔒-鍵-" + tag,
+      "back\\slash\\ " + tag,
+      "%_like_* wildcards? " + tag,
+      "new\nline\ttab " + tag,
+      tag + std::string(1024, 'x'),
+      tag + std::string(1024, 'x') + "y",  // differs only after 1 KiB
+      "Case " + tag,
+      "case " + tag,
+  };
+  std::vector<mutex> held;
+  for (const auto& n : names) {
+    held.push_back(a.make_lock(n));
+    ASSERT_TRUE(held.back().try_lock()) << n;
+  }
+  // Every name is its own lock: none was folded onto another.
+  for (const auto& n : names) {
+    auto l = b.make_lock(n);
+    EXPECT_FALSE(l.try_lock()) << n;
+  }
+  if (a.caps().list) {
+    auto all = a.list();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      auto it = std::find_if(all.begin(), all.end(), [&](auto& s) { return s.name == names[i]; });
+      ASSERT_NE(it, all.end()) << "not listed verbatim: " << names[i];
+      EXPECT_EQ(it->owner, held[i].owner());
+      EXPECT_EQ(it->fence, held[i].fence());
+    }
+    // A prefix is matched literally, never as a pattern.
+    auto pct = a.list("%_like_* wildcards? " + tag);
+    ASSERT_EQ(pct.size(), 1u);
+    EXPECT_EQ(pct[0].name, names[6]);
+    auto starts_with_pct = a.list("%");
+    EXPECT_TRUE(std::all_of(starts_with_pct.begin(), starts_with_pct.end(),
+                            [](auto& s) { return s.name[0] == '%'; }));
+  }
+  for (auto& l : held) l.unlock();
+  for (const auto& n : names) {
+    auto l = b.make_lock(n);
+    EXPECT_TRUE(l.try_lock()) << n;
+    l.unlock();
+  }
+}
+
+TYPED_TEST_P(conformance, invalid_input_is_a_config_error) {
+  auto a = this->connect_new();
+  EXPECT_THROW(a.make_lock(""), config_error);
+  EXPECT_THROW(a.make_lock("x", {.lease = 0ms}), config_error);
+  EXPECT_THROW(a.make_lock("x", {.lease = -5s}), config_error);
+  EXPECT_THROW(a.make_lock("x", {.lease = 1s, .renew_every = 2s}), config_error);
+  EXPECT_THROW(sqlock::connect(""), config_error);
+  EXPECT_THROW(sqlock::connect("no scheme here"), config_error);
+  EXPECT_THROW(sqlock::connect("nosuchbackend://host/db"), config_error);
+  EXPECT_THROW(sqlock::connect(this->url_ + (this->url_.find('?') == std::string::npos ? "?" : "&") +
+                               "no_such_option=1"),
+               config_error);
+  // Nothing was damaged: the store still works.
+  auto l = a.make_lock(this->name("after-bad-input"));
+  EXPECT_TRUE(l.try_lock());
+  l.unlock();
+}
+
+TYPED_TEST_P(conformance, list_and_force_release) {
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("admin");
+  auto la = a.make_lock(n);
+  la.lock();
+  if (!a.caps().list) {
+    EXPECT_THROW(a.list(), unsupported);
+  } else {
+    auto rows = b.list(n);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].name, n);
+    EXPECT_EQ(rows[0].owner, la.owner());
+    EXPECT_FALSE(rows[0].mode.empty());
+  }
+  if (!a.caps().force_release) {
+    EXPECT_THROW(b.force_release(n), unsupported);
+    la.unlock();
+    return;
+  }
+  std::atomic<bool> told{false};
+  la.on_lost([&](const std::string&) { told = true; });
+  EXPECT_TRUE(b.force_release(n));
+  EXPECT_FALSE(b.force_release(n));
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(5s));
+  EXPECT_FALSE(la.renew());
+  EXPECT_TRUE(la.lost());
+  EXPECT_TRUE(told);
+  la.unlock();
+  EXPECT_FALSE(a.make_lock(n).try_lock());  // b still holds
+  lb.unlock();
+}
+
+REGISTER_TYPED_TEST_SUITE_P(conformance, exclusive_between_two_clients,
+                            works_with_standard_lock_types, non_owner_release_is_a_noop,
+                            expiry_allows_takeover_and_old_holder_sees_loss,
+                            renewal_keeps_the_lock_past_several_leases, release_is_idempotent,
+                            try_lock_for_gives_up_at_its_deadline, reentrant_per_thread,
+                            fencing_tokens_strictly_rise, threads_and_processes_keep_an_exact_counter,
+                            odd_names_are_stored_verbatim, invalid_input_is_a_config_error,
+                            list_and_force_release);
+
+}  // namespace sqlock::test

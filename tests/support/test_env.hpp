@@ -1,0 +1,59 @@
+// Test helpers shared by every test program: server URLs from the environment (skip when
+// unset, fail when SQLOCK_TEST_REQUIRE_ALL=1), unique lock names, temporary files.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "sqlock/random.hpp"
+
+namespace sqlock::test {
+
+/// True when SQLOCK_TEST_REQUIRE_ALL=1: a missing server is a failure, not a skip.
+inline bool require_all() {
+  const char* v = std::getenv("SQLOCK_TEST_REQUIRE_ALL");
+  return v && std::string(v) == "1";
+}
+
+/// The value of environment variable `var`, or "" when unset/empty.
+inline std::string env(const char* var) {
+  const char* v = std::getenv(var);
+  return v ? std::string(v) : std::string();
+}
+
+/// A lock name no other test (or earlier run) uses.
+inline std::string unique_name(const std::string& stem = "t") {
+  return "sqlock-test:" + stem + ":" + random_token().substr(0, 12);
+}
+
+/// A fresh temporary directory, removed by the destructor.
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir() {
+    path = std::filesystem::temp_directory_path() / ("sqlock-test-" + random_token().substr(0, 12));
+    std::filesystem::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+};
+
+}  // namespace sqlock::test
+
+/// In a fixture's SetUp or a test body: skip (or fail under SQLOCK_TEST_REQUIRE_ALL=1) when the
+/// server URL variable `var` is unset; otherwise evaluates to its value.
+#define SQLOCK_REQUIRE_URL(var, out)                                                    \
+  do {                                                                                  \
+    out = ::sqlock::test::env(var);                                                     \
+    if (out.empty()) {                                                                  \
+      if (::sqlock::test::require_all()) FAIL() << var << " is not set (SQLOCK_TEST_REQUIRE_ALL=1)"; \
+      GTEST_SKIP() << var << " is not set";                                             \
+    }                                                                                   \
+  } while (0)

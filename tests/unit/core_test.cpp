@@ -1,0 +1,177 @@
+// Core logic against the in-process backend with injected faults.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "sqlock/client.hpp"
+#include "sqlock/memory.hpp"
+#include "sqlock/random.hpp"
+
+using namespace sqlock;
+using namespace std::chrono_literals;
+
+namespace {
+struct store {
+  std::string name = "core-" + random_token();
+  client connect() { return client(memory::open(name)); }
+  memory::faults& faults() { return memory::faults_of(name); }
+};
+}  // namespace
+
+TEST(core, refused_renewal_marks_loss_and_calls_back) {
+  store s;
+  auto c = s.connect();
+  auto l = c.make_lock("x", {.lease = 300ms});
+  std::atomic<int> calls{0};
+  l.on_lost([&](const std::string&) { ++calls; });
+  l.lock();
+  s.faults().renew_refused = true;
+  for (int i = 0; i < 100 && !l.lost(); ++i) std::this_thread::sleep_for(20ms);
+  s.faults().renew_refused = false;
+  EXPECT_TRUE(l.lost());
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(c.stats().losses, 1u);
+  EXPECT_THROW(l.lock(), lock_lost);  // reentry into a lost hold is refused
+  l.unlock();
+  EXPECT_TRUE(l.try_lock());
+  EXPECT_FALSE(l.lost());
+  l.unlock();
+}
+
+TEST(core, store_down_while_held_is_loss_once_the_lease_runs_out) {
+  store s;
+  auto c = s.connect();
+  auto l = c.make_lock("y", {.lease = 300ms});
+  l.lock();
+  s.faults().down = true;
+  for (int i = 0; i < 100 && !l.lost(); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(l.lost());
+  EXPECT_GE(c.stats().renewal_failures, 1u);
+  EXPECT_NO_THROW(l.unlock());  // release fails: recorded, not thrown
+  EXPECT_NE(l.last_error().find("down"), std::string::npos);
+  EXPECT_EQ(c.stats().release_errors, 1u);
+  EXPECT_THROW(l.lock(), connection_error);
+  s.faults().down = false;
+  EXPECT_TRUE(l.try_lock_for(2s));
+  l.unlock();
+}
+
+TEST(core, short_outage_is_survived_by_renewal) {
+  store s;
+  auto c = s.connect();
+  auto l = c.make_lock("z", {.lease = 900ms});
+  l.lock();
+  std::this_thread::sleep_for(350ms);
+  s.faults().down = true;
+  std::this_thread::sleep_for(150ms);
+  s.faults().down = false;
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_FALSE(l.lost());
+  l.unlock();
+}
+
+TEST(core, local_waiters_queue_and_each_gets_a_turn) {
+  store s;
+  auto c = s.connect();
+  std::atomic<int> inside{0}, max_inside{0};
+  long counter = 0;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([&] {
+      auto l = c.make_lock("q");
+      for (int i = 0; i < 50; ++i) {
+        std::lock_guard g(l);
+        int now = ++inside;
+        max_inside = std::max(max_inside.load(), now);
+        ++counter;
+        --inside;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(counter, 400);
+  EXPECT_EQ(max_inside.load(), 1);
+  EXPECT_EQ(c.stats().acquisitions, 400u);
+  EXPECT_EQ(c.stats().releases, 400u);
+}
+
+TEST(core, destroying_a_handle_releases_its_holds) {
+  store s;
+  auto a = s.connect();
+  auto b = s.connect();
+  {
+    auto l = a.make_lock("d");
+    l.lock();
+    l.lock();
+  }
+  auto lb = b.make_lock("d");
+  EXPECT_TRUE(lb.try_lock());
+  lb.unlock();
+}
+
+TEST(core, moved_handle_keeps_the_hold) {
+  store s;
+  auto a = s.connect();
+  auto l = a.make_lock("m");
+  l.lock();
+  auto fence = l.fence();
+  mutex moved = std::move(l);
+  EXPECT_TRUE(moved.owns_lock());
+  EXPECT_EQ(moved.fence(), fence);
+  EXPECT_THROW(l.lock(), usage_error);
+  moved.unlock();
+  EXPECT_FALSE(moved.owns_lock());
+}
+
+TEST(core, fence_and_owner_need_a_hold) {
+  store s;
+  auto a = s.connect();
+  auto l = a.make_lock("f");
+  EXPECT_THROW(l.fence(), usage_error);
+  EXPECT_THROW(l.owner(), usage_error);
+  EXPECT_THROW(l.renew(), usage_error);
+  l.lock();
+  auto first_owner = l.owner();
+  l.unlock();
+  l.lock();
+  EXPECT_NE(l.owner(), first_owner);  // a new token per acquisition
+  l.unlock();
+}
+
+TEST(core, contention_is_counted) {
+  store s;
+  auto a = s.connect();
+  auto b = s.connect();
+  auto la = a.make_lock("c");
+  la.lock();
+  std::thread t([&] {
+    auto lb = b.make_lock("c");
+    EXPECT_TRUE(lb.try_lock_for(5s));
+    lb.unlock();
+  });
+  std::this_thread::sleep_for(100ms);
+  la.unlock();
+  t.join();
+  EXPECT_EQ(b.stats().contended, 1u);
+}
+
+TEST(core, sweep_runs_in_the_background) {
+  store s;
+  auto a = s.connect();
+  auto l = a.make_lock("s", {.lease = 50ms, .auto_renew = false});
+  l.lock();
+  std::this_thread::sleep_for(100ms);  // expired, but its entry is still in the store
+  auto probe = s.connect();
+  {
+    client sweeper(memory::open(s.name), {.sweep_every = 50ms});
+    std::this_thread::sleep_for(300ms);
+  }
+  EXPECT_EQ(probe.sweep(), 0u);  // the background sweep already removed it
+  l.unlock();
+  auto l2 = a.make_lock("s2", {.lease = 10ms, .auto_renew = false});
+  l2.lock();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(probe.sweep(), 1u);  // without a sweeper the expired entry is still there
+  l2.unlock();
+}

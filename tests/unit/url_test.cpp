@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include "sqlock/errors.hpp"
+#include "sqlock/url.hpp"
+
+using namespace sqlock;
+using namespace std::chrono_literals;
+
+TEST(url, server_form_with_everything) {
+  auto u = url::parse("postgresql://app:p%40ss@db.example:6543/orders?mode=advisory&sslmode=require");
+  EXPECT_EQ(u.scheme, "postgresql");
+  EXPECT_TRUE(u.has_authority);
+  EXPECT_EQ(u.user, "app");
+  EXPECT_EQ(u.password, "p@ss");
+  ASSERT_EQ(u.hosts.size(), 1u);
+  EXPECT_EQ(u.hosts[0].host, "db.example");
+  EXPECT_EQ(u.hosts[0].port, 6543);
+  EXPECT_EQ(u.path, "/orders");
+  EXPECT_EQ(u.param("mode"), "advisory");
+  EXPECT_EQ(u.param("sslmode"), "require");
+  EXPECT_EQ(u.redacted().find("p%40ss"), std::string::npos);
+  EXPECT_NE(u.redacted().find("***"), std::string::npos);
+}
+
+TEST(url, host_lists_and_ipv6) {
+  auto u = url::parse("redlock://127.0.0.1:7001,[::1]:7002,localhost");
+  ASSERT_EQ(u.hosts.size(), 3u);
+  EXPECT_EQ(u.hosts[1].host, "::1");
+  EXPECT_EQ(u.hosts[1].port, 7002);
+  EXPECT_EQ(u.hosts[2].port, 0);
+}
+
+TEST(url, opaque_forms) {
+  auto s = url::parse("sqlite:/var/lib/app/locks.db?mode=optimistic");
+  EXPECT_FALSE(s.has_authority);
+  EXPECT_EQ(s.path, "/var/lib/app/locks.db");
+  EXPECT_EQ(s.param("mode"), "optimistic");
+  EXPECT_EQ(url::parse("sqlite:///abs/x.db").path, "/abs/x.db");
+  EXPECT_EQ(url::parse("memory:").path, "");
+  EXPECT_EQ(url::parse("SOCI+PostgreSQL://h/db").scheme, "soci+postgresql");
+}
+
+TEST(url, malformed_input_is_config_error) {
+  EXPECT_THROW(url::parse(""), config_error);
+  EXPECT_THROW(url::parse("no-colon"), config_error);
+  EXPECT_THROW(url::parse(":x"), config_error);
+  EXPECT_THROW(url::parse("redis://h:99999"), config_error);
+  EXPECT_THROW(url::parse("redis://h:port"), config_error);
+  EXPECT_THROW(url::parse("redis://a,,b"), config_error);
+  EXPECT_THROW(url::parse("redis://h/%zz"), config_error);
+  EXPECT_THROW(url::parse("re dis://h"), config_error);
+  EXPECT_THROW(url::parse("redis://h?=v"), config_error);
+}
+
+TEST(url, unknown_params_are_named) {
+  auto u = url::parse("sqlite:x.db?mdoe=optimistic");
+  try {
+    u.check_params({"mode"});
+    FAIL();
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("mdoe"), std::string::npos);
+  }
+}
+
+TEST(duration, parses_units) {
+  EXPECT_EQ(parse_duration("250ms"), 250ms);
+  EXPECT_EQ(parse_duration("30s"), 30s);
+  EXPECT_EQ(parse_duration("5m"), 5min);
+  EXPECT_EQ(parse_duration("1h"), 1h);
+  EXPECT_EQ(parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(parse_duration("7"), 7s);
+  EXPECT_EQ(parse_duration("0"), 0ms);
+}
+
+TEST(duration, rejects_bad_input) {
+  for (const char* bad : {"", "-1s", "abc", "5 parsecs", "1.2.3s", "ms", "1e400h"})
+    EXPECT_THROW(parse_duration(bad), config_error) << bad;
+}

@@ -37,32 +37,32 @@ struct lease_info {
 
 /// One row of `list()`: a lock as the backend sees it.
 struct lock_status {
-  std::string name;          ///< lock name, verbatim
-  std::string owner;         ///< owner token of the holder
-  std::uint64_t fence = 0;   ///< fencing token of the hold
-  std::string acquired_at;   ///< server time, ISO-8601 UTC ("" when unknown)
-  std::string expires_at;    ///< server time, ISO-8601 UTC ("" when bound to a session)
-  std::string mode;          ///< backend mode: pessimistic, optimistic, advisory, ...
-  std::string holder;        ///< holder description given at acquire ("" when unknown)
+  std::string name;         ///< lock name, verbatim
+  std::string owner;        ///< owner token of the holder
+  std::uint64_t fence = 0;  ///< fencing token of the hold
+  std::string acquired_at;  ///< server time, ISO-8601 UTC ("" when unknown)
+  std::string expires_at;   ///< server time, ISO-8601 UTC ("" when bound to a session)
+  std::string mode;         ///< backend mode: pessimistic, optimistic, advisory, ...
+  std::string holder;       ///< holder description given at acquire ("" when unknown)
 };
 
 /// What a backend can do; the core and the conformance suite read these.
 struct capabilities {
-  bool fencing = true;          ///< fence tokens strictly rise across holders of a name
-  bool fencing_safe = true;     ///< tokens stay monotonic across server failover
-  bool notify = false;          ///< wait_for_change() is woken by the server on release
-  bool fair = false;            ///< waiters are served in arrival order (acquire() overridden)
-  bool session_bound = false;   ///< the hold dies with the connection/session, not by lease
-  bool list = true;             ///< list() works
-  bool force_release = true;    ///< force_release() works
-  bool sweep = false;           ///< sweep() deletes expired rows
-  bool cross_process = true;    ///< two processes exclude each other (false for memory:)
+  bool fencing = true;         ///< fence tokens strictly rise across holders of a name
+  bool fencing_safe = true;    ///< tokens stay monotonic across server failover
+  bool notify = false;         ///< wait_for_change() is woken by the server on release
+  bool fair = false;           ///< waiters are served in arrival order (acquire() overridden)
+  bool session_bound = false;  ///< the hold dies with the connection/session, not by lease
+  bool list = true;            ///< list() works
+  bool force_release = true;   ///< force_release() works
+  bool sweep = false;          ///< sweep() deletes expired rows
+  bool cross_process = true;   ///< two processes exclude each other (false for memory:)
 };
 
 /// Waiting policy the core hands to acquire(): capped exponential backoff with full jitter.
 struct wait_policy {
-  milliseconds initial{2};   ///< first delay between attempts
-  milliseconds cap{100};     ///< longest delay between attempts without notification
+  milliseconds initial{2};            ///< first delay between attempts
+  milliseconds cap{100};              ///< longest delay between attempts without notification
   milliseconds notify_recheck{1000};  ///< re-check interval when the backend can notify
 };
 

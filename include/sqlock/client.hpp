@@ -25,15 +25,15 @@ struct local_entry;
 
 /// Options of one lock handle (an aggregate: use designated initialisers).
 struct lock_options {
-  milliseconds lease{30000};  ///< server-side lease; must be > 0 (0 or negative: config_error)
-  bool auto_renew = true;     ///< renew in the background while held (false: lease runs out)
+  milliseconds lease{30000};    ///< server-side lease; must be > 0 (0 or negative: config_error)
+  bool auto_renew = true;       ///< renew in the background while held (false: lease runs out)
   milliseconds renew_every{0};  ///< renewal period; 0 = lease / 3
 };
 
 /// Options of a client (an aggregate: use designated initialisers).
 struct client_options {
-  wait_policy waiting{};      ///< backoff between attempts while waiting
-  std::string holder{};       ///< holder description stored with locks; "" = "host:pid:program"
+  wait_policy waiting{};        ///< backoff between attempts while waiting
+  std::string holder{};         ///< holder description stored with locks; "" = "host:pid:program"
   milliseconds sweep_every{0};  ///< run backend sweep() this often in the renewal thread; 0 = never
 };
 

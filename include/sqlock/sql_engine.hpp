@@ -31,21 +31,21 @@ using rows = std::vector<row>;
 
 /// The parameters an operation may use, bound by name (":name" in statement text).
 struct params {
-  std::string name;          ///< :name — lock name, verbatim
-  std::string owner;         ///< :owner — owner token
-  std::int64_t lease_ms = 0; ///< :lease_ms — lease in milliseconds
-  std::string holder;        ///< :holder — holder description
-  std::int64_t fence = 0;    ///< :fence — fencing token (fence_check)
-  std::string prefix;        ///< :prefix — name prefix (list)
-  std::int64_t limit = 0;    ///< :limit — batch size (sweep)
-  std::string mode;          ///< :mode — backend mode name
+  std::string name;           ///< :name — lock name, verbatim
+  std::string owner;          ///< :owner — owner token
+  std::int64_t lease_ms = 0;  ///< :lease_ms — lease in milliseconds
+  std::string holder;         ///< :holder — holder description
+  std::int64_t fence = 0;     ///< :fence — fencing token (fence_check)
+  std::string prefix;         ///< :prefix — name prefix (list)
+  std::int64_t limit = 0;     ///< :limit — batch size (sweep)
+  std::string mode;           ///< :mode — backend mode name
 };
 
 /// A bound value: integer or text.
 struct value {
-  bool is_int = false;   ///< true: use `i`; false: use `s`
-  std::int64_t i = 0;    ///< integer value
-  std::string_view s;    ///< text value (points into params)
+  bool is_int = false;  ///< true: use `i`; false: use `s`
+  std::int64_t i = 0;   ///< integer value
+  std::string_view s;   ///< text value (points into params)
 };
 
 /// Looks up a named parameter (without the colon); config_error for an unknown name.
@@ -56,8 +56,8 @@ enum class placeholder { dollar /* $1 */, question /* ? */, colon_name /* :p1 */
 
 /// A statement rewritten for a driver: text with native placeholders + parameter names in order.
 struct compiled {
-  std::string text;               ///< statement text with native placeholders
-  std::vector<std::string> names; ///< parameter name for each placeholder, in order
+  std::string text;                ///< statement text with native placeholders
+  std::vector<std::string> names;  ///< parameter name for each placeholder, in order
 };
 
 /// Rewrites ":name" parameters to a native placeholder style. Skips string literals, quoted
@@ -97,9 +97,9 @@ struct sql_file {
 
 /// The SQL files of one database, embedded at build time from migrations/<db>/ and sql/<db>/.
 struct bundle {
-  std::string_view db;              ///< "sqlite", "postgresql", "mysql"
-  std::vector<sql_file> migrations; ///< migrations/<db>/V*.sql, in version order
-  std::vector<sql_file> routines;   ///< sql/<db>/*.sql, in name order
+  std::string_view db;               ///< "sqlite", "postgresql", "mysql"
+  std::vector<sql_file> migrations;  ///< migrations/<db>/V*.sql, in version order
+  std::vector<sql_file> routines;    ///< sql/<db>/*.sql, in name order
   /// A file of `routines` by name; config_error when absent.
   std::string_view routine(std::string_view file_name) const;
 };
@@ -115,9 +115,9 @@ struct dialect {
   operation renew;    ///< rows: [truthy] = renewed
   operation release;  ///< rows: [truthy] = released
   operation list;     ///< rows: name, owner, fence, acquired_at, expires_at, mode, holder
-  operation force_release;  ///< rows: [truthy] = something released
-  operation sweep;    ///< rows: [count]
-  operation fence_check;    ///< rows: [truthy] = :fence is the current holder's token
+  operation force_release;    ///< rows: [truthy] = something released
+  operation sweep;            ///< rows: [count]
+  operation fence_check;      ///< rows: [truthy] = :fence is the current holder's token
   std::string version_query;  ///< one row, one column: current schema version; no row/NULL = 0
   std::string version_table_query;  ///< one row when the version table exists, none otherwise
   std::vector<std::string> install_routines;  ///< routine files migrate() installs, in order

@@ -24,8 +24,8 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
     if (now >= deadline) return std::nullopt;
     // With notification the wait ends early on a release; the timeout is only a bounded
     // re-check in case a notification was missed. Without it: capped jittered backoff.
-    auto delay = notify ? policy.notify_recheck
-                        : backoff_delay(attempt, policy.initial, policy.cap);
+    auto delay =
+        notify ? policy.notify_recheck : backoff_delay(attempt, policy.initial, policy.cap);
     wait_for_change(req.name, std::min<steady_time>(now + delay, deadline));
   }
 }
@@ -38,7 +38,9 @@ bool backend::force_release(std::string_view) {
   throw unsupported(kind() + " backend cannot force a release");
 }
 
-std::size_t backend::sweep() { return 0; }
+std::size_t backend::sweep() {
+  return 0;
+}
 
 namespace {
 struct registry {

@@ -22,9 +22,9 @@ struct hold {
   milliseconds duration{};
   milliseconds renew_every{};
   bool auto_renew = true;
-  steady_time valid_until{};   // conservative: request sent + lease
+  steady_time valid_until{};  // conservative: request sent + lease
   steady_time next_renewal{};
-  std::uint64_t id = 0;        // distinguishes holds of the same entry
+  std::uint64_t id = 0;  // distinguishes holds of the same entry
 };
 
 /// Per-(client, name) state shared by every handle of that name: the local queue that lets one
@@ -38,7 +38,7 @@ struct local_entry {
   std::thread::id owner_thread{};  // thread that holds
   unsigned count = 0;              // reentrancy depth
   std::optional<hold> current;
-  bool lost = false;               // the current/last hold was lost
+  bool lost = false;  // the current/last hold was lost
   std::uint64_t next_hold_id = 1;
   std::vector<std::pair<std::uint64_t, std::function<void(const std::string&)>>> on_lost;
   std::string last_error;
@@ -155,8 +155,8 @@ class client_impl {
  private:
   void renewal_loop() {
     std::unique_lock lk(m_);
-    auto next_sweep = opts_.sweep_every.count() > 0 ? clock::now() + opts_.sweep_every
-                                                    : steady_time::max();
+    auto next_sweep =
+        opts_.sweep_every.count() > 0 ? clock::now() + opts_.sweep_every : steady_time::max();
     while (!stop_) {
       // Find the earliest renewal due.
       steady_time next = next_sweep;
@@ -165,12 +165,16 @@ class client_impl {
       for (auto& [ptr, e] : renewing_) {
         std::lock_guard eg(e->m);
         if (!e->current || !e->current->auto_renew) continue;
-        if (e->current->next_renewal <= now) due.push_back(e);
-        else next = std::min(next, e->current->next_renewal);
+        if (e->current->next_renewal <= now)
+          due.push_back(e);
+        else
+          next = std::min(next, e->current->next_renewal);
       }
       if (due.empty() && now < next_sweep) {
-        if (next == steady_time::max()) cv_.wait(lk);
-        else cv_.wait_until(lk, next);
+        if (next == steady_time::max())
+          cv_.wait(lk);
+        else
+          cv_.wait_until(lk, next);
         continue;
       }
       lk.unlock();
@@ -232,19 +236,24 @@ bool client::force_release(std::string_view name) const {
   if (name.empty()) throw config_error("lock name must not be empty");
   return impl_->b().force_release(name);
 }
-std::size_t client::sweep() const { return impl_->b().sweep(); }
-backend& client::get_backend() const { return impl_->b(); }
-capabilities client::caps() const { return impl_->b().caps(); }
+std::size_t client::sweep() const {
+  return impl_->b().sweep();
+}
+backend& client::get_backend() const {
+  return impl_->b();
+}
+capabilities client::caps() const {
+  return impl_->b().caps();
+}
 
 statistics client::stats() const {
   auto& s = impl_->stats;
-  return statistics{s.acquisitions.load(), s.reentries.load(),   s.contended.load(),
-                    s.timeouts.load(),     s.releases.load(),    s.release_errors.load(),
+  return statistics{s.acquisitions.load(), s.reentries.load(),        s.contended.load(),
+                    s.timeouts.load(),     s.releases.load(),         s.release_errors.load(),
                     s.renewals.load(),     s.renewal_failures.load(), s.losses.load()};
 }
 
 // ---- mutex ----
-
 
 mutex::mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts)
     : client_(std::move(c)), opts_(opts) {
@@ -271,7 +280,9 @@ mutex& mutex::operator=(mutex&& o) noexcept {
   return *this;
 }
 
-mutex::~mutex() { release_all(); }
+mutex::~mutex() {
+  release_all();
+}
 
 void mutex::release_all() noexcept {
   if (!entry_) return;
@@ -283,13 +294,21 @@ void mutex::release_all() noexcept {
   for (unsigned i = 0; i < n; ++i) unlock_level(false);
 }
 
-const std::string& mutex::name() const { return entry_->name; }
+const std::string& mutex::name() const {
+  return entry_->name;
+}
 
-void mutex::lock() { acquire(steady_time::max(), true); }
+void mutex::lock() {
+  acquire(steady_time::max(), true);
+}
 
-bool mutex::try_lock() { return acquire(clock::now(), false); }
+bool mutex::try_lock() {
+  return acquire(clock::now(), false);
+}
 
-bool mutex::try_lock_until_steady(steady_time deadline) { return acquire(deadline, true); }
+bool mutex::try_lock_until_steady(steady_time deadline) {
+  return acquire(deadline, true);
+}
 
 bool mutex::acquire(steady_time deadline, bool wait) {
   if (!entry_) throw usage_error("lock handle was moved from");

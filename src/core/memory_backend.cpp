@@ -90,8 +90,8 @@ class memory_backend final : public backend {
     auto now = clock::now();
     for (auto& [name, e] : s_->locks) {
       if (e.expires <= now || name.compare(0, prefix.size(), prefix) != 0) continue;
-      out.push_back({name, e.owner, e.fence, iso_ago(e.acquired), iso_ago(e.expires), "memory",
-                     e.holder});
+      out.push_back(
+          {name, e.owner, e.fence, iso_ago(e.acquired), iso_ago(e.expires), "memory", e.holder});
     }
     return out;
   }
@@ -147,7 +147,9 @@ std::shared_ptr<backend> open(const std::string& name) {
   return std::make_shared<memory_backend>(store_named(name), name);
 }
 
-faults& faults_of(const std::string& name) { return store_named(name)->f; }
+faults& faults_of(const std::string& name) {
+  return store_named(name)->f;
+}
 
 }  // namespace memory
 

@@ -107,10 +107,12 @@ std::string_view bundle::routine(std::string_view file_name) const {
 int migration_version(std::string_view file_name) {
   int v = 0;
   if (file_name.size() < 2 || file_name[0] != 'V')
-    throw config_error("migration file name '" + std::string(file_name) + "' must be V<n>__<what>.sql");
+    throw config_error("migration file name '" + std::string(file_name) +
+                       "' must be V<n>__<what>.sql");
   auto [p, ec] = std::from_chars(file_name.data() + 1, file_name.data() + file_name.size(), v);
   if (ec != std::errc() || std::string_view(p).substr(0, 2) != "__" || v <= 0)
-    throw config_error("migration file name '" + std::string(file_name) + "' must be V<n>__<what>.sql");
+    throw config_error("migration file name '" + std::string(file_name) +
+                       "' must be V<n>__<what>.sql");
   return v;
 }
 
@@ -342,17 +344,20 @@ void engine_backend::check_schema() {
   int need = latest_version(bundle_);
   if (have < need) {
     std::string shown = describe();
-    throw config_error("sqlock schema " +
-                       (have == 0 ? std::string("is missing") : "is at version " + std::to_string(have)) +
-                       " in " + shown + "; this library needs version " + std::to_string(need) +
-                       ": run `sqlock migrate --url '<your url>'` (or `sqlock migrate --print` and apply "
-                       "it with your SQL client)");
+    throw config_error(
+        "sqlock schema " +
+        (have == 0 ? std::string("is missing") : "is at version " + std::to_string(have)) + " in " +
+        shown + "; this library needs version " + std::to_string(need) +
+        ": run `sqlock migrate --url '<your url>'` (or `sqlock migrate --print` and apply "
+        "it with your SQL client)");
   }
 }
 
 void engine_backend::verify() {
-  if (auto_migrate_) migrate();
-  else check_schema();
+  if (auto_migrate_)
+    migrate();
+  else
+    check_schema();
 }
 
 int engine_backend::migrate() {

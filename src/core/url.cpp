@@ -138,7 +138,8 @@ url url::parse(std::string_view text) {
       auto eq = kv.find('=');
       std::string key = percent_decode(kv.substr(0, eq));
       if (key.empty()) bad(text, "empty query parameter name");
-      u.query[key] = eq == std::string_view::npos ? std::string{} : percent_decode(kv.substr(eq + 1));
+      u.query[key] =
+          eq == std::string_view::npos ? std::string{} : percent_decode(kv.substr(eq + 1));
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
@@ -207,11 +208,16 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
     return fail("bad number");
   }
   double scale = 0;
-  if (unit == "ms") scale = 1;
-  else if (unit == "s" || unit.empty()) scale = 1000;
-  else if (unit == "m" || unit == "min") scale = 60000;
-  else if (unit == "h") scale = 3600000;
-  else return fail("unknown unit '" + std::string(unit) + "'");
+  if (unit == "ms")
+    scale = 1;
+  else if (unit == "s" || unit.empty())
+    scale = 1000;
+  else if (unit == "m" || unit == "min")
+    scale = 60000;
+  else if (unit == "h")
+    scale = 3600000;
+  else
+    return fail("unknown unit '" + std::string(unit) + "'");
   double ms = v * scale;
   if (!std::isfinite(ms) || ms > 9.0e15) return fail("too large");
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(ms)));

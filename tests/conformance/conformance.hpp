@@ -362,9 +362,10 @@ TYPED_TEST_P(conformance, invalid_input_is_a_config_error) {
   EXPECT_THROW(sqlock::connect(""), config_error);
   EXPECT_THROW(sqlock::connect("no scheme here"), config_error);
   EXPECT_THROW(sqlock::connect("nosuchbackend://host/db"), config_error);
-  EXPECT_THROW(sqlock::connect(this->url_ + (this->url_.find('?') == std::string::npos ? "?" : "&") +
-                               "no_such_option=1"),
-               config_error);
+  EXPECT_THROW(
+      sqlock::connect(this->url_ + (this->url_.find('?') == std::string::npos ? "?" : "&") +
+                      "no_such_option=1"),
+      config_error);
   // Nothing was damaged: the store still works.
   auto l = a.make_lock(this->name("after-bad-input"));
   EXPECT_TRUE(l.try_lock());
@@ -410,7 +411,8 @@ REGISTER_TYPED_TEST_SUITE_P(conformance, exclusive_between_two_clients,
                             expiry_allows_takeover_and_old_holder_sees_loss,
                             renewal_keeps_the_lock_past_several_leases, release_is_idempotent,
                             try_lock_for_gives_up_at_its_deadline, reentrant_per_thread,
-                            fencing_tokens_strictly_rise, threads_and_processes_keep_an_exact_counter,
+                            fencing_tokens_strictly_rise,
+                            threads_and_processes_keep_an_exact_counter,
                             odd_names_are_stored_verbatim, invalid_input_is_a_config_error,
                             list_and_force_release);
 

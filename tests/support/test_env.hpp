@@ -49,11 +49,12 @@ struct temp_dir {
 
 /// In a fixture's SetUp or a test body: skip (or fail under SQLOCK_TEST_REQUIRE_ALL=1) when the
 /// server URL variable `var` is unset; otherwise evaluates to its value.
-#define SQLOCK_REQUIRE_URL(var, out)                                                    \
-  do {                                                                                  \
-    out = ::sqlock::test::env(var);                                                     \
-    if (out.empty()) {                                                                  \
-      if (::sqlock::test::require_all()) FAIL() << var << " is not set (SQLOCK_TEST_REQUIRE_ALL=1)"; \
-      GTEST_SKIP() << var << " is not set";                                             \
-    }                                                                                   \
+#define SQLOCK_REQUIRE_URL(var, out)                                \
+  do {                                                              \
+    out = ::sqlock::test::env(var);                                 \
+    if (out.empty()) {                                              \
+      if (::sqlock::test::require_all())                            \
+        FAIL() << var << " is not set (SQLOCK_TEST_REQUIRE_ALL=1)"; \
+      GTEST_SKIP() << var << " is not set";                         \
+    }                                                               \
   } while (0)

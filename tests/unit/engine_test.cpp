@@ -7,7 +7,8 @@ using namespace sqlock;
 using namespace sqlock::sql;
 
 TEST(compile, dollar_style_reuses_numbers) {
-  auto c = compile("SELECT * FROM s.acquire(:name, :owner, :lease_ms) WHERE x = :name", placeholder::dollar);
+  auto c = compile("SELECT * FROM s.acquire(:name, :owner, :lease_ms) WHERE x = :name",
+                   placeholder::dollar);
   EXPECT_EQ(c.text, "SELECT * FROM s.acquire($1, $2, $3) WHERE x = $1");
   EXPECT_EQ(c.names, (std::vector<std::string>{"name", "owner", "lease_ms"}));
 }

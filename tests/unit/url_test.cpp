@@ -7,7 +7,8 @@ using namespace sqlock;
 using namespace std::chrono_literals;
 
 TEST(url, server_form_with_everything) {
-  auto u = url::parse("postgresql://app:p%40ss@db.example:6543/orders?mode=advisory&sslmode=require");
+  auto u =
+      url::parse("postgresql://app:p%40ss@db.example:6543/orders?mode=advisory&sslmode=require");
   EXPECT_EQ(u.scheme, "postgresql");
   EXPECT_TRUE(u.has_authority);
   EXPECT_EQ(u.user, "app");

@@ -63,16 +63,19 @@ void boot_id_fn(sqlite3_context* ctx, int, sqlite3_value**) {
 class sqlite_connection final : public sql::connection {
  public:
   sqlite_connection(const std::string& path, milliseconds busy_timeout) {
-    int rc = sqlite3_open_v2(path.c_str(), &db_,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc =
+        sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
       throw config_error("cannot open SQLite database '" + path + "': " + msg);
     }
     sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::int64_t>(busy_timeout.count(), 1 << 30)));
-    sqlite3_create_function(db_, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr, nullptr);
+    sqlite3_busy_timeout(db_,
+                         static_cast<int>(std::min<std::int64_t>(busy_timeout.count(), 1 << 30)));
+    sqlite3_create_function(db_, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr,
+                            nullptr);
     sqlite3_create_function(db_, "sqlock_boot_id", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
                             boot_id_fn, nullptr, nullptr);
     try {
@@ -151,8 +154,8 @@ class sqlite_connection final : public sql::connection {
       const char* end = text.c_str() + text.size();
       while (tail < end) {
         sqlite3_stmt* st = nullptr;
-        int rc = sqlite3_prepare_v3(db_, tail, static_cast<int>(end - tail), SQLITE_PREPARE_PERSISTENT,
-                                    &st, &tail);
+        int rc = sqlite3_prepare_v3(db_, tail, static_cast<int>(end - tail),
+                                    SQLITE_PREPARE_PERSISTENT, &st, &tail);
         if (rc != SQLITE_OK) {
           for (auto* x : list) sqlite3_finalize(x);
           list.clear();
@@ -173,8 +176,10 @@ class sqlite_connection final : public sql::connection {
         const char* pname = sqlite3_bind_parameter_name(s, i);
         if (!pname) continue;
         sql::value v = sql::lookup(*p, pname + 1);
-        if (v.is_int) sqlite3_bind_int64(s, i, v.i);
-        else sqlite3_bind_text(s, i, v.s.data(), static_cast<int>(v.s.size()), SQLITE_STATIC);
+        if (v.is_int)
+          sqlite3_bind_int64(s, i, v.i);
+        else
+          sqlite3_bind_text(s, i, v.s.data(), static_cast<int>(v.s.size()), SQLITE_STATIC);
       }
     }
     rows out;
@@ -234,9 +239,10 @@ sql::dialect make_dialect(const std::string& mode) {
 class sqlite_backend final : public sql::engine_backend {
  public:
   sqlite_backend(const std::string& path, const options& o)
-      : engine_backend(sql::bundle_sqlite(), make_dialect(o.mode),
-                       [path, t = o.busy_timeout] { return std::make_unique<sqlite_connection>(path, t); },
-                       "sqlite:" + path, o.pool),
+      : engine_backend(
+            sql::bundle_sqlite(), make_dialect(o.mode),
+            [path, t = o.busy_timeout] { return std::make_unique<sqlite_connection>(path, t); },
+            "sqlite:" + path, o.pool),
         wal_path_(path + "-wal") {
     migrate();  // the schema is created on first use: the file is the caller's own
   }
@@ -277,7 +283,8 @@ std::string default_path() {
     base = xdg;
   } else {
     const char* home = std::getenv("HOME");
-    if (!home || !*home) throw config_error("neither XDG_STATE_HOME nor HOME is set: give sqlite:PATH");
+    if (!home || !*home)
+      throw config_error("neither XDG_STATE_HOME nor HOME is set: give sqlite:PATH");
     base = std::filesystem::path(home) / ".local" / "state";
   }
   return (base / "sqlock" / "locks.db").string();

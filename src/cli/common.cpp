@@ -1,0 +1,77 @@
+#include "common.hpp"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "sqlock/sqlite/sqlite.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock::cli {
+
+std::string resolve_url(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("SQLOCK_URL"); env && *env) return env;
+  return "sqlite:";  // the backend resolves the default state path and creates its directory
+}
+
+std::string with_mode(const std::string& text, const std::string& mode) {
+  if (mode.empty()) return text;
+  url u = url::parse(text);  // validates
+  (void)u;
+  std::string base = text, query;
+  if (auto q = text.find('?'); q != std::string::npos) {
+    base = text.substr(0, q);
+    query = text.substr(q + 1);
+  }
+  std::string out;
+  std::size_t pos = 0;
+  while (pos <= query.size() && !query.empty()) {
+    auto amp = query.find('&', pos);
+    std::string kv = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+    if (!kv.empty() && kv.rfind("mode=", 0) != 0 && kv != "mode")
+      out += (out.empty() ? "" : "&") + kv;
+    if (amp == std::string::npos) break;
+    pos = amp + 1;
+  }
+  out += (out.empty() ? "" : "&") + std::string("mode=") + percent_encode(mode);
+  return base + "?" + out;
+}
+
+int guarded(const std::function<int()>& fn) {
+  try {
+    return fn();
+  } catch (const config_error& e) {
+    std::cerr << "sqlock: " << e.what() << "\n";
+    return usage;
+  } catch (const connection_error& e) {
+    std::cerr << "sqlock: backend unreachable: " << e.what() << "\n";
+    return unavailable;
+  } catch (const unsupported& e) {
+    std::cerr << "sqlock: unsupported: " << e.what() << "\n";
+    return usage;
+  } catch (const backend_error& e) {
+    std::cerr << "sqlock: backend error" << (e.code().empty() ? "" : " [" + e.code() + "]") << ": "
+              << e.what() << "\n";
+    return unavailable;
+  } catch (const std::exception& e) {
+    std::cerr << "sqlock: " << e.what() << "\n";
+    return software;
+  }
+}
+
+std::string status_json(const std::vector<lock_status>& rows, int indent) {
+  auto arr = nlohmann::json::array();
+  for (const auto& s : rows) {
+    arr.push_back({{"name", s.name},
+                   {"owner", s.owner},
+                   {"fence", s.fence},
+                   {"acquired_at", s.acquired_at},
+                   {"expires_at", s.expires_at},
+                   {"mode", s.mode},
+                   {"holder", s.holder}});
+  }
+  // Names are stored verbatim and may hold invalid UTF-8: replace rather than fail.
+  return arr.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace sqlock::cli

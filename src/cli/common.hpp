@@ -1,0 +1,52 @@
+// Pieces shared by the sqlock subcommands: exit codes, URL defaults, error-to-exit mapping.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "sqlock/client.hpp"
+
+namespace sqlock::cli {
+
+/// Exit codes (sysexits.h where one fits); fixed by the CLI contract.
+enum exit_code : int {
+  ok = 0,
+  usage = 64,        ///< bad arguments or URL
+  unavailable = 69,  ///< backend unreachable
+  software = 70,     ///< lease lost while the command ran
+  tempfail = 75,     ///< lock not obtained within --wait
+};
+
+/// --url if given, else $SQLOCK_URL, else sqlite: at the default state path.
+std::string resolve_url(const std::string& given);
+
+/// Sets (or replaces) the `mode` query parameter of `url` when `mode` is non-empty.
+std::string with_mode(const std::string& url, const std::string& mode);
+
+/// Runs `fn`, mapping sqlock errors to a message on stderr and the contract's exit codes.
+int guarded(const std::function<int()>& fn);
+
+/// Subcommands.
+struct run_args {
+  std::string url, wait, lease = "30s", mode, name;
+  std::vector<std::string> command;
+};
+int run_command(const run_args& a);
+
+struct bench_args {
+  std::string url, mode, duration = "5s", lease = "30s";
+  int threads = 1, locks = 1;
+  bool contended = false, json = false;
+};
+int bench_command(const bench_args& a);
+
+struct serve_args {
+  std::string url, listen = "127.0.0.1:8480";
+  bool read_only = false;
+};
+int serve_command(const serve_args& a);
+
+/// Status rows as the JSON objects `list --json` and the web page use.
+std::string status_json(const std::vector<lock_status>& rows, int indent);
+
+}  // namespace sqlock::cli

@@ -1,0 +1,149 @@
+// sqlock: run a command under a distributed lock, list and release locks, migrate schemas,
+// benchmark a backend, serve the admin page. See docs/cli.md.
+#include <CLI/CLI.hpp>
+#include <iomanip>
+#include <iostream>
+
+#include "common.hpp"
+#include "sqlock/sql_engine.hpp"
+#include "sqlock/url.hpp"
+
+using namespace sqlock;
+using namespace sqlock::cli;
+
+namespace {
+
+int list_command(const std::string& url_text, const std::string& prefix, bool json) {
+  auto c = connect(resolve_url(url_text));
+  auto rows = c.list(prefix);
+  if (json) {
+    std::cout << status_json(rows, -1) << "\n";
+    return ok;
+  }
+  if (rows.empty()) {
+    std::cout << "no locks held\n";
+    return ok;
+  }
+  std::cout << std::left << std::setw(32) << "NAME" << std::setw(8) << "FENCE" << std::setw(26)
+            << "EXPIRES" << std::setw(12) << "MODE"
+            << "HOLDER\n";
+  for (const auto& r : rows) {
+    std::string shown;
+    for (char ch : r.name) shown += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
+    std::cout << std::setw(32) << shown << " " << std::setw(7) << r.fence << " " << std::setw(25)
+              << (r.expires_at.empty() ? "(session)" : r.expires_at) << " " << std::setw(11)
+              << r.mode << " " << r.holder << "\n";
+  }
+  return ok;
+}
+
+int release_command(const std::string& url_text, const std::string& name, bool force) {
+  if (!force) {
+    std::cerr << "sqlock: release needs --force (it releases whoever holds the lock)\n";
+    return usage;
+  }
+  auto c = connect(resolve_url(url_text));
+  if (c.force_release(name)) {
+    std::cout << "released " << name << "\n";
+    return ok;
+  }
+  std::cout << "not held: " << name << "\n";
+  return 1;
+}
+
+int migrate_command(const std::string& url_text, bool print) {
+  register_builtin_backends();
+  auto b = make_backend(resolve_url(url_text));
+  auto* e = dynamic_cast<sql::engine_backend*>(b.get());
+  if (!e) {
+    std::cout << b->kind() << " keeps no schema: nothing to migrate\n";
+    return ok;
+  }
+  if (print) {
+    std::cout << e->migration_script();
+    return ok;
+  }
+  int v = e->migrate();
+  std::cout << "schema of " << b->describe() << " is at version " << v << "\n";
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sqlock: distributed locks whose home is the database"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sqlock 0.1.0");
+  const char* url_help =
+      "lock store URL (default: $SQLOCK_URL, else sqlite: in $XDG_STATE_HOME/sqlock)";
+
+  run_args ra;
+  auto* run =
+      app.add_subcommand("run", "run a command while holding a lock (like flock across machines)");
+  run->add_option("--url", ra.url, url_help);
+  run->add_option("--wait", ra.wait,
+                  "how long to wait for the lock (250ms, 30s, 5m); 0 = one try; default forever");
+  run->add_option("--lease", ra.lease, "lease, renewed while the command runs")
+      ->capture_default_str();
+  run->add_option("--mode", ra.mode, "backend mode: pessimistic, optimistic, advisory");
+  run->add_option("name", ra.name, "lock name")->required();
+  run->add_option("command", ra.command, "command and arguments (after --)")->required();
+
+  std::string list_url, list_prefix;
+  bool list_json = false;
+  auto* list = app.add_subcommand("list", "list held locks");
+  list->add_option("--url", list_url, url_help);
+  list->add_option("--prefix", list_prefix, "only names starting with this");
+  list->add_flag("--json", list_json, "one JSON array");
+
+  std::string rel_url, rel_name;
+  bool rel_force = false;
+  auto* rel = app.add_subcommand("release", "release a lock whoever holds it");
+  rel->add_flag("--force", rel_force, "required: this overrides the holder");
+  rel->add_option("--url", rel_url, url_help);
+  rel->add_option("name", rel_name, "lock name")->required();
+
+  std::string mig_url;
+  bool mig_print = false;
+  auto* mig = app.add_subcommand("migrate", "apply (or print) the schema migrations and routines");
+  mig->add_option("--url", mig_url, url_help);
+  mig->add_flag("--print", mig_print, "print the SQL instead of applying it");
+
+  bench_args ba;
+  auto* bench = app.add_subcommand("bench", "measure lock/unlock pairs per second and latency");
+  bench->add_option("--url", ba.url, url_help);
+  bench->add_option("--mode", ba.mode, "backend mode");
+  bench->add_option("--threads", ba.threads, "threads, each with its own client")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  bench->add_option("--locks", ba.locks, "distinct lock names (per thread unless --contended)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  bench->add_option("--duration", ba.duration, "how long to run")->capture_default_str();
+  bench->add_option("--lease", ba.lease, "lease of each hold")->capture_default_str();
+  bench->add_flag("--contended", ba.contended, "all threads share the same lock names");
+  bench->add_flag("--json", ba.json, "one JSON object on stdout");
+
+  serve_args sa;
+  auto* serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");
+  serve->add_option("--url", sa.url, url_help);
+  serve->add_option("--listen", sa.listen, "address:port to listen on")->capture_default_str();
+  serve->add_flag("--read-only", sa.read_only, "no release button");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return usage;
+  }
+
+  if (*run) return guarded([&] { return run_command(ra); });
+  if (*list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
+  if (*rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
+  if (*mig) return guarded([&] { return migrate_command(mig_url, mig_print); });
+  if (*bench) return guarded([&] { return bench_command(ba); });
+  if (*serve) return guarded([&] { return serve_command(sa); });
+  return usage;
+}

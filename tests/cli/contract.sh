@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The CLI contract: environment, exit codes, signal forwarding, lost lease, list/release/migrate.
+set -uo pipefail
+sqlock=$1
+dir=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$dir"' EXIT
+export SQLOCK_URL="sqlite:$dir/locks.db"
+fails=0
+check() {  # check DESCRIPTION EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: expected '$2', got '$3'"; fails=$((fails + 1)); fi
+}
+
+out=$("$sqlock" run envtest -- sh -c 'echo "$SQLOCK_NAME|$SQLOCK_FENCE|${#SQLOCK_OWNER}"')
+check "environment of CMD" "envtest|1|32" "$out"
+
+"$sqlock" run job -- sh -c 'exit 7'
+check "exit status is CMD's" 7 $?
+
+"$sqlock" run job -- /nonexistent/command 2>/dev/null
+check "missing command exits 127" 127 $?
+
+"$sqlock" run held -- sleep 30 &
+holder=$!
+for _ in $(seq 50); do "$sqlock" list | grep -q held && break; sleep 0.1; done
+"$sqlock" run --wait 0 held -- true 2>/dev/null
+check "--wait 0 on a held lock exits 75" 75 $?
+"$sqlock" run --wait 300ms held -- true 2>/dev/null
+check "--wait 300ms on a held lock exits 75" 75 $?
+json=$("$sqlock" list --json)
+for field in name owner fence acquired_at expires_at mode; do
+  case "$json" in *"\"$field\""*) r=yes ;; *) r=no ;; esac
+  check "list --json has $field" yes "$r"
+done
+kill -TERM $holder
+wait $holder
+check "SIGTERM is passed to CMD (exit 128+15)" 143 $?
+"$sqlock" run --wait 0 held -- true
+check "lock released after CMD was signalled" 0 $?
+
+"$sqlock" run --url 'nosuch://x' x -- true 2>/dev/null
+check "unknown scheme exits 64" 64 $?
+"$sqlock" run --lease -1s x -- true 2>/dev/null
+check "negative lease exits 64" 64 $?
+"$sqlock" run --wait soon x -- true 2>/dev/null
+check "bad duration exits 64" 64 $?
+"$sqlock" run 2>/dev/null
+check "missing arguments exit 64" 64 $?
+"$sqlock" run --url "sqlite:$dir/no/such/dir/x.db" x -- true 2>/dev/null
+check "unusable database path exits 64" 64 $?
+
+# Lease lost while CMD runs: a forced release makes renewal fail; CMD gets SIGTERM; exit 70.
+"$sqlock" run --lease 1s lost -- sh -c 'trap "echo got-term >'"$dir"'/term; exit 0" TERM; while :; do sleep 0.05; done' 2>/dev/null &
+runner=$!
+for _ in $(seq 50); do "$sqlock" list | grep -q lost && break; sleep 0.1; done
+"$sqlock" release --force lost >/dev/null
+check "release --force of a held lock" 0 $?
+wait $runner
+check "lost lease exits 70" 70 $?
+check "CMD got SIGTERM on loss" got-term "$(cat "$dir/term" 2>/dev/null)"
+"$sqlock" release --force lost >/dev/null
+check "release --force of a free lock exits 1" 1 $?
+"$sqlock" release lost 2>/dev/null
+check "release without --force exits 64" 64 $?
+
+"$sqlock" migrate >/dev/null
+check "migrate on SQLite" 0 $?
+"$sqlock" migrate --print | grep -q "CREATE TABLE IF NOT EXISTS sqlock_locks"
+check "migrate --print shows the schema" 0 $?
+
+# The default URL: $XDG_STATE_HOME/sqlock/locks.db, directory created on demand.
+(unset SQLOCK_URL; XDG_STATE_HOME=$dir/state "$sqlock" run d -- true)
+check "default store under XDG_STATE_HOME" yes "$([ -f "$dir/state/sqlock/locks.db" ] && echo yes)"
+
+json=$("$sqlock" bench --duration 300ms --threads 2 --contended --json 2>/dev/null)
+for field in backend mode threads locks duration_s pairs pairs_per_sec latency_us handoff_us; do
+  case "$json" in *"\"$field\""*) r=yes ;; *) r=no ;; esac
+  check "bench --json has $field" yes "$r"
+done
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all CLI contract checks passed"

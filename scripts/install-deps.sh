@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs, from Debian packages, everything the build and the tests need: the package lists
-# in scripts/deps/*.txt (one per backend). Needs root (or sudo) and network access to Debian.
+# Installs, from Debian packages, what the build and the tests need: the package lists in
+# scripts/deps/*.txt (one per backend), or only the named ones (`install-deps.sh core`).
+# Needs root (or sudo) and access to Debian's package archive.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-pkgs=$(cat "$here"/deps/*.txt | sed 's/#.*//' | tr -s ' \n' '\n' | grep -v '^$' | sort -u)
+lists=()
+if [ $# -eq 0 ]; then lists=("$here"/deps/*.txt); else for n in "$@"; do lists+=("$here/deps/$n.txt"); done; fi
+pkgs=$(cat "${lists[@]}" | sed 's/#.*//' | tr -s ' \n' '\n' | grep -v '^$' | sort -u)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive

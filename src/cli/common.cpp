@@ -33,7 +33,9 @@ std::string with_mode(const std::string& text, const std::string& mode) {
     if (amp == std::string::npos) break;
     pos = amp + 1;
   }
-  out += (out.empty() ? "" : "&") + std::string("mode=") + percent_encode(mode);
+  if (!out.empty()) out += '&';
+  out += "mode=";
+  out += percent_encode(mode);
   return base + "?" + out;
 }
 

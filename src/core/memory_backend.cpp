@@ -32,7 +32,10 @@ struct store {
 std::string iso_ago(clock::time_point t) {
   // Memory leases have no wall-clock time; show the offset from now instead.
   auto ms = std::chrono::duration_cast<milliseconds>(t - clock::now()).count();
-  return (ms >= 0 ? "+" : "") + std::to_string(ms) + "ms";
+  std::string out = ms >= 0 ? "+" : "";
+  out += std::to_string(ms);
+  out += "ms";
+  return out;
 }
 
 class memory_backend final : public backend {

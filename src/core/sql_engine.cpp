@@ -77,7 +77,8 @@ compiled compile(std::string_view s, placeholder style) {
             out.names.push_back(name);
             it = index.emplace(name, out.names.size()).first;
           }
-          out.text.append("$" + std::to_string(it->second));
+          out.text.push_back('$');
+          out.text.append(std::to_string(it->second));
           break;
         }
         case placeholder::colon_name:

@@ -14,14 +14,11 @@
 
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
+#include "sqlock/sqlite/dialect.hpp"
 #include "sqlock/sqlite/sqlite.hpp"
 #include "sqlock/url.hpp"
 
 namespace sqlock {
-namespace sql {
-const bundle& bundle_sqlite();
-}
-
 namespace sqlite {
 namespace {
 
@@ -74,11 +71,8 @@ class sqlite_connection final : public sql::connection {
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_,
                          static_cast<int>(std::min<std::int64_t>(busy_timeout.count(), 1 << 30)));
-    sqlite3_create_function(db_, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr,
-                            nullptr);
-    sqlite3_create_function(db_, "sqlock_boot_id", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
-                            boot_id_fn, nullptr, nullptr);
     try {
+      install_functions(db_);
       execute_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     } catch (...) {
       sqlite3_close(db_);
@@ -211,6 +205,8 @@ class sqlite_connection final : public sql::connection {
   std::map<std::string, std::vector<sqlite3_stmt*>, std::less<>> cache_;
 };
 
+}  // namespace
+
 sql::dialect make_dialect(const std::string& mode) {
   if (mode != "pessimistic" && mode != "optimistic")
     throw config_error("SQLite mode must be pessimistic or optimistic (got '" + mode +
@@ -235,6 +231,17 @@ sql::dialect make_dialect(const std::string& mode) {
   d.notify = true;
   return d;
 }
+
+void install_functions(sqlite3* db) {
+  int rc = sqlite3_create_function(db, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr,
+                                   nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "sqlock_boot_id", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                 nullptr, boot_id_fn, nullptr, nullptr);
+  if (rc != SQLITE_OK) fail(db, rc, "cannot register sqlock's SQLite functions");
+}
+
+namespace {
 
 class sqlite_backend final : public sql::engine_backend {
  public:

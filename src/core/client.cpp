@@ -76,12 +76,23 @@ class client_impl {
     return e;
   }
 
-  void watch(const std::shared_ptr<local_entry>& e) {
+  // Adds a hold to the renewal set; wakes the renewal thread only when this hold is due before
+  // the time it is sleeping until (keeps the thread out of the acquire hot path).
+  void watch(const std::shared_ptr<local_entry>& e, steady_time due) {
     {
       std::lock_guard g(m_);
       renewing_[e.get()] = e;
     }
-    cv_.notify_all();
+    poke(due);
+  }
+  // Wakes the renewal thread if it sleeps past `due`.
+  void poke(steady_time due) {
+    bool wake = false;
+    {
+      std::lock_guard g(m_);
+      wake = due < wake_at_;
+    }
+    if (wake) cv_.notify_all();
   }
   void unwatch(local_entry* e) {
     std::lock_guard g(m_);
@@ -135,8 +146,11 @@ class client_impl {
         }
         // Outcome unknown: try again soon, before the lease runs out.
         auto left = e.current->valid_until - clock::now();
-        e.current->next_renewal =
-            clock::now() + std::min<clock::duration>(left / 4, std::chrono::seconds(1));
+        auto retry = clock::now() + std::min<clock::duration>(left / 4, std::chrono::seconds(1));
+        e.current->next_renewal = retry;
+        lk.unlock();  // lock order: client mutex before entry mutex
+        poke(retry);
+        return true;
       }
       return !e.lost;
     }
@@ -171,10 +185,12 @@ class client_impl {
           next = std::min(next, e->current->next_renewal);
       }
       if (due.empty() && now < next_sweep) {
+        wake_at_ = next;
         if (next == steady_time::max())
           cv_.wait(lk);
         else
           cv_.wait_until(lk, next);
+        wake_at_ = steady_time::min();  // awake: it rescans before sleeping again
         continue;
       }
       lk.unlock();
@@ -196,6 +212,7 @@ class client_impl {
   std::mutex m_;
   std::condition_variable cv_;
   bool stop_ = false;
+  steady_time wake_at_ = steady_time::min();  // when the sleeping renewal thread wakes up
   std::map<std::string, std::weak_ptr<local_entry>> entries_;
   std::map<local_entry*, std::shared_ptr<local_entry>> renewing_;
   std::uint64_t gc_counter_ = 0;
@@ -384,8 +401,9 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   c.stats.acquisitions++;
   if (contended) c.stats.contended++;
   bool renew = opts_.auto_renew;
+  auto due = e.current->next_renewal;
   lk.unlock();
-  if (renew) c.watch(entry_);
+  if (renew) c.watch(entry_, due);
   return true;
 }
 

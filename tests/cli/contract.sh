@@ -77,5 +77,24 @@ for field in backend mode threads locks duration_s pairs pairs_per_sec latency_u
   check "bench --json has $field" yes "$r"
 done
 
+# The admin page and its API.
+port=$((20000 + RANDOM % 20000))
+"$sqlock" serve --listen 127.0.0.1:$port 2>"$dir/serve.log" &
+server=$!
+"$sqlock" run served -- sleep 30 &
+held=$!
+for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/api/locks" | grep -q served && break; sleep 0.1; done
+curl -fs "http://127.0.0.1:$port/" | grep -q "<title>sqlock</title>"
+check "serve: page" 0 $?
+curl -fs "http://127.0.0.1:$port/api/locks" | grep -q '"name":"served"'
+check "serve: /api/locks lists the held lock" 0 $?
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
+check "serve: release without the admin header is refused" 403 "$code"
+out=$(curl -fs -X POST -H 'X-Sqlock-Admin: 1' -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
+check "serve: release with the admin header" '{"released":true}' "$out"
+wait $held
+check "serve: the holder saw the loss (exit 70)" 70 $?
+kill $server
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all CLI contract checks passed"

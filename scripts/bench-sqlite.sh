@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Benchmarks of the SQLite default beside the one-machine baselines, in one run:
+#  1. `sqlock bench` on sqlite: (both modes; 1 and 4 threads; uncontended and contended)
+#  2. Google Benchmark: lock/unlock pair vs flock(2) and raw SQLite running the same statements
+#  3. whole commands: N x `flock(1) FILE true` vs N x `sqlock run NAME -- true`
+# Usage: scripts/bench-sqlite.sh [build-dir]   (prints Markdown-ready raw output)
+set -euo pipefail
+build=${1:-build}
+sqlock=$build/src/cli/sqlock
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+echo "## machine: $(nproc) cores, $(uname -r), $(date -u +%FT%TZ)"
+for mode in pessimistic optimistic; do
+  url="sqlite:$dir/bench-$mode.db?mode=$mode"
+  for args in "--threads 1" "--threads 4" "--threads 4 --contended" "--threads 4 --locks 4 --contended"; do
+    echo "\$ sqlock bench --url 'sqlite:…?mode=$mode' $args --duration 5s --json"
+    # shellcheck disable=SC2086
+    "$sqlock" bench --url "$url" $args --duration 5s --json 2>/dev/null
+  done
+done
+echo
+echo "\$ sqlock_local_bench --benchmark_min_time=2"
+"$build/tests/benchmarks/sqlock_local_bench" --benchmark_min_time=2 2>/dev/null | grep -E '^[a-z_/]+ ' || true
+echo
+n=200
+touch "$dir/flock"
+start=$(date +%s.%N)
+for _ in $(seq $n); do flock "$dir/flock" true; done
+flock_s=$(echo "$(date +%s.%N) - $start" | bc)
+export SQLOCK_URL="sqlite:$dir/cmd.db"
+"$sqlock" run warmup -- true
+start=$(date +%s.%N)
+for _ in $(seq $n); do "$sqlock" run cmd -- true; done
+sqlock_s=$(echo "$(date +%s.%N) - $start" | bc)
+echo "$n x flock(1) FILE true:        ${flock_s}s  ($(echo "scale=2; $flock_s * 1000 / $n" | bc) ms each)"
+echo "$n x sqlock run NAME -- true:   ${sqlock_s}s  ($(echo "scale=2; $sqlock_s * 1000 / $n" | bc) ms each)"

@@ -134,13 +134,14 @@ class mutex {
   mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts);
   bool acquire(steady_time deadline, bool wait);
   void release_all() noexcept;
-  void unlock_level(bool check_thread) noexcept;
+  void unlock_level(bool check_thread, std::uint64_t expect_hold = 0) noexcept;
 
   std::shared_ptr<detail::client_impl> client_;
   std::shared_ptr<detail::local_entry> entry_;
   lock_options opts_;
   std::uint64_t id_ = 0;             // identifies this handle's on_lost callback
   std::atomic<unsigned> levels_{0};  // hold levels taken through this handle
+  std::uint64_t hold_id_ = 0;        // the hold those levels belong to
 };
 
 /// Connects to the store named by `url` (memory:, sqlite:PATH, postgresql://, mysql://,

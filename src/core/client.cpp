@@ -283,7 +283,8 @@ mutex::mutex(mutex&& o) noexcept
       entry_(std::move(o.entry_)),
       opts_(o.opts_),
       id_(o.id_),
-      levels_(o.levels_.exchange(0)) {}
+      levels_(o.levels_.exchange(0)),
+      hold_id_(o.hold_id_) {}
 
 mutex& mutex::operator=(mutex&& o) noexcept {
   if (this != &o) {
@@ -293,6 +294,7 @@ mutex& mutex::operator=(mutex&& o) noexcept {
     opts_ = o.opts_;
     id_ = o.id_;
     levels_ = o.levels_.exchange(0);
+    hold_id_ = o.hold_id_;
   }
   return *this;
 }
@@ -307,8 +309,9 @@ void mutex::release_all() noexcept {
     std::lock_guard g(entry_->m);
     std::erase_if(entry_->on_lost, [&](const auto& p) { return p.first == id_; });
   }
+  // Only levels of the hold this handle took part in: never someone else's later hold.
   unsigned n = levels_.exchange(0);
-  for (unsigned i = 0; i < n; ++i) unlock_level(false);
+  for (unsigned i = 0; i < n; ++i) unlock_level(false, hold_id_);
 }
 
 const std::string& mutex::name() const {
@@ -337,6 +340,7 @@ bool mutex::acquire(steady_time deadline, bool wait) {
     if (e.lost) throw lock_lost("lock '" + e.name + "' was lost; reentrant acquire refused");
     ++e.count;
     ++levels_;
+    hold_id_ = e.current ? e.current->id : 0;
     c.stats.reentries++;
     return true;
   }
@@ -398,6 +402,7 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   e.count = 1;
   e.lost = false;
   ++levels_;
+  hold_id_ = e.current->id;
   c.stats.acquisitions++;
   if (contended) c.stats.contended++;
   bool renew = opts_.auto_renew;
@@ -420,11 +425,12 @@ void mutex::unlock() noexcept {
   unlock_level(true);
 }
 
-void mutex::unlock_level(bool check_thread) noexcept {
+void mutex::unlock_level(bool check_thread, std::uint64_t expect_hold) noexcept {
   auto& e = *entry_;
   auto& c = *client_;
   std::unique_lock lk(e.m);
   if (e.count == 0) return;
+  if (expect_hold != 0 && (!e.current || e.current->id != expect_hold)) return;
   if (check_thread && e.owner_thread != std::this_thread::get_id()) return;
   if (--e.count > 0) return;
   std::optional<detail::hold> h = std::move(e.current);

@@ -175,3 +175,22 @@ TEST(core, sweep_runs_in_the_background) {
   EXPECT_EQ(probe.sweep(), 1u);  // without a sweeper the expired entry is still there
   l2.unlock();
 }
+
+TEST(core, a_destroyed_handle_never_releases_a_later_hold) {
+  store s;
+  auto a = s.connect();
+  auto b = s.connect();
+  auto h1 = std::make_unique<mutex>(a.make_lock("later"));
+  auto h2 = a.make_lock("later");
+  h1->lock();
+  h2.unlock();  // same thread, same name: releases the hold h1 took
+  std::thread t([&] {
+    h2.lock();   // a new hold, on another thread
+    h1.reset();  // h1 still counts one level of the old hold: it must not touch this one
+    EXPECT_TRUE(h2.owns_lock());
+    EXPECT_FALSE(b.make_lock("later").try_lock());
+    h2.unlock();
+  });
+  t.join();
+  EXPECT_TRUE(b.make_lock("later").try_lock());
+}

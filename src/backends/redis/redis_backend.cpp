@@ -1,0 +1,666 @@
+// Redis backend: one server (redis://) or Redlock over independent masters (redlock://).
+// Every operation is sent to all servers of the store in one pipelined round (one server for
+// redis://), so a Redlock attempt costs about one round trip, not N; the single-server mode is
+// the same code with N = 1 and quorum 1.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <thread>
+
+#include "redis_connection.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/random.hpp"
+#include "sqlock/redis/redis.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock {
+namespace redis {
+
+// ---- key mapping ----
+
+namespace {
+bool needs_escape(unsigned char ch) {
+  return ch < 0x20 || ch == 0x7f || ch == '{' || ch == '}' || ch == '%' || ch == '*' || ch == '?' ||
+         ch == '[' || ch == ']' || ch == '\\';
+}
+
+std::string key_of(std::string_view prefix, std::string_view name, std::string_view suffix) {
+  std::string k(prefix);
+  k += ":{";
+  k += encode_name(name);
+  k += "}:";
+  k += suffix;
+  return k;
+}
+}  // namespace
+
+std::string encode_name(std::string_view name) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    auto ch = static_cast<unsigned char>(c);
+    if (needs_escape(ch)) {
+      out += '%';
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string decode_name(std::string_view encoded) {
+  auto val = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(encoded.size());
+  for (std::size_t i = 0; i < encoded.size(); ++i) {
+    if (encoded[i] != '%') {
+      out += encoded[i];
+      continue;
+    }
+    if (i + 2 >= encoded.size() || val(encoded[i + 1]) < 0 || val(encoded[i + 2]) < 0)
+      throw config_error("malformed escaped lock name in a Redis key");
+    out += static_cast<char>(val(encoded[i + 1]) * 16 + val(encoded[i + 2]));
+    i += 2;
+  }
+  return out;
+}
+
+std::string owner_key(std::string_view prefix, std::string_view name) {
+  return key_of(prefix, name, "owner");
+}
+std::string fence_key(std::string_view prefix, std::string_view name) {
+  return key_of(prefix, name, "fence");
+}
+std::string info_key(std::string_view prefix, std::string_view name) {
+  return key_of(prefix, name, "info");
+}
+std::string release_channel(std::string_view prefix, std::string_view name) {
+  return key_of(prefix, name, "released");
+}
+
+namespace {
+
+using namespace detail;
+using clock = std::chrono::steady_clock;
+
+const lua::script& script(std::string_view name) {
+  for (const auto& s : lua::all())
+    if (s.name == name) return s;
+  throw error("sqlock redis: embedded script " + std::string(name) + " is missing");
+}
+
+std::string iso8601(long long ms) {
+  if (ms <= 0) return {};
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+// What the thread that just made a busy attempt remembers for wait_for_change().
+struct last_attempt {
+  const void* store = nullptr;
+  std::string name;
+  std::unique_ptr<interest> watching;  // taken before the attempt was sent (null: no listener yet)
+  bool split = false;  // Redlock: some servers granted, no majority (retry after a random delay)
+  long long expires_in = -1;  // ms until the other hold expires (-1 = unknown)
+};
+thread_local last_attempt tl_attempt;
+
+// The outcome of one command on one server of a round.
+struct node_result {
+  reply_ptr reply;             // set when the server answered (possibly with an error reply)
+  std::exception_ptr failure;  // set when it did not
+  bool answered() const { return reply != nullptr; }
+};
+
+class store final : public backend {
+ public:
+  explicit store(const options& o) : redlock_(o.redlock), prefix_(o.prefix) {
+    s_.user = o.user;
+    s_.password = o.password;
+    s_.db = o.db;
+    const milliseconds dflt = o.redlock ? milliseconds(250) : milliseconds(2000);
+    s_.connect_timeout = o.connect_timeout.count() > 0 ? o.connect_timeout : dflt;
+    s_.timeout = o.timeout.count() > 0 ? o.timeout : dflt;
+    s_.pool = std::max<std::size_t>(o.pool, 1);
+    for (const auto& a : o.nodes) nodes_.push_back(std::make_unique<node>(a, s_));
+    quorum_ = redlock_ ? nodes_.size() / 2 + 1 : 1;
+    addrs_ = o.nodes;
+  }
+
+  ~store() override {
+    std::unique_ptr<subscriber> s;
+    {
+      std::lock_guard g(sub_m_);
+      s = std::move(sub_);
+    }
+  }
+
+  std::optional<lease_info> try_acquire(const lock_request& req) override {
+    check_name(req.name);
+    if (req.lease.count() <= 0) throw config_error("lease must be > 0");
+    // Register interest in the lock's releases before the attempt is sent: a release published
+    // after this point cannot go unnoticed by the wait that may follow.
+    auto& tl = tl_attempt;
+    tl.watching.reset();
+    tl.store = this;
+    tl.name = req.name;
+    tl.split = false;
+    tl.expires_in = -1;
+    if (auto* sub = current_subscriber()) tl.watching = sub->watch(encode_name(req.name));
+    const auto keys = keys_of(req.name);
+    const auto t0 = clock::now();
+    auto res =
+        round(script("acquire"), keys, {req.owner, std::to_string(req.lease.count()), req.holder});
+    const auto elapsed = clock::now() - t0;
+    std::size_t answered = 0, granted = 0;
+    std::uint64_t fence = 0;
+    std::vector<long long> ttls;  // of the servers where someone else holds it
+    std::exception_ptr first_failure;
+    for (auto& r : res) {
+      if (!r.answered()) {
+        if (!first_failure) first_failure = r.failure;
+        continue;
+      }
+      reply_view v{r.reply.get()};
+      if (v.is_error()) {
+        if (!first_failure) first_failure = capture_reply_error(*r.reply, "acquire");
+        continue;
+      }
+      ++answered;
+      if (v.size("acquire") < 2) throw backend_error("Redis acquire: unexpected reply");
+      const long long second = v.at(1).integer("acquire");
+      if (v.at(0).integer("acquire") == 1) {
+        ++granted;
+        fence = std::max<std::uint64_t>(fence, static_cast<std::uint64_t>(second));
+      } else if (second >= 0) {
+        ttls.push_back(second);
+      }
+    }
+    // The other hold runs out (on enough servers) after this: no need to sleep past it.
+    // (Smallest of the servers' remaining times: an early re-check is harmless.)
+    if (!ttls.empty()) tl_attempt.expires_in = *std::min_element(ttls.begin(), ttls.end());
+    if (!redlock_) {
+      if (answered == 0) std::rethrow_exception(first_failure);
+      if (granted == 0) return std::nullopt;
+      tl.watching.reset();
+      return lease_info{req.name, req.owner, fence, nullptr};
+    }
+    // Redlock: a majority, and time left after the round trip and the clock drift allowance.
+    const auto drift = req.lease / 100 + milliseconds(2);
+    if (granted >= quorum_ && elapsed + drift < req.lease) {
+      tl.watching.reset();
+      return lease_info{req.name, req.owner, fence, nullptr};
+    }
+    if (granted > 0 || answered < nodes_.size()) {
+      // Undo everywhere, also where no reply came (the SET may have happened there).
+      try {
+        round(script("release"), keys, {req.owner, channel_of(req.name), std::to_string(fence)});
+      } catch (const std::exception&) {
+        // The leases run out by themselves.
+      }
+    }
+    if (answered < quorum_)
+      throw connection_error("Redlock: only " + std::to_string(answered) + " of " +
+                             std::to_string(nodes_.size()) + " servers answered (need " +
+                             std::to_string(quorum_) + "): " + describe_failure(first_failure));
+    tl_attempt.split = granted > 0;
+    return std::nullopt;
+  }
+
+  bool renew(const lease_info& l, milliseconds duration) override {
+    check_name(l.name);
+    if (duration.count() <= 0) throw config_error("lease must be > 0");
+    const auto t0 = clock::now();
+    auto res = round(script("renew"), {owner_key(prefix_, l.name), info_key(prefix_, l.name)},
+                     {l.owner, std::to_string(duration.count())});
+    const auto elapsed = clock::now() - t0;
+    std::size_t ok = 0, gone = 0;
+    std::exception_ptr first_failure;
+    for (auto& r : res) {
+      if (!r.answered()) {
+        if (!first_failure) first_failure = r.failure;
+        continue;
+      }
+      reply_view v{r.reply.get()};
+      if (v.is_error()) {
+        if (!first_failure) first_failure = capture_reply_error(*r.reply, "renew");
+        continue;
+      }
+      if (v.integer("renew") == 1)
+        ++ok;
+      else
+        ++gone;
+    }
+    if (!redlock_) {
+      if (ok + gone == 0) std::rethrow_exception(first_failure);
+      return ok == 1;
+    }
+    const auto drift = duration / 100 + milliseconds(2);
+    if (ok >= quorum_ && elapsed + drift < duration) return true;
+    if (gone > nodes_.size() - quorum_) return false;  // a majority can never be reached again
+    throw connection_error("Redlock renew: " + std::to_string(ok) + " of " +
+                           std::to_string(nodes_.size()) + " servers confirmed (need " +
+                           std::to_string(quorum_) + "): " + describe_failure(first_failure));
+  }
+
+  bool release(const lease_info& l) override {
+    check_name(l.name);
+    auto res = round(script("release"), keys_of(l.name),
+                     {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"});
+    std::size_t released = 0, answered = 0;
+    std::exception_ptr first_failure;
+    for (auto& r : res) {
+      if (!r.answered()) {
+        if (!first_failure) first_failure = r.failure;
+        continue;
+      }
+      reply_view v{r.reply.get()};
+      if (v.is_error()) {
+        if (!first_failure) first_failure = capture_reply_error(*r.reply, "release");
+        continue;
+      }
+      ++answered;
+      if (v.integer("release") == 1) ++released;
+    }
+    if (released > 0) return true;
+    if (answered == 0) std::rethrow_exception(first_failure);
+    return false;
+  }
+
+  void wait_for_change(std::string_view name, steady_time until) override {
+    auto now = clock::now();
+    if (until <= now) return;
+    auto& tl = tl_attempt;
+    const bool known = tl.store == this && tl.name == name;
+    if (known && tl.split) {
+      // Redlock split vote: nobody got a majority; retry after a random delay so that the
+      // contenders do not collide again.
+      tl.split = false;
+      std::this_thread::sleep_until(
+          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
+      return;
+    }
+    // A hold that simply expires publishes nothing: look again when its lease runs out.
+    if (known && tl.expires_in >= 0)
+      until = std::min<steady_time>(until, now + milliseconds(tl.expires_in + 1));
+    auto& sub = ensure_subscriber();
+    std::unique_ptr<interest> w;
+    if (known && tl.watching && tl.watching->registry() == sub.registry()) {
+      w = std::move(tl.watching);
+    } else {
+      // No interest was registered before the attempt (first wait of this store): a release
+      // may already have been missed, so only wait briefly.
+      w = sub.watch(encode_name(name));
+      until = std::min<steady_time>(until, now + milliseconds(20));
+    }
+    w->wait(until);
+  }
+
+  std::vector<lock_status> list(std::string_view prefix) override {
+    // name -> owner -> merged row and how many servers have it
+    std::map<std::string, std::map<std::string, std::pair<lock_status, std::size_t>>> seen;
+    std::size_t reached = 0;
+    std::exception_ptr first_failure;
+    for (auto& n : nodes_) {
+      try {
+        auto rows = list_node(*n, prefix);
+        ++reached;
+        for (auto& row : rows) {
+          auto& [merged, count] = seen[row.name][row.owner];
+          if (count == 0) {
+            merged = row;
+          } else {
+            merged.fence = std::max(merged.fence, row.fence);
+            merged.expires_at = std::min(merged.expires_at, row.expires_at);
+          }
+          ++count;
+        }
+      } catch (const std::exception&) {
+        if (!first_failure) first_failure = std::current_exception();
+      }
+    }
+    if (reached < quorum_) {
+      if (!redlock_) std::rethrow_exception(first_failure);
+      throw connection_error("Redlock list: only " + std::to_string(reached) + " of " +
+                             std::to_string(nodes_.size()) + " servers answered");
+    }
+    std::vector<lock_status> out;
+    for (auto& [name, owners] : seen)
+      for (auto& [owner, mc] : owners)
+        if (mc.second >= quorum_) out.push_back(std::move(mc.first));
+    return out;
+  }
+
+  bool force_release(std::string_view name) override {
+    check_name(name);
+    auto res = round(script("force_release"), {owner_key(prefix_, name), info_key(prefix_, name)},
+                     {channel_of(name)});
+    std::size_t released = 0, answered = 0;
+    std::exception_ptr first_failure;
+    for (auto& r : res) {
+      if (!r.answered()) {
+        if (!first_failure) first_failure = r.failure;
+        continue;
+      }
+      reply_view v{r.reply.get()};
+      if (v.is_error()) {
+        if (!first_failure) first_failure = capture_reply_error(*r.reply, "force_release");
+        continue;
+      }
+      ++answered;
+      if (v.integer("force_release") == 1) ++released;
+    }
+    if (answered == 0) std::rethrow_exception(first_failure);
+    return released > 0;
+  }
+
+  void verify() override {
+    std::size_t ok = 0;
+    std::exception_ptr first_failure;
+    auto res = round_raw({"PING"});
+    for (auto& r : res) {
+      if (!r.answered()) {
+        if (!first_failure) first_failure = r.failure;
+        continue;
+      }
+      reply_view v{r.reply.get()};
+      if (v.is_error()) {
+        if (!first_failure) first_failure = capture_reply_error(*r.reply, "PING");
+        continue;
+      }
+      ++ok;
+    }
+    if (ok >= quorum_) return;
+    if (!redlock_) std::rethrow_exception(first_failure);
+    throw connection_error("Redlock: only " + std::to_string(ok) + " of " +
+                           std::to_string(nodes_.size()) + " servers answered (need " +
+                           std::to_string(quorum_) + "): " + describe_failure(first_failure));
+  }
+
+  capabilities caps() const noexcept override {
+    capabilities c;
+    c.fencing = true;
+    c.fencing_safe = false;  // counters live in memory of asynchronously replicated servers
+    c.notify = true;
+    c.fair = false;
+    c.session_bound = false;
+    c.list = true;
+    c.force_release = true;
+    c.sweep = false;  // keys expire by themselves
+    c.cross_process = true;
+    return c;
+  }
+
+  std::string describe() const override {
+    std::string d = redlock_ ? "redlock://" : "redis://";
+    for (std::size_t i = 0; i < nodes_.size(); ++i) d += (i ? "," : "") + nodes_[i]->label();
+    if (s_.db) d += "/" + std::to_string(s_.db);
+    if (redlock_)
+      d += " (" + std::to_string(nodes_.size()) + " masters, quorum " + std::to_string(quorum_) +
+           ")";
+    return d;
+  }
+
+  std::string kind() const override { return redlock_ ? "redlock" : "redis"; }
+  std::string mode() const override { return redlock_ ? "redlock" : "single"; }
+
+ private:
+  static void check_name(std::string_view name) {
+    if (name.empty()) throw config_error("lock name must not be empty");
+  }
+
+  std::vector<std::string> keys_of(std::string_view name) const {
+    return {owner_key(prefix_, name), fence_key(prefix_, name), info_key(prefix_, name)};
+  }
+  std::string channel_of(std::string_view name) const { return release_channel(prefix_, name); }
+
+  static std::exception_ptr capture_reply_error(const redisReply& r, const std::string& what) {
+    try {
+      throw_reply_error(r, "Redis " + what);
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
+  static std::string describe_failure(const std::exception_ptr& p) {
+    if (!p) return "no error";
+    try {
+      std::rethrow_exception(p);
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "unknown error";
+    }
+  }
+
+  subscriber* current_subscriber() {
+    std::lock_guard g(sub_m_);
+    return sub_.get();
+  }
+
+  subscriber& ensure_subscriber() {
+    std::lock_guard g(sub_m_);
+    if (!sub_)
+      sub_ = std::make_unique<subscriber>(addrs_, s_, prefix_ + ":{", std::string("}:released"));
+    return *sub_;
+  }
+
+  // One command on every server: all requests are written first, then all replies are read,
+  // so the round costs the slowest server's round trip. A server whose pooled connection turned
+  // out stale (restart, CLIENT KILL) is asked once more on a fresh connection.
+  std::vector<node_result> round_argv(const std::vector<std::string>& sha_argv,
+                                      const lua::script* s) {
+    const std::size_t n = nodes_.size();
+    std::vector<node_result> res(n);
+    std::vector<bool> pending(n, true);
+    for (int pass = 0; pass < 2; ++pass) {
+      std::vector<std::unique_ptr<connection>> conns(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!pending[i]) continue;
+        pending[i] = false;
+        try {
+          conns[i] = nodes_[i]->take();
+          conns[i]->append(sha_argv);
+          conns[i]->flush();
+        } catch (const error&) {
+          res[i].failure = std::current_exception();
+          if (conns[i] && conns[i]->reused && pass == 0) {
+            nodes_[i]->drop_idle();
+            pending[i] = true;
+          }
+          conns[i].reset();
+        }
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!conns[i]) continue;
+        try {
+          auto r = conns[i]->read();
+          if (s && is_noscript(r.get())) {  // script cache flushed or server restarted
+            auto full = sha_argv;
+            full[0] = "EVAL";
+            full[1] = std::string(s->text);
+            r = conns[i]->command(full);
+          }
+          res[i].reply = std::move(r);
+          res[i].failure = nullptr;
+          nodes_[i]->give(std::move(conns[i]));
+        } catch (const error&) {
+          res[i].failure = std::current_exception();
+          if (conns[i]->reused && pass == 0) {
+            nodes_[i]->drop_idle();
+            pending[i] = true;
+          }
+          conns[i].reset();
+        }
+      }
+      if (std::none_of(pending.begin(), pending.end(), [](bool b) { return b; })) break;
+    }
+    return res;
+  }
+
+  std::vector<node_result> round(const lua::script& s, const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args) {
+    return round_argv(script_argv(s, false, keys, args), &s);
+  }
+  std::vector<node_result> round_raw(const std::vector<std::string>& argv) {
+    return round_argv(argv, nullptr);
+  }
+
+  // SCAN over `<prefix>:{<escaped name prefix>*}:owner` on one server, then one pipelined
+  // inspect script per key of the batch (owner, PTTL and the server's TIME in one step).
+  std::vector<lock_status> list_node(node& nd, std::string_view name_prefix) {
+    const auto& inspect = script("inspect");
+    const std::string head = prefix_ + ":{";
+    const std::string tail = "}:owner";
+    const std::string pattern = head + encode_name(name_prefix) + "*" + tail;
+    std::vector<lock_status> out;
+    auto conn = nd.take();
+    std::string cursor = "0";
+    do {
+      auto r = conn->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      reply_view v{r.get()};
+      if (v.is_error()) throw_reply_error(*r, "Redis SCAN");
+      cursor = v.at(0).str();
+      auto keys = v.at(1);
+      std::vector<std::string> names;
+      for (std::size_t i = 0; i < keys.size("SCAN"); ++i) {
+        std::string k = keys.at(i).str();
+        if (k.size() < head.size() + tail.size() || k.compare(0, head.size(), head) != 0 ||
+            k.compare(k.size() - tail.size(), tail.size(), tail) != 0)
+          continue;
+        std::string enc = k.substr(head.size(), k.size() - head.size() - tail.size());
+        if (enc.find('}') != std::string::npos) continue;  // not one of ours
+        std::string name;
+        try {
+          name = decode_name(enc);
+        } catch (const config_error&) {
+          continue;
+        }
+        names.push_back(std::move(name));
+        conn->append(script_argv(inspect, false, keys_of(names.back()), {}));
+      }
+      if (names.empty()) continue;
+      conn->flush();
+      std::vector<reply_ptr> replies;
+      for (std::size_t i = 0; i < names.size(); ++i) replies.push_back(conn->read());
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        if (is_noscript(replies[i].get())) replies[i] = conn->eval(inspect, keys_of(names[i]), {});
+        reply_view row{replies[i].get()};
+        if (row.is_error()) throw_reply_error(*replies[i], "Redis inspect");
+        std::string owner = row.at(0).str();
+        if (owner.empty()) continue;  // released meanwhile
+        long long pttl = row.at(1).integer("inspect");
+        long long now = row.at(5).integer("inspect");
+        lock_status st;
+        st.name = names[i];
+        st.owner = owner;
+        st.fence = static_cast<std::uint64_t>(row.at(2).integer("inspect"));
+        st.holder = row.at(3).str();
+        st.acquired_at = iso8601(row.at(4).integer("inspect"));
+        st.expires_at = pttl >= 0 ? iso8601(now + pttl) : std::string();
+        st.mode = redlock_ ? "redlock" : "redis";
+        out.push_back(std::move(st));
+      }
+    } while (cursor != "0");
+    nd.give(std::move(conn));
+    return out;
+  }
+
+  bool redlock_;
+  std::string prefix_;
+  settings s_;
+  std::vector<node_address> addrs_;
+  std::vector<std::unique_ptr<node>> nodes_;
+  std::size_t quorum_ = 1;
+  std::mutex sub_m_;
+  std::unique_ptr<subscriber> sub_;
+};
+
+void check_options(const options& o) {
+  if (o.nodes.empty()) throw config_error("Redis: no server given");
+  for (const auto& n : o.nodes) {
+    if (n.host.empty()) throw config_error("Redis: empty host name");
+    if (n.port <= 0 || n.port > 65535)
+      throw config_error("Redis: bad port " + std::to_string(n.port));
+  }
+  if (!o.redlock && o.nodes.size() != 1)
+    throw config_error("redis:// takes one server; use redlock://h1:p1,h2:p2,h3:p3 for several");
+  if (o.prefix.empty()) throw config_error("Redis key prefix must not be empty");
+  for (char c : o.prefix)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' ||
+          c == '/' || c == '-'))
+      throw config_error("Redis key prefix may only contain letters, digits and _.:/- (got '" +
+                         o.prefix + "')");
+  if (o.db < 0) throw config_error("Redis database number must be >= 0");
+  if (o.connect_timeout.count() < 0 || o.timeout.count() < 0)
+    throw config_error("Redis timeouts must be >= 0");
+}
+
+std::size_t parse_count(const std::string& what, const std::string& v) {
+  try {
+    std::size_t pos = 0;
+    auto n = std::stoul(v, &pos);
+    if (pos != v.size()) throw std::invalid_argument(v);
+    return n;
+  } catch (const std::exception&) {
+    throw config_error("Redis " + what + " must be a number (got '" + v + "')");
+  }
+}
+
+std::shared_ptr<backend> from_url(const url& u, bool redlock) {
+  u.check_params({"prefix", "timeout", "connect_timeout", "pool"});
+  if (!u.has_authority || u.hosts.empty())
+    throw config_error(std::string("Redis URL needs a host: ") +
+                       (redlock ? "redlock://h1:p1,h2:p2,h3:p3" : "redis://host:6379") + " (got '" +
+                       u.redacted() + "')");
+  options o;
+  o.redlock = redlock;
+  for (const auto& h : u.hosts)
+    o.nodes.push_back(node_address{h.host.empty() ? "127.0.0.1" : h.host, h.port ? h.port : 6379});
+  o.user = u.user.value_or("");
+  o.password = u.password.value_or("");
+  if (!o.user.empty() && o.password.empty())
+    throw config_error("Redis URL has a user but no password: redis://user:password@host");
+  std::string db = u.path;
+  if (!db.empty() && db[0] == '/') db.erase(0, 1);
+  if (!db.empty()) o.db = static_cast<int>(parse_count("database number", db));
+  o.prefix = u.param("prefix", "sqlock");
+  if (u.query.count("timeout")) o.timeout = parse_duration(u.param("timeout"));
+  if (u.query.count("connect_timeout"))
+    o.connect_timeout = parse_duration(u.param("connect_timeout"));
+  if (u.query.count("pool")) o.pool = parse_count("pool", u.param("pool"));
+  return open(o);
+}
+
+}  // namespace
+
+std::shared_ptr<backend> open(const options& opts) {
+  check_options(opts);
+  return std::make_shared<store>(opts);
+}
+
+}  // namespace redis
+
+namespace backends {
+void register_redis() {
+  register_backend("redis", [](const url& u) { return redis::from_url(u, false); });
+  register_backend("redlock", [](const url& u) { return redis::from_url(u, true); });
+}
+}  // namespace backends
+
+}  // namespace sqlock

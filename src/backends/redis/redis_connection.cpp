@@ -1,0 +1,439 @@
+// Connections, pool, script calls, error mapping and the pub/sub listener (see the header).
+#include "redis_connection.hpp"
+
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "sqlock/errors.hpp"
+#include "sqlock/random.hpp"
+
+namespace sqlock::redis::detail {
+
+namespace {
+
+timeval to_timeval(milliseconds d) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
+  return tv;
+}
+
+// The first word of an error reply ("NOSCRIPT", "WRONGPASS", ...).
+std::string error_code(std::string_view text) {
+  auto sp = text.find(' ');
+  return std::string(text.substr(0, sp));
+}
+
+std::vector<const char*> argv_ptrs(const std::vector<std::string>& argv,
+                                   std::vector<size_t>& lens) {
+  std::vector<const char*> p;
+  p.reserve(argv.size());
+  lens.clear();
+  for (const auto& a : argv) {
+    p.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return p;
+}
+
+milliseconds next_backoff(milliseconds b) {
+  auto n = b.count() == 0 ? milliseconds(25) : std::min<milliseconds>(b * 2, milliseconds(1000));
+  return n;
+}
+
+}  // namespace
+
+void reply_deleter::operator()(redisReply* r) const noexcept {
+  if (r) freeReplyObject(r);
+}
+
+// ---- the one mapping of server error replies ----
+void throw_reply_error(const redisReply& r, const std::string& where) {
+  std::string text(r.str ? std::string(r.str, r.len) : std::string("unknown error"));
+  std::string code = error_code(text);
+  std::string msg = where + ": " + text;
+  if (code == "NOAUTH" || code == "WRONGPASS" || code == "NOPERM" || code == "WRONGTYPE")
+    throw config_error(msg);
+  if (code == "LOADING" || code == "BUSY" || code == "TRYAGAIN" || code == "MASTERDOWN" ||
+      code == "READONLY" || code == "CLUSTERDOWN" || code == "OOM")
+    throw connection_error(msg);
+  if (code == "MOVED" || code == "ASK" || code == "CROSSSLOT")
+    throw unsupported(msg + " (Redis Cluster redirections are not followed: use one server)");
+  throw backend_error(msg, code);
+}
+
+bool reply_view::is_error() const {
+  return r && r->type == REDIS_REPLY_ERROR;
+}
+
+std::string_view reply_view::error_text() const {
+  if (!is_error() || !r->str) return {};
+  return {r->str, r->len};
+}
+
+long long reply_view::integer(const std::string& what) const {
+  if (r && r->type == REDIS_REPLY_INTEGER) return r->integer;
+  if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+    try {
+      return std::stoll(std::string(r->str, r->len));
+    } catch (const std::exception&) {
+    }
+  }
+  if (is_error()) throw_reply_error(*r, what);
+  throw backend_error(what + ": unexpected reply from Redis (expected an integer)");
+}
+
+std::string reply_view::str() const {
+  if (!r) return {};
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+      return std::string(r->str, r->len);
+    case REDIS_REPLY_INTEGER:
+      return std::to_string(r->integer);
+    default:
+      return {};
+  }
+}
+
+std::size_t reply_view::size(const std::string& what) const {
+  if (r && r->type == REDIS_REPLY_ARRAY) return r->elements;
+  if (is_error()) throw_reply_error(*r, what);
+  throw backend_error(what + ": unexpected reply from Redis (expected an array)");
+}
+
+reply_view reply_view::at(std::size_t i) const {
+  if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
+    throw backend_error("unexpected reply from Redis (array too short)");
+  return reply_view{r->element[i]};
+}
+
+// ---- connection ----
+
+connection::connection(const node_address& addr, const settings& s)
+    : label_(addr.host + ":" + std::to_string(addr.port)) {
+  c_ = redisConnectWithTimeout(addr.host.c_str(), addr.port, to_timeval(s.connect_timeout));
+  if (!c_) throw connection_error("Redis " + label_ + ": cannot allocate a connection");
+  if (c_->err) {
+    std::string msg = "Redis " + label_ + ": cannot connect: " + c_->errstr;
+    redisFree(c_);
+    c_ = nullptr;
+    throw connection_error(msg);
+  }
+  try {
+    redisSetTimeout(c_, to_timeval(s.timeout));
+    redisEnableKeepAlive(c_);
+    if (!s.password.empty()) {
+      std::vector<std::string> auth = {"AUTH"};
+      if (!s.user.empty()) auth.push_back(s.user);
+      auth.push_back(s.password);
+      auto r = command(auth);
+      if (reply_view{r.get()}.is_error()) throw_reply_error(*r, "Redis " + label_ + " AUTH");
+    }
+    if (s.db != 0) {
+      auto r = command({"SELECT", std::to_string(s.db)});
+      if (reply_view{r.get()}.is_error()) throw_reply_error(*r, "Redis " + label_ + " SELECT");
+    }
+  } catch (...) {
+    redisFree(c_);
+    c_ = nullptr;
+    throw;
+  }
+}
+
+connection::~connection() {
+  if (c_) redisFree(c_);
+}
+
+void connection::fail(const char* what) {
+  broken_ = true;
+  std::string msg =
+      "Redis " + label_ + ": " + what + ": " + (c_->err ? c_->errstr : "unknown error");
+  if (c_->err == REDIS_ERR_PROTOCOL) throw backend_error(msg, "PROTOCOL");
+  throw connection_error(msg);
+}
+
+reply_ptr connection::command(const std::vector<std::string>& argv) {
+  if (broken_) throw connection_error("Redis " + label_ + ": connection is broken");
+  std::vector<size_t> lens;
+  auto p = argv_ptrs(argv, lens);
+  void* r = redisCommandArgv(c_, static_cast<int>(p.size()), p.data(), lens.data());
+  if (!r) fail("command failed");
+  return reply_ptr(static_cast<redisReply*>(r));
+}
+
+void connection::append(const std::vector<std::string>& argv) {
+  if (broken_) throw connection_error("Redis " + label_ + ": connection is broken");
+  std::vector<size_t> lens;
+  auto p = argv_ptrs(argv, lens);
+  if (redisAppendCommandArgv(c_, static_cast<int>(p.size()), p.data(), lens.data()) != REDIS_OK)
+    fail("cannot queue command");
+}
+
+void connection::flush() {
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(c_, &done) != REDIS_OK) fail("write failed");
+  }
+}
+
+reply_ptr connection::read() {
+  void* r = nullptr;
+  if (redisGetReply(c_, &r) != REDIS_OK || !r) fail("read failed");
+  return reply_ptr(static_cast<redisReply*>(r));
+}
+
+std::vector<std::string> script_argv(const lua::script& s, bool full,
+                                     const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& args) {
+  std::vector<std::string> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.emplace_back(full ? "EVAL" : "EVALSHA");
+  argv.emplace_back(full ? s.text : s.sha);
+  argv.push_back(std::to_string(keys.size()));
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+bool is_noscript(const redisReply* r) {
+  return r && r->type == REDIS_REPLY_ERROR && r->str && r->len >= 8 &&
+         std::memcmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+reply_ptr connection::eval(const lua::script& s, const std::vector<std::string>& keys,
+                           const std::vector<std::string>& args) {
+  auto r = command(script_argv(s, false, keys, args));
+  if (is_noscript(r.get())) r = command(script_argv(s, true, keys, args));
+  return r;
+}
+
+// ---- node ----
+
+std::unique_ptr<connection> node::take() {
+  {
+    std::lock_guard g(m_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      c->reused = true;
+      return c;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now < retry_at_)
+      throw connection_error(
+          "Redis " + label() + " is unreachable (next reconnect in " +
+          std::to_string(std::chrono::ceil<milliseconds>(retry_at_ - now).count()) + "ms)");
+  }
+  try {
+    auto c = std::make_unique<connection>(addr_, s_);
+    std::lock_guard g(m_);
+    backoff_ = milliseconds(0);
+    return c;
+  } catch (const error&) {
+    std::lock_guard g(m_);
+    backoff_ = next_backoff(backoff_);
+    retry_at_ = std::chrono::steady_clock::now() + backoff_ / 2 +
+                milliseconds(jitter(static_cast<std::uint64_t>(backoff_.count() / 2) + 1));
+    throw;
+  }
+}
+
+void node::give(std::unique_ptr<connection> c) noexcept {
+  if (!c || c->broken()) return;
+  std::lock_guard g(m_);
+  if (idle_.size() < std::max<std::size_t>(s_.pool, 1)) idle_.push_back(std::move(c));
+}
+
+void node::drop_idle() noexcept {
+  std::vector<std::unique_ptr<connection>> old;
+  std::lock_guard g(m_);
+  old.swap(idle_);
+}
+
+std::string node::label() const {
+  return addr_.host + ":" + std::to_string(addr_.port);
+}
+
+// ---- subscriber ----
+
+subscriber::subscriber(std::vector<node_address> nodes, const settings& s, std::string channel_head,
+                       std::string channel_tail)
+    : s_(s), head_(std::move(channel_head)), tail_(std::move(channel_tail)) {
+  for (auto& n : nodes) links_.push_back(link{std::move(n)});
+  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw connection_error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  thread_ = std::thread([this] { run(); });
+}
+
+subscriber::~subscriber() {
+  {
+    std::lock_guard g(reg_->m);
+    reg_->stop = true;
+  }
+  char b = 1;
+  [[maybe_unused]] auto n = ::write(wake_[1], &b, 1);
+  thread_.join();
+  for (auto& l : links_) drop(l);
+  ::close(wake_[0]);
+  ::close(wake_[1]);
+  bump_all();
+  reg_->ready_cv.notify_all();
+}
+
+interest::interest(std::shared_ptr<wait_registry> reg, std::string key)
+    : reg_(std::move(reg)), key_(std::move(key)) {
+  std::lock_guard g(reg_->m);
+  auto& slot = reg_->waiters[key_];
+  if (!slot) slot = std::make_shared<wait_registry::waiter>();
+  w_ = slot;
+  ++w_->count;
+  gen_ = w_->gen;
+  was_ready_ = reg_->ready > 0;
+}
+
+interest::~interest() {
+  std::lock_guard g(reg_->m);
+  if (--w_->count == 0) {
+    auto it = reg_->waiters.find(key_);
+    if (it != reg_->waiters.end() && it->second == w_) reg_->waiters.erase(it);
+  }
+}
+
+void interest::wait(steady_time until) {
+  std::unique_lock lk(reg_->m);
+  if (!was_ready_) {
+    // No subscription stood when the attempt was sent: a release may have gone unheard, so
+    // return as soon as one stands; the caller re-checks.
+    reg_->ready_cv.wait_until(lk, until, [&] { return reg_->ready > 0 || reg_->stop; });
+    return;
+  }
+  w_->cv.wait_until(lk, until, [&] { return w_->gen != gen_ || reg_->stop; });
+}
+
+void subscriber::on_message(std::string_view channel) {
+  if (channel.size() < head_.size() + tail_.size() || channel.substr(0, head_.size()) != head_ ||
+      channel.substr(channel.size() - tail_.size()) != tail_)
+    return;
+  std::string key(channel.substr(head_.size(), channel.size() - head_.size() - tail_.size()));
+  std::lock_guard g(reg_->m);
+  auto it = reg_->waiters.find(key);
+  if (it != reg_->waiters.end()) {
+    ++it->second->gen;
+    it->second->cv.notify_all();
+  }
+}
+
+void subscriber::bump_all() {
+  std::lock_guard g(reg_->m);
+  for (auto& [k, w] : reg_->waiters) {
+    ++w->gen;
+    w->cv.notify_all();
+  }
+}
+
+bool subscriber::subscribe(link& l) {
+  try {
+    connection conn(l.addr, s_);  // connects, authenticates
+    std::string pattern = head_ + "*" + tail_;
+    auto r = conn.command({"PSUBSCRIBE", pattern});
+    reply_view v{r.get()};
+    if (v.is_error()) throw_reply_error(*r, "Redis PSUBSCRIBE");
+    if (v.size("PSUBSCRIBE") < 1 || v.at(0).str() != "psubscribe")
+      throw backend_error("unexpected reply to PSUBSCRIBE");
+    l.c = conn.release_context();  // the listener owns it from now on
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+void subscriber::drop(link& l) {
+  if (l.c) redisFree(l.c);
+  l.c = nullptr;
+}
+
+void subscriber::run() {
+  using clock = std::chrono::steady_clock;
+  for (;;) {
+    {
+      std::lock_guard g(reg_->m);
+      if (reg_->stop) return;
+    }
+    auto now = clock::now();
+    steady_time next = now + std::chrono::seconds(1);
+    for (auto& l : links_) {
+      if (l.c) continue;
+      if (now < l.retry_at) {
+        next = std::min(next, l.retry_at);
+        continue;
+      }
+      if (subscribe(l)) {
+        l.backoff = milliseconds(0);
+        {
+          std::lock_guard g(reg_->m);
+          ++reg_->ready;
+        }
+        bump_all();  // releases during the outage went unheard: everyone re-checks
+        reg_->ready_cv.notify_all();
+      } else {
+        l.backoff = next_backoff(l.backoff);
+        l.retry_at = clock::now() + l.backoff;
+        next = std::min(next, l.retry_at);
+      }
+    }
+    std::vector<pollfd> fds;
+    std::vector<link*> owners;
+    fds.push_back(pollfd{wake_[0], POLLIN, 0});
+    owners.push_back(nullptr);
+    for (auto& l : links_) {
+      if (!l.c) continue;
+      fds.push_back(pollfd{l.c->fd, POLLIN, 0});
+      owners.push_back(&l);
+    }
+    auto ms = std::chrono::ceil<milliseconds>(next - clock::now()).count();
+    int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(ms, 0, 1000)));
+    if (n <= 0) continue;
+    if (fds[0].revents) {
+      char buf[64];
+      while (::read(wake_[0], buf, sizeof buf) > 0) {
+      }
+    }
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      link& l = *owners[i];
+      bool ok = redisBufferRead(l.c) == REDIS_OK;
+      while (ok) {
+        void* raw = nullptr;
+        if (redisGetReplyFromReader(l.c, &raw) != REDIS_OK) {
+          ok = false;
+          break;
+        }
+        if (!raw) break;
+        reply_ptr r(static_cast<redisReply*>(raw));
+        reply_view v{r.get()};
+        if (r->type == REDIS_REPLY_ARRAY && r->elements >= 4 && v.at(0).str() == "pmessage")
+          on_message(v.at(2).str());
+      }
+      if (!ok) {
+        drop(l);
+        {
+          std::lock_guard g(reg_->m);
+          --reg_->ready;
+        }
+        l.backoff = next_backoff(l.backoff);
+        l.retry_at = clock::now() + l.backoff;
+        bump_all();
+      }
+    }
+  }
+}
+
+}  // namespace sqlock::redis::detail

@@ -1,0 +1,52 @@
+// MySQL 8 / MariaDB 10.4+ backend over mysql-connector-c++ 1.1 (the JDBC-style API Debian
+// ships). URL: mysql://user:pass@host:port/db or mariadb://..., with
+//   ?mode=pessimistic|optimistic|advisory  ?socket=/run/mysqld/mysqld.sock  ?pool=4
+//   ?connect_timeout=5s  ?read_timeout=60s  ?migrate=auto
+//   ?ssl_mode=disabled|preferred|required|verify_ca|verify_identity  ?ssl_ca= ?ssl_capath=
+//   ?ssl_cert= ?ssl_key= ?ssl_cipher= ?ssl_crl= ?tls_version=
+// Lock logic lives in stored procedures (sql/mysql/, SQL SECURITY DEFINER) installed by
+// `sqlock migrate`; the application user needs EXECUTE on the schema only.
+// pessimistic/optimistic: lease rows on the server's clock. advisory: GET_LOCK on a dedicated
+// session per hold; the hold ends with the session (crash, KILL), which the holder reports as
+// loss; waiting blocks in the server (GET_LOCK's timeout) instead of polling.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sqlock/backend.hpp"
+
+namespace sqlock::mysql {
+
+/// How to reach the server (an aggregate: use designated initialisers).
+struct options {
+  std::string host = "127.0.0.1";    ///< host name or address ("" = 127.0.0.1)
+  int port = 3306;                   ///< TCP port; 0 = 3306
+  std::string socket{};              ///< Unix socket path; "" = TCP to host:port
+  std::string user{};                ///< user name ("" = the connector's default)
+  std::string password{};            ///< password ("" = none)
+  std::string database{};            ///< schema holding the sqlock tables; required
+  std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
+  std::size_t pool = 4;              ///< idle connections kept (and idle advisory sessions); 0 = 1
+  milliseconds connect_timeout{5000};  ///< connect timeout; 0 = the connector's default
+  milliseconds read_timeout{60000};    ///< per-reply timeout; 0 = none (advisory waits block
+                                       ///< in the server in chunks shorter than this)
+  bool auto_migrate = false;           ///< run `migrate` at connect instead of only checking
+  std::string ssl_mode{};     ///< "", disabled, preferred, required, verify_ca, verify_identity
+  std::string ssl_ca{};       ///< CA file ("" = none)
+  std::string ssl_capath{};   ///< CA directory ("" = none)
+  std::string ssl_cert{};     ///< client certificate ("" = none)
+  std::string ssl_key{};      ///< client key ("" = none)
+  std::string ssl_cipher{};   ///< allowed ciphers ("" = default)
+  std::string ssl_crl{};      ///< certificate revocation list ("" = none)
+  std::string tls_version{};  ///< allowed TLS versions, e.g. "TLSv1.2,TLSv1.3" ("" = default)
+};
+
+/// Opens a backend. Throws config_error for a bad mode or missing database, connection_error
+/// when the server cannot be reached. The schema is checked by verify() (connect() calls it).
+std::shared_ptr<backend> open(const options& opts);
+
+/// Parses a mysql:// or mariadb:// URL into options (config_error on unknown parameters).
+options parse_url(const std::string& url_text);
+
+}  // namespace sqlock::mysql

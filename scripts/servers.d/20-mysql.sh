@@ -1,0 +1,105 @@
+# MariaDB 10.11 for the mysql backend's tests: a private data directory under
+# $SQLOCK_RUN_DIR/mysql, TCP on 127.0.0.1:53306 (override with SQLOCK_MYSQL_PORT), a socket in
+# the run directory, small buffers, real users (no --skip-grant-tables):
+#   sqlock_admin  owns the schema `sqlock` (runs `sqlock migrate`)          SQLOCK_TEST_MYSQL_URL
+#   sqlock_exec   EXECUTE on `sqlock` only (calls the DEFINER procedures)    SQLOCK_TEST_MYSQL_EXEC_URL
+#   sqlock_killer PROCESS + CONNECTION ADMIN, no sqlock access (KILL in tests) SQLOCK_TEST_MYSQL_ADMIN_URL
+# The bare server (no sqlock schema) is in `sqlock_empty` for the missing-schema test.
+
+mysql_dir() { echo "$SQLOCK_RUN_DIR/mysql"; }
+
+mysql_server_bin() {
+  local b
+  for b in mariadbd mysqld; do
+    if command -v "$b" >/dev/null 2>&1; then command -v "$b"; return 0; fi
+    if [ -x "/usr/sbin/$b" ]; then echo "/usr/sbin/$b"; return 0; fi
+  done
+  echo "servers.sh: mariadbd not found (install mariadb-server)" >&2
+  return 1
+}
+
+stop_mysql() {
+  local d pid
+  d=$(mysql_dir)
+  [ -f "$d/mysqld.pid" ] || return 0
+  pid=$(cat "$d/mysqld.pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$d/mysqld.pid"
+}
+
+start_mysql() {
+  local d port bin sock client
+  d=$(mysql_dir)
+  port=${SQLOCK_MYSQL_PORT:-53306}
+  stop_mysql
+  rm -rf "$d"
+  mkdir -p "$d/data" "$d/tmp"
+  bin=$(mysql_server_bin)
+  sock="$d/mysqld.sock"
+  cat >"$d/my.cnf" <<CNF
+[mariadbd]
+datadir=$d/data
+tmpdir=$d/tmp
+socket=$sock
+pid-file=$d/mysqld.pid
+log-error=$d/error.log
+bind-address=127.0.0.1
+port=$port
+user=root
+skip-name-resolve
+character-set-server=utf8mb4
+collation-server=utf8mb4_bin
+innodb_buffer_pool_size=32M
+innodb_log_file_size=16M
+innodb_log_buffer_size=4M
+innodb_flush_log_at_trx_commit=2
+innodb_lock_wait_timeout=10
+key_buffer_size=1M
+max_connections=300
+thread_cache_size=16
+table_open_cache=256
+performance_schema=OFF
+skip-log-bin
+event_scheduler=OFF
+CNF
+  mariadb-install-db --defaults-file="$d/my.cnf" --auth-root-authentication-method=socket \
+    --skip-test-db >"$d/install.log" 2>&1 || {
+    cat "$d/install.log" >&2
+    return 1
+  }
+  "$bin" --defaults-file="$d/my.cnf" >"$d/stdout.log" 2>&1 &
+  client=(mariadb --no-defaults --protocol=socket --socket="$sock" -uroot)
+  wait_for "MariaDB on 127.0.0.1:$port" 60 "${client[@]}" -e "SELECT 1" || {
+    tail -30 "$d/error.log" >&2
+    return 1
+  }
+  "${client[@]}" <<SQL
+CREATE DATABASE IF NOT EXISTS sqlock CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE DATABASE IF NOT EXISTS sqlock_empty CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+CREATE USER IF NOT EXISTS 'sqlock_admin'@'127.0.0.1' IDENTIFIED BY 'admin-pw';
+CREATE USER IF NOT EXISTS 'sqlock_admin'@'localhost' IDENTIFIED BY 'admin-pw';
+GRANT ALL PRIVILEGES ON sqlock.* TO 'sqlock_admin'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON sqlock.* TO 'sqlock_admin'@'localhost' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON sqlock_empty.* TO 'sqlock_admin'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON sqlock_empty.* TO 'sqlock_admin'@'localhost';
+CREATE USER IF NOT EXISTS 'sqlock_exec'@'127.0.0.1' IDENTIFIED BY 'exec-pw';
+CREATE USER IF NOT EXISTS 'sqlock_exec'@'localhost' IDENTIFIED BY 'exec-pw';
+GRANT EXECUTE ON sqlock.* TO 'sqlock_exec'@'127.0.0.1';
+GRANT EXECUTE ON sqlock.* TO 'sqlock_exec'@'localhost';
+CREATE USER IF NOT EXISTS 'sqlock_killer'@'127.0.0.1' IDENTIFIED BY 'killer-pw';
+GRANT PROCESS, CONNECTION ADMIN ON *.* TO 'sqlock_killer'@'127.0.0.1';
+GRANT SELECT ON sqlock_empty.* TO 'sqlock_killer'@'127.0.0.1';
+SQL
+  emit SQLOCK_TEST_MYSQL_URL "mysql://sqlock_admin:admin-pw@127.0.0.1:$port/sqlock"
+  emit SQLOCK_TEST_MYSQL_EXEC_URL "mysql://sqlock_exec:exec-pw@127.0.0.1:$port/sqlock"
+  emit SQLOCK_TEST_MYSQL_ADMIN_URL "mysql://sqlock_killer:killer-pw@127.0.0.1:$port/sqlock_empty"
+  emit SQLOCK_TEST_MYSQL_EMPTY_URL "mysql://sqlock_admin:admin-pw@127.0.0.1:$port/sqlock_empty"
+  emit SQLOCK_TEST_MYSQL_SOCKET "$sock"
+}

@@ -1,0 +1,37 @@
+-- Helper functions of the sqlock procedures (install first). Run unchanged in the `mysql`
+-- client; `sqlock migrate` splits on the DELIMITER lines exactly as the client does.
+-- Each routine is dropped right before it is re-created, so a live `sqlock migrate` leaves
+-- only a moment in which a call finds it missing (the library retries such calls).
+DELIMITER $$
+
+-- Row key of a lock name: its own bytes when they fit the primary key (<= 255 bytes and not
+-- starting with 0x00), else 0x00 + SHA-256 of the name. Injective: two names never share a key.
+DROP FUNCTION IF EXISTS sqlock_key$$
+CREATE FUNCTION sqlock_key(p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+RETURNS VARBINARY(255)
+DETERMINISTIC NO SQL SQL SECURITY DEFINER
+RETURN IF(LENGTH(p_name) <= 255 AND LEFT(CAST(p_name AS BINARY), 1) <> X'00',
+          CAST(p_name AS BINARY),
+          CONCAT(X'00', UNHEX(SHA2(p_name, 256))))$$
+
+-- GET_LOCK name of a lock name (advisory mode). GET_LOCK names are limited to 64 characters
+-- and compared case-insensitively (by MySQL; MariaDB compares them exactly), so only names of
+-- 1..57 characters from [a-z0-9_.:/-] are used readably ('sqlock:' + name); every other name
+-- becomes 'sqlock#' + 57 hex digits of its SHA-256 (228 bits). The pattern ends with \z (the
+-- very end): the usual end anchor would also match before a trailing newline. The two forms cannot meet ('#' is not in the readable alphabet of the
+-- prefix), so two different names never share a lock.
+DROP FUNCTION IF EXISTS sqlock_lock_name$$
+CREATE FUNCTION sqlock_lock_name(p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+RETURNS VARCHAR(64) CHARACTER SET ascii
+DETERMINISTIC NO SQL SQL SECURITY DEFINER
+RETURN IF(p_name REGEXP '^[a-z0-9_.:/-]{1,57}\\z',  -- utf8mb4_bin: case-sensitive
+          CONCAT('sqlock:', CAST(p_name AS CHAR CHARACTER SET ascii)),
+          CONCAT('sqlock#', LEFT(SHA2(p_name, 256), 57)))$$
+
+-- The server's clock in UTC with microseconds (NOW(6) without the session time zone).
+DROP FUNCTION IF EXISTS sqlock_now$$
+CREATE FUNCTION sqlock_now() RETURNS DATETIME(6)
+NOT DETERMINISTIC NO SQL SQL SECURITY DEFINER
+RETURN UTC_TIMESTAMP(6)$$
+
+DELIMITER ;

@@ -1,0 +1,72 @@
+-- Optimistic acquire: read the row without locking, then claim it with a compare-and-set on
+-- its version (and on it still being free or expired). A lost compare-and-set returns status
+-- 'retry' and the library tries again with jittered backoff. The row of a name stays after
+-- release (owner ''). A call by the current owner returns its fence (idempotent).
+-- One result row: (fence, status) with status 'ok', 'busy' (fence NULL) or 'retry'.
+DROP PROCEDURE IF EXISTS sqlock_acquire_optimistic;
+DELIMITER $$
+CREATE PROCEDURE sqlock_acquire_optimistic(
+  IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARBINARY(64),
+  IN p_lease_ms BIGINT,
+  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+MODIFIES SQL DATA SQL SECURITY DEFINER
+main: BEGIN
+  DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
+  DECLARE v_now DATETIME(6);
+  DECLARE v_found INT DEFAULT 1;
+  DECLARE v_owner VARBINARY(64);
+  DECLARE v_fence BIGINT UNSIGNED;
+  DECLARE v_version BIGINT UNSIGNED;
+  DECLARE v_expires DATETIME(6);
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'sqlock: lease must be > 0 ms';
+  END IF;
+  SELECT owner, fence, version, expires_at INTO v_owner, v_fence, v_version, v_expires
+    FROM sqlock_locks WHERE name_key = v_key;
+  SET v_now = sqlock_now();
+  IF v_found = 0 THEN  -- first use of the name: create its free row, then claim it below
+    INSERT IGNORE INTO sqlock_locks (name_key, name, owner, fence, version, acquired_at, expires_at, mode, holder)
+    VALUES (v_key, p_name, '', 0, 0, v_now, v_now, 'optimistic', '');
+    SET v_found = 1;
+    SELECT owner, fence, version, expires_at INTO v_owner, v_fence, v_version, v_expires
+      FROM sqlock_locks WHERE name_key = v_key;
+    IF v_found = 0 THEN  -- swept in between
+      SELECT NULL AS fence, 'retry' AS status;
+      LEAVE main;
+    END IF;
+  END IF;
+  IF v_owner = p_owner AND v_expires > v_now THEN
+    SELECT v_fence AS fence, 'ok' AS status;
+    LEAVE main;
+  END IF;
+  IF v_owner <> '' AND v_expires > v_now THEN
+    SELECT NULL AS fence, 'busy' AS status;
+    LEAVE main;
+  END IF;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  UPDATE sqlock_locks
+     SET owner = p_owner, version = version + 1, acquired_at = v_now,
+         expires_at = v_now + INTERVAL p_lease_ms * 1000 MICROSECOND,
+         mode = 'optimistic', holder = LEFT(COALESCE(p_holder, ''), 255)
+   WHERE name_key = v_key AND version = v_version
+     AND (owner = '' OR expires_at <= v_now);
+  IF ROW_COUNT() = 0 THEN
+    ROLLBACK;
+    SELECT NULL AS fence, 'retry' AS status;
+    LEAVE main;
+  END IF;
+  UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
+  SET v_fence = LAST_INSERT_ID();
+  SET v_now = sqlock_now();  -- the lease starts now, after any wait for the counter row
+  UPDATE sqlock_locks
+     SET fence = v_fence, acquired_at = v_now,
+         expires_at = v_now + INTERVAL p_lease_ms * 1000 MICROSECOND
+   WHERE name_key = v_key;
+  COMMIT;
+  SELECT v_fence AS fence, 'ok' AS status;
+END$$
+DELIMITER ;

@@ -1,0 +1,63 @@
+-- Pessimistic acquire: lock the name's row (FOR UPDATE), take it when free or expired, keep it
+-- when it is already ours (a retried call after a lost reply returns the same fence).
+-- One result row: (fence, status) with status 'ok', 'busy' (fence NULL) or 'retry' (a
+-- concurrent first insert of the same name won; the caller tries again).
+-- READ COMMITTED: no gap locks on absent names, so first inserts do not deadlock each other.
+DROP PROCEDURE IF EXISTS sqlock_acquire_pessimistic;
+DELIMITER $$
+CREATE PROCEDURE sqlock_acquire_pessimistic(
+  IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARBINARY(64),
+  IN p_lease_ms BIGINT,
+  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+MODIFIES SQL DATA SQL SECURITY DEFINER
+main: BEGIN
+  DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
+  DECLARE v_now DATETIME(6);
+  DECLARE v_found INT DEFAULT 1;
+  DECLARE v_dup INT DEFAULT 0;
+  DECLARE v_owner VARBINARY(64);
+  DECLARE v_fence BIGINT UNSIGNED;
+  DECLARE v_expires DATETIME(6);
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
+  DECLARE CONTINUE HANDLER FOR 1062 SET v_dup = 1;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'sqlock: lease must be > 0 ms';
+  END IF;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  SELECT owner, fence, expires_at INTO v_owner, v_fence, v_expires
+    FROM sqlock_locks WHERE name_key = v_key FOR UPDATE;
+  SET v_now = sqlock_now();
+  IF v_found = 1 AND v_owner = p_owner AND v_expires > v_now THEN
+    COMMIT;
+    SELECT v_fence AS fence, 'ok' AS status;
+    LEAVE main;
+  END IF;
+  IF v_found = 1 AND v_owner <> '' AND v_expires > v_now THEN
+    COMMIT;
+    SELECT NULL AS fence, 'busy' AS status;
+    LEAVE main;
+  END IF;
+  IF v_found = 0 THEN
+    INSERT INTO sqlock_locks (name_key, name, owner, fence, version, acquired_at, expires_at, mode, holder)
+    VALUES (v_key, p_name, '', 0, 0, v_now, v_now, 'pessimistic', '');
+    IF v_dup = 1 THEN
+      ROLLBACK;
+      SELECT NULL AS fence, 'retry' AS status;
+      LEAVE main;
+    END IF;
+  END IF;
+  UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
+  SET v_fence = LAST_INSERT_ID();
+  SET v_now = sqlock_now();  -- the lease starts now, after any wait for the counter row
+  UPDATE sqlock_locks
+     SET name = p_name, owner = p_owner, fence = v_fence, version = version + 1,
+         acquired_at = v_now, expires_at = v_now + INTERVAL p_lease_ms * 1000 MICROSECOND,
+         mode = 'pessimistic', holder = LEFT(COALESCE(p_holder, ''), 255)
+   WHERE name_key = v_key;
+  COMMIT;
+  SELECT v_fence AS fence, 'ok' AS status;
+END$$
+DELIMITER ;

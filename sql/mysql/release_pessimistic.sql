@@ -1,0 +1,13 @@
+-- Owner-checked release (pessimistic): deletes only our row. One row: 1 = released, 0 = nothing
+-- of ours was there (idempotent).
+DROP PROCEDURE IF EXISTS sqlock_release_pessimistic;
+DELIMITER $$
+CREATE PROCEDURE sqlock_release_pessimistic(
+  IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARBINARY(64))
+MODIFIES SQL DATA SQL SECURITY DEFINER
+BEGIN
+  DELETE FROM sqlock_locks WHERE name_key = sqlock_key(p_name) AND owner = p_owner AND owner <> '';
+  SELECT ROW_COUNT() > 0 AS released;
+END$$
+DELIMITER ;

@@ -1,0 +1,292 @@
+// The mysql-connector-c++ 1.1 driver of the MySQL backend: the only file that includes the
+// connector's headers. Its `sql::` namespace is always written `::sql::`; sqlock's is
+// `sqlock::sql::`. Every connector exception is mapped here, in rethrow(), and nowhere else.
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/resultset_metadata.h>
+#include <cppconn/statement.h>
+#include <mysql_connection.h>
+#include <mysql_driver.h>
+
+#include <map>
+#include <mutex>
+
+#include "connector.hpp"
+#include "sqlock/mysql/dialect.hpp"
+
+namespace sqlock::mysql::detail {
+namespace {
+
+::sql::mysql::MySQL_Driver* driver() {
+  // get_mysql_driver_instance() is not safe to call concurrently the first time.
+  static std::once_flag once;
+  static ::sql::mysql::MySQL_Driver* d = nullptr;
+  std::call_once(once, [] { d = ::sql::mysql::get_mysql_driver_instance(); });
+  return d;
+}
+
+// libmysqlclient wants mysql_thread_init()/mysql_thread_end() around each thread's use.
+struct thread_scope {
+  thread_scope() { driver()->threadInit(); }
+  ~thread_scope() { driver()->threadEnd(); }
+  thread_scope(const thread_scope&) = delete;
+  thread_scope& operator=(const thread_scope&) = delete;
+};
+void ensure_thread() {
+  thread_local thread_scope scope;
+}
+
+const char* const migrate_hint =
+    "; the sqlock schema is missing or out of date: run `sqlock migrate --url '<your url>'` (or "
+    "apply `sqlock migrate --print` with the mysql client)";
+
+// The one place native errors become sqlock errors. Call only inside a catch block.
+// `lock_call`: the error came from a lock operation's CALL. A routine that does not exist there
+// is retried (transient): `sqlock migrate` on a live server drops and re-creates each routine,
+// and calls in that short window must wait it out; a schema that is really missing was already
+// reported by connect()'s schema check, and still names `sqlock migrate` after the retries.
+[[noreturn]] void rethrow(const std::string& what, bool lock_call = false) {
+  try {
+    throw;
+  } catch (const sqlock::error&) {
+    throw;
+  } catch (const ::sql::SQLException& e) {
+    const int code = e.getErrorCode();
+    std::string msg = what + ": " + e.what() + " (MySQL error " + std::to_string(code) +
+                      ", SQLSTATE " + e.getSQLState() + ")";
+    if (is_transient_error(code)) throw sql::transient_error(msg, std::to_string(code));
+    if (is_connection_error(code)) throw connection_error(msg);
+    switch (code) {
+      case 1044:  // access denied to database
+      case 1045:  // access denied (bad user/password)
+      case 1049:  // unknown database
+      case 1698:  // access denied (auth plugin)
+        throw config_error(msg);
+      case 1142:  // command denied
+      case 1143:  // column denied
+      case 1370:  // execute command denied on routine
+        throw config_error(
+            msg + "; grant the user EXECUTE on the sqlock schema (see docs/backends/mysql.md)");
+      case 1305:  // PROCEDURE/FUNCTION does not exist
+        if (lock_call) throw sql::transient_error(msg + migrate_hint, std::to_string(code));
+        throw config_error(msg + migrate_hint);
+      case 1146:  // table does not exist
+        throw config_error(msg + migrate_hint);
+      default:
+        throw backend_error(msg, std::to_string(code));
+    }
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw backend_error(what + ": " + e.what());
+  } catch (...) {
+    throw backend_error(what + ": unknown error from mysql-connector-c++");
+  }
+}
+
+sql::row read_row(::sql::ResultSet& rs, unsigned cols) {
+  sql::row r;
+  r.reserve(cols);
+  for (unsigned c = 1; c <= cols; ++c) {
+    if (rs.isNull(c))
+      r.emplace_back(std::nullopt);
+    else
+      r.emplace_back(rs.getString(c).asStdString());
+  }
+  return r;
+}
+
+sql::rows read_all(::sql::ResultSet& rs) {
+  sql::rows out;
+  unsigned cols = rs.getMetaData()->getColumnCount();
+  while (rs.next()) out.push_back(read_row(rs, cols));
+  return out;
+}
+
+class connector_connection final : public sql::connection {
+ public:
+  explicit connector_connection(std::unique_ptr<::sql::Connection> c) : conn_(std::move(c)) {}
+  ~connector_connection() override {
+    try {
+      cache_.clear();
+      conn_.reset();  // closes the session: the server frees its GET_LOCK locks
+    } catch (...) {
+      // Closing a broken connection may throw; nothing to do.
+    }
+  }
+
+  sql::rows run(const sql::operation& op, const sql::params& p) override {
+    ensure_thread();
+    try {
+      if (op.statements.size() == 1) return run_one(op.key, 0, op.statements[0], p);
+      // Several statements: one transaction, rows of the last.
+      exec_text("START TRANSACTION");
+      try {
+        sql::rows out;
+        for (std::size_t i = 0; i < op.statements.size(); ++i)
+          out = run_one(op.key, i, op.statements[i], p);
+        exec_text("COMMIT");
+        return out;
+      } catch (...) {
+        try {
+          exec_text("ROLLBACK");
+        } catch (...) {
+          // The connection may be gone; the server rolls back on its own then.
+        }
+        throw;
+      }
+    } catch (...) {
+      rethrow("MySQL operation '" + op.key + "' failed", true);
+    }
+  }
+
+  void execute_script(std::string_view script) override {
+    ensure_thread();
+    for (const auto& stmt : split_script(script)) {
+      try {
+        exec_text(stmt);
+      } catch (...) {
+        auto first_line = stmt.substr(0, stmt.find('\n'));
+        rethrow("MySQL script statement failed [" + first_line.substr(0, 120) + "]");
+      }
+    }
+  }
+
+  sql::rows query(std::string_view text) override {
+    ensure_thread();
+    try {
+      std::unique_ptr<::sql::Statement> st(conn_->createStatement());
+      bool has_rs = st->execute(::sql::SQLString(text.data(), text.size()));
+      return drain(*st, has_rs);
+    } catch (...) {
+      rethrow("MySQL query failed");
+    }
+  }
+
+ private:
+  struct prepared {
+    std::unique_ptr<::sql::PreparedStatement> st;
+    std::vector<std::string> names;
+  };
+
+  // Reads every result of a statement (a CALL returns its result sets and a final status);
+  // the rows of the last result set count. Leaving a result unread would put the connection
+  // out of sync ("Commands out of sync") for the next statement.
+  template <class Statement>
+  static sql::rows drain(Statement& st, bool has_rs) {
+    sql::rows out;
+    for (;;) {
+      if (has_rs) {
+        std::unique_ptr<::sql::ResultSet> rs(st.getResultSet());
+        if (rs) out = read_all(*rs);
+      }
+      has_rs = st.getMoreResults();
+      if (!has_rs) break;
+    }
+    return out;
+  }
+
+  void exec_text(const std::string& text) {
+    std::unique_ptr<::sql::Statement> st(conn_->createStatement());
+    bool has_rs = st->execute(text);
+    drain(*st, has_rs);
+  }
+
+  sql::rows run_one(const std::string& key, std::size_t index, const std::string& text,
+                    const sql::params& p) {
+    const std::string cache_key = key + "#" + std::to_string(index);
+    for (int attempt = 0;; ++attempt) {
+      auto it = cache_.find(cache_key);
+      if (it == cache_.end()) {
+        auto c = sql::compile(text, sql::placeholder::question);
+        prepared pr;
+        pr.st.reset(conn_->prepareStatement(c.text));
+        pr.names = std::move(c.names);
+        it = cache_.emplace(cache_key, std::move(pr)).first;
+      }
+      auto& pr = it->second;
+      try {
+        pr.st->clearParameters();
+        for (std::size_t i = 0; i < pr.names.size(); ++i) {
+          sql::value v = sql::lookup(p, pr.names[i]);
+          auto idx = static_cast<unsigned>(i + 1);
+          if (v.is_int)
+            pr.st->setInt64(idx, v.i);
+          else
+            pr.st->setString(idx, ::sql::SQLString(v.s.data(), v.s.size()));
+        }
+        bool has_rs = pr.st->execute();
+        return drain(*pr.st, has_rs);
+      } catch (const ::sql::SQLException& e) {
+        // 1615: the routine was re-created (migrate) since we prepared: prepare again once.
+        if (e.getErrorCode() != 1615 || attempt > 0) throw;
+        cache_.erase(it);
+      }
+    }
+  }
+
+  std::unique_ptr<::sql::Connection> conn_;
+  std::map<std::string, prepared> cache_;
+};
+
+int seconds_ceil(milliseconds ms) {
+  return static_cast<int>((ms.count() + 999) / 1000);
+}
+
+}  // namespace
+
+std::unique_ptr<sql::connection> open_connection(const options& o) {
+  ensure_thread();
+  ::sql::ConnectOptionsMap m;
+  if (!o.socket.empty()) {
+    m["hostName"] = ::sql::SQLString("unix://" + o.socket);
+  } else {
+    m["hostName"] = ::sql::SQLString(o.host.empty() ? std::string("127.0.0.1") : o.host);
+    m["port"] = o.port > 0 ? o.port : 3306;
+  }
+  if (!o.user.empty()) m["userName"] = ::sql::SQLString(o.user);
+  m["password"] = ::sql::SQLString(o.password);
+  m["schema"] = ::sql::SQLString(o.database);
+  m["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+  m["OPT_RECONNECT"] = false;  // a silent reconnect would drop session-scoped locks unseen
+  if (o.connect_timeout.count() > 0) m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(o.connect_timeout);
+  if (o.read_timeout.count() > 0) {
+    m["OPT_READ_TIMEOUT"] = seconds_ceil(o.read_timeout);
+    m["OPT_WRITE_TIMEOUT"] = seconds_ceil(o.read_timeout);
+  }
+  if (!o.ssl_mode.empty()) {
+    static const std::map<std::string, int> modes = {
+        {"disabled", ::sql::SSL_MODE_DISABLED},
+        {"preferred", ::sql::SSL_MODE_PREFERRED},
+        {"required", ::sql::SSL_MODE_REQUIRED},
+        {"verify_ca", ::sql::SSL_MODE_VERIFY_CA},
+        {"verify_identity", ::sql::SSL_MODE_VERIFY_IDENTITY}};
+    auto it = modes.find(o.ssl_mode);
+    if (it == modes.end())
+      throw config_error(
+          "MySQL ssl_mode must be disabled, preferred, required, verify_ca or "
+          "verify_identity (got '" +
+          o.ssl_mode + "')");
+    m["OPT_SSL_MODE"] = it->second;
+  }
+  if (!o.ssl_ca.empty()) m["sslCA"] = ::sql::SQLString(o.ssl_ca);
+  if (!o.ssl_capath.empty()) m["sslCAPath"] = ::sql::SQLString(o.ssl_capath);
+  if (!o.ssl_cert.empty()) m["sslCert"] = ::sql::SQLString(o.ssl_cert);
+  if (!o.ssl_key.empty()) m["sslKey"] = ::sql::SQLString(o.ssl_key);
+  if (!o.ssl_cipher.empty()) m["sslCipher"] = ::sql::SQLString(o.ssl_cipher);
+  if (!o.ssl_crl.empty()) m["sslCRL"] = ::sql::SQLString(o.ssl_crl);
+  if (!o.tls_version.empty()) m["OPT_TLS_VERSION"] = ::sql::SQLString(o.tls_version);
+  std::string where = o.socket.empty() ? o.host + ":" + std::to_string(o.port) : o.socket;
+  try {
+    std::unique_ptr<::sql::Connection> c(driver()->connect(m));
+    c->setAutoCommit(true);
+    return std::make_unique<connector_connection>(std::move(c));
+  } catch (...) {
+    rethrow("cannot connect to MySQL at " + where + " as '" + o.user + "' (database '" +
+            o.database + "')");
+  }
+}
+
+}  // namespace sqlock::mysql::detail

@@ -1,0 +1,50 @@
+// The PostgreSQL backend (libpqxx): locks kept by stored functions in a `sqlock` schema, in one
+// of three modes, with waiters woken by LISTEN/NOTIFY.
+//   pessimistic  a row per held lock; an expired row is taken over by the acquiring INSERT
+//   optimistic   a row per name with a version; acquire is a compare-and-set of the version
+//   advisory     pg_try_advisory_lock on a 64-bit key the server computes from the name
+//                (sqlock.lock_key), held by a small pool of dedicated sessions; the hold dies
+//                with its session, which the client notices at renewal and reports as a loss
+// URL: postgresql://user:pass@host:port/db?mode=...&schema=...  (or postgres://). Every libpq
+// parameter (sslmode, connect_timeout, application_name, ...) is passed through to libpq;
+// sqlock's own parameters are:
+//   mode=pessimistic|optimistic|advisory   (default pessimistic)
+//   schema=NAME      schema of the tables and functions (default sqlock)
+//   migrate=auto     apply `sqlock migrate` at connect (default: check the version and fail)
+//   pool=N           idle connections kept for lock operations (default 4)
+//   sessions=N       advisory mode: dedicated sessions the locks are multiplexed over (default 2)
+//   listen=off       do not LISTEN; waiters poll (for poolers that drop notifications)
+// The schema is created by `sqlock migrate` (or the SQL files applied with psql), never
+// silently: connect() fails with a config_error that names the command to run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sqlock/backend.hpp"
+
+namespace sqlock::postgres {
+
+/// Options of a PostgreSQL store (an aggregate: use designated initialisers).
+struct options {
+  std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
+  std::string schema = "sqlock";     ///< schema holding the sqlock tables and functions
+  bool auto_migrate = false;         ///< migrate at verify() instead of failing when outdated
+  std::size_t pool = 4;              ///< idle connections kept for lock operations; 0 = 1
+  std::size_t sessions = 2;          ///< advisory mode: dedicated lock sessions; 0 = 1
+  bool listen = true;                ///< wake waiters with LISTEN/NOTIFY (false: poll)
+};
+
+/// A backend on the database named by `conninfo` (a libpq URI or key=value string without
+/// sqlock's own parameters). Connects lazily: the first connection is made by verify() or the
+/// first operation. Throws config_error for a bad mode, schema or connection string.
+std::shared_ptr<backend> open(const std::string& conninfo, const options& opts = {});
+
+/// Splits a postgresql:// URL into libpq's part (sqlock's parameters removed, defaults for
+/// client_encoding and fallback_application_name added) and the options. Throws config_error
+/// naming an unknown or malformed parameter.
+std::string parse_url(const std::string& url_text, options& opts);
+
+}  // namespace sqlock::postgres

@@ -1,0 +1,70 @@
+-- Helpers used by the lock functions. Installed first (files run in name order).
+
+-- The 64-bit advisory-lock key of a name: the first 8 bytes of SHA-256 of its UTF-8 bytes, as a
+-- signed bigint. Any client (or a DBA) can compute it:
+--   SELECT sqlock.lock_key('orders:42');
+--   SELECT * FROM pg_locks WHERE locktype = 'advisory'
+--      AND (classid::bigint << 32 | objid::bigint) = sqlock.lock_key('orders:42');
+CREATE OR REPLACE FUNCTION sqlock.lock_key(p_name text) RETURNS bigint
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+  SELECT ('x' || pg_catalog.encode(pg_catalog.substr(
+            pg_catalog.sha256(pg_catalog.convert_to(p_name, 'UTF8')), 1, 8), 'hex'))::bit(64)::bigint
+$$;
+REVOKE ALL ON FUNCTION sqlock.lock_key(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.lock_key(text) TO sqlock_execute;
+
+-- True when session `p_pid` holds the session- or transaction-level advisory lock `p_key` in
+-- this database.
+CREATE OR REPLACE FUNCTION sqlock.advisory_held(p_key bigint, p_pid integer) RETURNS boolean
+  LANGUAGE sql STABLE
+  SET search_path = sqlock, pg_temp
+AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+     WHERE l.locktype = 'advisory' AND l.granted AND l.pid = p_pid AND l.objsubid = 1
+       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                          WHERE d.datname = pg_catalog.current_database())
+       AND l.classid = ((p_key >> 32) & 4294967295)::oid
+       AND l.objid = (p_key & 4294967295)::oid)
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_held(bigint, integer) FROM PUBLIC;
+
+-- ISO-8601 UTC text of a time, as list() reports it.
+CREATE OR REPLACE FUNCTION sqlock.iso(p_at timestamptz) RETURNS text
+  LANGUAGE sql IMMUTABLE
+AS $$
+  SELECT pg_catalog.to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+REVOKE ALL ON FUNCTION sqlock.iso(timestamptz) FROM PUBLIC;
+
+-- Wakes waiters of a name: NOTIFY on the channel named like the schema, the name as payload
+-- (an empty payload, meaning "anything may have changed", for names too long for a payload).
+-- Delivered when the calling transaction commits.
+CREATE OR REPLACE FUNCTION sqlock.wake(p_name text) RETURNS void
+  LANGUAGE sql VOLATILE
+AS $$
+  SELECT pg_catalog.pg_notify('sqlock',
+           CASE WHEN pg_catalog.octet_length(p_name) <= 7000 THEN p_name ELSE '' END)
+$$;
+REVOKE ALL ON FUNCTION sqlock.wake(text) FROM PUBLIC;
+
+-- True when acquire/release events are audited (setting sqlock.audit = on).
+CREATE OR REPLACE FUNCTION sqlock.audit_on() RETURNS boolean
+  LANGUAGE sql STABLE
+AS $$
+  SELECT coalesce(pg_catalog.current_setting('sqlock.audit', true), '') IN ('on', 'true', '1')
+$$;
+REVOKE ALL ON FUNCTION sqlock.audit_on() FROM PUBLIC;
+
+-- Appends an event to sqlock.events.
+CREATE OR REPLACE FUNCTION sqlock.log_event(p_event text, p_name text, p_owner text,
+                                            p_fence bigint, p_mode text, p_holder text,
+                                            p_detail text DEFAULT NULL) RETURNS void
+  LANGUAGE sql VOLATILE
+  SET search_path = sqlock, pg_temp
+AS $$
+  INSERT INTO sqlock.events (event, name, owner, fence, mode, holder, detail)
+  VALUES (p_event, p_name, p_owner, p_fence, p_mode, p_holder, p_detail)
+$$;
+REVOKE ALL ON FUNCTION sqlock.log_event(text, text, text, bigint, text, text, text) FROM PUBLIC;

@@ -1,0 +1,54 @@
+-- Pessimistic acquire: one INSERT of the name; an expired (or free) row is taken over by the
+-- same statement (ON CONFLICT ... DO UPDATE ... WHERE expired). Returns (fence, 'acquired') or
+-- (NULL, 'busy'). Idempotent for one owner: a retried call finds its own hold and returns its
+-- fence unchanged. Time is the server's clock_timestamp().
+--   SELECT * FROM sqlock.acquire_pessimistic('orders:42', 'owner-token', 30000, 'host:pid:app');
+CREATE OR REPLACE FUNCTION sqlock.acquire_pessimistic(p_name text, p_owner text,
+                                                      p_lease_ms bigint, p_holder text)
+  RETURNS TABLE (fence bigint, status text)
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_now   timestamptz := clock_timestamp();
+  v_fence bigint;
+BEGIN
+  IF coalesce(p_name, '') = '' OR coalesce(p_owner, '') = '' THEN
+    RAISE EXCEPTION 'sqlock: lock name and owner must not be empty' USING ERRCODE = '22023';
+  END IF;
+  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+    RAISE EXCEPTION 'sqlock: lease must be > 0 ms (got %)', p_lease_ms USING ERRCODE = '22023';
+  END IF;
+  INSERT INTO sqlock.locks AS l (name, owner, mode, fence, version, acquired_at, expires_at,
+                                 holder, backend_pid, client_addr, application)
+  VALUES (p_name, p_owner, 'pessimistic', nextval('sqlock.fence_seq'), 1, v_now,
+          v_now + p_lease_ms * interval '1 millisecond', coalesce(p_holder, ''),
+          pg_backend_pid(), inet_client_addr(),
+          coalesce(current_setting('application_name', true), ''))
+  ON CONFLICT (name) DO UPDATE
+     SET owner = excluded.owner,
+         mode = excluded.mode,
+         fence = CASE WHEN l.owner = excluded.owner THEN l.fence ELSE excluded.fence END,
+         version = l.version + 1,
+         acquired_at = CASE WHEN l.owner = excluded.owner THEN l.acquired_at
+                            ELSE excluded.acquired_at END,
+         expires_at = excluded.expires_at,
+         holder = excluded.holder,
+         backend_pid = excluded.backend_pid,
+         client_addr = excluded.client_addr,
+         application = excluded.application
+   WHERE l.owner IS NULL OR l.owner = excluded.owner OR l.expires_at <= clock_timestamp()
+  RETURNING l.fence INTO v_fence;
+  IF v_fence IS NULL THEN
+    RETURN QUERY SELECT NULL::bigint, 'busy'::text;
+    RETURN;
+  END IF;
+  IF sqlock.audit_on() THEN
+    PERFORM sqlock.log_event('acquire', p_name, p_owner, v_fence, 'pessimistic', p_holder);
+  END IF;
+  RETURN QUERY SELECT v_fence, 'acquired'::text;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.acquire_pessimistic(text, text, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.acquire_pessimistic(text, text, bigint, text) TO sqlock_execute;

@@ -1,0 +1,27 @@
+-- true when p_fence is the fencing token of the current live hold of p_name (any mode). Call it
+-- inside the transaction that does the protected write: on success it also takes a FOR SHARE
+-- row lock on the hold, so no new holder can take the lock over until that transaction ends.
+--   BEGIN;
+--   UPDATE orders SET status = 'paid' WHERE id = 42 AND sqlock.fence_check('orders:42', 1017);
+--   -- 0 rows updated = a stale holder: roll back
+--   COMMIT;
+CREATE OR REPLACE FUNCTION sqlock.fence_check(p_name text, p_fence bigint) RETURNS boolean
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+BEGIN
+  PERFORM 1 FROM sqlock.locks l
+    WHERE l.name = p_name AND l.fence = p_fence AND l.owner IS NOT NULL
+      AND l.expires_at > clock_timestamp()
+    FOR SHARE;
+  IF FOUND THEN
+    RETURN true;
+  END IF;
+  PERFORM 1 FROM sqlock.advisory_holds h
+    WHERE h.name = p_name AND h.fence = p_fence AND sqlock.advisory_held(h.key, h.backend_pid)
+    FOR SHARE;
+  RETURN FOUND;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.fence_check(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.fence_check(text, bigint) TO sqlock_execute;

@@ -1,0 +1,43 @@
+-- Administrative release of a name whoever holds it; always written to sqlock.events.
+-- Lease holds are deleted. An advisory hold belongs to a session: that session is terminated
+-- (pg_terminate_backend, waiting up to 5 s for it to end), which frees EVERY lock it held; the
+-- clients holding them see the loss at their next renewal. Terminating another role's session
+-- needs the function owner to have pg_signal_backend (GRANT pg_signal_backend TO owner_role).
+-- true = a live hold was released.
+--   SELECT sqlock.force_release('orders:42');
+CREATE OR REPLACE FUNCTION sqlock.force_release(p_name text) RETURNS boolean
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+DECLARE
+  r   record;
+  v_n integer := 0;
+BEGIN
+  FOR r IN DELETE FROM sqlock.locks l WHERE l.name = p_name
+           RETURNING l.owner, l.fence, l.mode, l.holder, l.expires_at LOOP
+    IF r.owner IS NOT NULL AND r.expires_at > clock_timestamp() THEN
+      v_n := v_n + 1;
+      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, r.mode, r.holder);
+    END IF;
+  END LOOP;
+  FOR r IN SELECT h.* FROM sqlock.advisory_holds h WHERE h.name = p_name FOR UPDATE LOOP
+    IF sqlock.advisory_held(r.key, r.backend_pid) THEN
+      v_n := v_n + 1;
+      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, 'advisory', r.holder,
+                               'terminated session ' || r.backend_pid);
+      IF r.backend_pid = pg_backend_pid() THEN
+        PERFORM pg_advisory_unlock(r.key);
+      ELSE
+        PERFORM pg_terminate_backend(r.backend_pid, 5000);
+      END IF;
+    END IF;
+    DELETE FROM sqlock.advisory_holds h WHERE h.name = p_name;
+  END LOOP;
+  IF v_n > 0 THEN
+    PERFORM sqlock.wake(p_name);
+  END IF;
+  RETURN v_n > 0;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.force_release(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.force_release(text) TO sqlock_execute;

@@ -1,0 +1,21 @@
+-- Renew (pessimistic and optimistic modes): extends an unexpired hold of this owner to
+-- now + lease on the server's clock. true = renewed; false = the hold is gone (expired and
+-- possibly taken, released, or forced).
+--   SELECT sqlock.renew('orders:42', 'owner-token', 30000);
+CREATE OR REPLACE FUNCTION sqlock.renew(p_name text, p_owner text, p_lease_ms bigint)
+  RETURNS boolean
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+    RAISE EXCEPTION 'sqlock: lease must be > 0 ms (got %)', p_lease_ms USING ERRCODE = '22023';
+  END IF;
+  UPDATE sqlock.locks l
+     SET expires_at = clock_timestamp() + p_lease_ms * interval '1 millisecond'
+   WHERE l.name = p_name AND l.owner = p_owner AND l.expires_at > clock_timestamp();
+  RETURN FOUND;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.renew(text, text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.renew(text, text, bigint) TO sqlock_execute;

@@ -1,0 +1,52 @@
+-- Deletes up to p_limit dead rows: expired or free rows of sqlock.locks, and advisory hold rows
+-- whose session no longer holds the lock. Returns how many. Safe to run concurrently (SKIP
+-- LOCKED) and from pg_cron; call it again while it returns p_limit:
+--   SELECT cron.schedule('sqlock-sweep', '* * * * *', 'SELECT sqlock.sweep(10000)');
+-- Waiters of expired holds are woken. A sweep that deleted something is written to events.
+CREATE OR REPLACE FUNCTION sqlock.sweep(p_limit integer DEFAULT 1000) RETURNS integer
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+DECLARE
+  r       record;
+  v_locks integer := 0;
+  v_holds integer := 0;
+BEGIN
+  IF p_limit IS NULL OR p_limit <= 0 THEN
+    RAISE EXCEPTION 'sqlock: sweep limit must be > 0 (got %)', p_limit USING ERRCODE = '22023';
+  END IF;
+  FOR r IN
+    WITH doomed AS (
+      SELECT l.name FROM sqlock.locks l
+       WHERE l.owner IS NULL OR l.expires_at <= clock_timestamp()
+       ORDER BY l.expires_at
+       LIMIT p_limit
+         FOR UPDATE SKIP LOCKED)
+    DELETE FROM sqlock.locks l USING doomed d
+     WHERE l.name = d.name AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+    RETURNING l.name, l.owner
+  LOOP
+    v_locks := v_locks + 1;
+    IF r.owner IS NOT NULL THEN
+      PERFORM sqlock.wake(r.name);
+    END IF;
+  END LOOP;
+  IF v_locks < p_limit THEN
+    WITH doomed AS (
+      SELECT h.name FROM sqlock.advisory_holds h
+       WHERE NOT sqlock.advisory_held(h.key, h.backend_pid)
+       LIMIT p_limit - v_locks
+         FOR UPDATE SKIP LOCKED)
+    DELETE FROM sqlock.advisory_holds h USING doomed d
+     WHERE h.name = d.name AND NOT sqlock.advisory_held(h.key, h.backend_pid);
+    GET DIAGNOSTICS v_holds = ROW_COUNT;
+  END IF;
+  IF v_locks + v_holds > 0 THEN
+    PERFORM sqlock.log_event('sweep', NULL, NULL, NULL, NULL, NULL,
+                             v_locks || ' lock rows, ' || v_holds || ' advisory rows');
+  END IF;
+  RETURN v_locks + v_holds;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.sweep(integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.sweep(integer) TO sqlock_execute;

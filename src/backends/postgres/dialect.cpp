@@ -1,0 +1,116 @@
+// The PostgreSQL dialect of the shared SQL engine: statement texts calling the stored
+// functions of sql/postgresql/, schema-version queries and schema-name rendering. Vendor-free,
+// so every PostgreSQL driver (libpqxx here, SOCI elsewhere) reuses the same SQL.
+#include <cctype>
+
+#include "sqlock/errors.hpp"
+#include "sqlock/postgres/dialect.hpp"
+
+namespace sqlock {
+namespace sql {
+const bundle& bundle_postgresql();
+}
+
+namespace postgres {
+
+const sql::bundle& bundle() {
+  return sql::bundle_postgresql();
+}
+
+void check_schema_name(const std::string& schema) {
+  auto bad = [&](const std::string& why) {
+    throw config_error("bad PostgreSQL schema name '" + schema + "': " + why);
+  };
+  if (schema.empty()) bad("it is empty");
+  if (schema.size() > 50) bad("longer than 50 characters");
+  if (schema.rfind("pg_", 0) == 0) bad("names starting with pg_ are reserved");
+  for (std::size_t i = 0; i < schema.size(); ++i) {
+    char c = schema[i];
+    bool ok = (c >= 'a' && c <= 'z') || c == '_' || (i > 0 && c >= '0' && c <= '9');
+    if (!ok) bad("use lower-case letters, digits and '_' only, not starting with a digit");
+  }
+}
+
+std::string render(std::string_view text, const std::string& schema) {
+  if (schema == default_schema) return std::string(text);
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  out.reserve(text.size() + text.size() / 16);
+  bool in_comment = false;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "--") == 0) {  // comment to the end of the line
+      in_comment = true;
+      out += "--";
+      i += 2;
+    } else if (text[i] == '\n') {
+      in_comment = false;
+      out.push_back(text[i++]);
+    } else if (is_word(text[i])) {
+      std::size_t j = i;
+      while (j < text.size() && is_word(text[j])) ++j;
+      auto word = text.substr(i, j - i);
+      // In comments only "sqlock.<object>" is the schema ("sqlock migrate" is the command).
+      bool qualified = j < text.size() && text[j] == '.';
+      if (word == "sqlock" && (!in_comment || qualified))
+        out += schema;
+      else if (word == "sqlock_execute")
+        out += schema + "_execute";
+      else
+        out.append(word);
+      i = j;
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
+std::string notify_channel(const std::string& schema) {
+  return schema;
+}
+
+sql::dialect make_dialect(const std::string& mode, const std::string& schema) {
+  check_schema_name(schema);
+  bool known = false;
+  for (auto m : modes) known = known || m == mode;
+  if (!known)
+    throw config_error("PostgreSQL mode must be pessimistic, optimistic or advisory (got '" + mode +
+                       "')");
+  const std::string s = schema + ".";
+  auto op = [&](const std::string& key, const std::string& text) {
+    return sql::operation{"pg_" + mode + "_" + key, {text}};
+  };
+  sql::dialect d;
+  d.kind = "postgresql";
+  d.mode = mode;
+  if (mode == "advisory") {
+    d.acquire = op("acquire",
+                   "SELECT fence, status FROM " + s + "acquire_advisory(:name, :owner, :holder)");
+    d.renew = op("renew", "SELECT " + s + "renew_advisory(:name, :owner)");
+  } else {
+    d.acquire = op("acquire", "SELECT fence, status FROM " + s + "acquire_" + mode +
+                                  "(:name, :owner, :lease_ms, :holder)");
+    d.renew = op("renew", "SELECT " + s + "renew(:name, :owner, :lease_ms)");
+  }
+  d.release = op("release", "SELECT " + s + "release_" + mode + "(:name, :owner)");
+  d.list = op("list", "SELECT name, owner, fence, acquired_at, expires_at, mode, holder FROM " + s +
+                          "list_locks(:prefix)");
+  d.force_release = op("force_release", "SELECT " + s + "force_release(:name)");
+  d.sweep = op("sweep", "SELECT " + s + "sweep(:limit)");
+  d.fence_check = op("fence_check", "SELECT " + s + "fence_check(:name, :fence)");
+  // The version function is part of V001 and callable by EXECUTE-only roles (the version table
+  // itself is not readable by them).
+  d.version_table_query =
+      "SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = "
+      "p.pronamespace WHERE n.nspname = '" +
+      schema + "' AND p.proname = 'schema_version'";
+  d.version_query = "SELECT " + s + "schema_version()";
+  for (const auto& f : bundle().routines) d.install_routines.emplace_back(f.name);
+  d.render = [schema](std::string_view text) { return render(text, schema); };
+  d.sweep_batch = 1000;
+  d.notify = false;
+  return d;
+}
+
+}  // namespace postgres
+}  // namespace sqlock

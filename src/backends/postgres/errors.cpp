@@ -1,0 +1,108 @@
+// The one place where libpqxx/libpq failures become sqlock errors.
+#include <pqxx/except>
+#include <string_view>
+
+#include "postgres_internal.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/sql_engine.hpp"
+
+namespace sqlock::postgres {
+
+namespace {
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Connection failures that retrying cannot fix.
+bool is_config_failure(const std::string& msg) {
+  static const char* needles[] = {"password authentication failed",
+                                  "no password supplied",
+                                  "does not exist",
+                                  "invalid URI",
+                                  "invalid connection option",
+                                  "invalid sslmode",
+                                  "pg_hba.conf",
+                                  "permission denied for database",
+                                  "is not permitted to log in",
+                                  "invalid integer value"};
+  for (const char* n : needles)
+    if (msg.find(n) != std::string::npos) return true;
+  return false;
+}
+
+std::string code_of(const pqxx::sql_error& e) {
+  if (dynamic_cast<const pqxx::insufficient_privilege*>(&e)) return "42501";
+  if (dynamic_cast<const pqxx::undefined_function*>(&e)) return "42883";
+  if (dynamic_cast<const pqxx::undefined_table*>(&e)) return "42P01";
+  if (dynamic_cast<const pqxx::undefined_column*>(&e)) return "42703";
+  if (dynamic_cast<const pqxx::syntax_error*>(&e)) return "42601";
+  if (dynamic_cast<const pqxx::unique_violation*>(&e)) return "23505";
+  if (dynamic_cast<const pqxx::integrity_constraint_violation*>(&e)) return "23000";
+  if (dynamic_cast<const pqxx::disk_full*>(&e)) return "53100";
+  if (dynamic_cast<const pqxx::out_of_memory*>(&e)) return "53200";
+  if (dynamic_cast<const pqxx::insufficient_resources*>(&e)) return "53000";
+  if (dynamic_cast<const pqxx::data_exception*>(&e)) return "22000";
+  if (dynamic_cast<const pqxx::feature_not_supported*>(&e)) return "0A000";
+  if (dynamic_cast<const pqxx::plpgsql_raise*>(&e)) return "P0001";
+  if (dynamic_cast<const pqxx::plpgsql_error*>(&e)) return "P0000";
+  return "XX000";
+}
+
+}  // namespace
+
+void rethrow_mapped(const std::string& what) {
+  try {
+    throw;
+  } catch (const error&) {
+    throw;
+  } catch (const pqxx::broken_connection& e) {
+    std::string msg = what + ": " + trimmed(e.what());
+    if (is_config_failure(msg)) throw config_error(msg);
+    throw connection_error(msg);
+  } catch (const pqxx::statement_completion_unknown& e) {
+    throw connection_error(what + " (outcome unknown): " + trimmed(e.what()));
+  } catch (const pqxx::deadlock_detected& e) {
+    throw sql::transient_error(what + ": " + trimmed(e.what()) + " [SQLSTATE 40P01]", "40P01");
+  } catch (const pqxx::transaction_rollback& e) {  // serialization_failure and the like
+    throw sql::transient_error(what + ": " + trimmed(e.what()) + " [SQLSTATE 40001]", "40001");
+  } catch (const pqxx::in_doubt_error& e) {
+    throw connection_error(what + " (outcome unknown): " + trimmed(e.what()));
+  } catch (const pqxx::sql_error& e) {
+    // libpqxx 6.4 leaves sqlstate() empty on some of its subclasses: recover it from the type.
+    std::string st = e.sqlstate();
+    if (st.empty()) st = code_of(e);
+    std::string msg = what + ": " + trimmed(e.what());
+    if (st == "40001" || st == "40P01" || st == "55P03")
+      throw sql::transient_error(msg + " [SQLSTATE " + st + "]", st);
+    if (starts_with(st, "08") || st == "57P01" || st == "57P02" || st == "57P03" || st == "53300" ||
+        st.empty())
+      throw connection_error(msg);
+    if (st == "28000" || st == "28P01" || st == "3D000") throw config_error(msg);
+    if (st == "3F000" || st == "42883" || st == "42P01")
+      throw config_error(msg +
+                         " — the sqlock schema is missing or outdated: run `sqlock migrate --url "
+                         "'<your url>'` (or apply `sqlock migrate --print` with psql)");
+    if (st == "22021" || st == "22P05" || st == "54000")
+      throw config_error(msg + " (lock names must be valid UTF-8 text, under ~2700 bytes)");
+    if (st == "22023" || st == "22008" || st == "22003") throw config_error(msg);
+    if (st == "42501")
+      throw backend_error(msg +
+                              " — the connecting role needs the schema's group role: GRANT "
+                              "<schema>_execute TO <role> (sqlock_execute for schema sqlock)"
+                              " [SQLSTATE 42501]",
+                          st);
+    throw backend_error(msg + " [SQLSTATE " + st + "]", st);
+  } catch (const std::exception& e) {
+    throw backend_error(what + ": " + trimmed(e.what()));
+  } catch (...) {
+    throw backend_error(what + ": unknown error");
+  }
+}
+
+}  // namespace sqlock::postgres

@@ -1,5 +1,5 @@
 # PostgreSQL 15 for the postgres backend's tests: a private cluster under $SQLOCK_RUN_DIR/postgres
-# on 127.0.0.1:55432 (override with SQLOCK_POSTGRES_PORT), its socket in the run directory, small
+# on 127.0.0.1:25432 (override with SQLOCK_POSTGRES_PORT), its socket in the run directory, small
 # memory settings, fsync off (the data is disposable), password (SCRAM) authentication on TCP.
 # initdb/pg_ctl refuse to run as root, so under root (CI) they run as the `postgres` OS user
 # created by the Debian package. Database `sqlock`, roles:
@@ -42,7 +42,7 @@ start_postgres() {
   local d bin port sql
   d=$(postgres_dir)
   bin=$(postgres_bin)
-  port=${SQLOCK_POSTGRES_PORT:-55432}
+  port=${SQLOCK_POSTGRES_PORT:-25432}
   if [ ! -x "$bin/initdb" ]; then
     echo "servers.sh: $bin/initdb not found (install postgresql-15)" >&2
     return 1

@@ -1,5 +1,5 @@
 # MariaDB 10.11 for the mysql backend's tests: a private data directory under
-# $SQLOCK_RUN_DIR/mysql, TCP on 127.0.0.1:53306 (override with SQLOCK_MYSQL_PORT), a socket in
+# $SQLOCK_RUN_DIR/mysql, TCP on 127.0.0.1:23306 (override with SQLOCK_MYSQL_PORT), a socket in
 # the run directory, small buffers, real users (no --skip-grant-tables):
 #   sqlock_admin  owns the schema `sqlock` (runs `sqlock migrate`)          SQLOCK_TEST_MYSQL_URL
 #   sqlock_exec   EXECUTE on `sqlock` only (calls the DEFINER procedures)    SQLOCK_TEST_MYSQL_EXEC_URL
@@ -37,7 +37,7 @@ stop_mysql() {
 start_mysql() {
   local d port bin sock client
   d=$(mysql_dir)
-  port=${SQLOCK_MYSQL_PORT:-53306}
+  port=${SQLOCK_MYSQL_PORT:-23306}
   stop_mysql
   rm -rf "$d"
   mkdir -p "$d/data" "$d/tmp"

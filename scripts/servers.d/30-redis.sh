@@ -1,8 +1,8 @@
-# Redis for the redis backend: one server on 56379 (redis://) and five independent masters on
-# 56380-56384 (redlock://), loopback only, no persistence, daemonized with pidfiles under
+# Redis for the redis backend: one server on 26379 (redis://) and five independent masters on
+# 26380-26384 (redlock://), loopback only, no persistence, daemonized with pidfiles under
 # $SQLOCK_RUN_DIR/redis. Destructive tests (stopping nodes) start their own servers with the
 # binary named by SQLOCK_TEST_REDIS_SERVER, so these shared ones stay up.
-sqlock_redis_ports="56379 56380 56381 56382 56383 56384"
+sqlock_redis_ports="26379 26380 26381 26382 26383 26384"
 
 stop_redis() {
   local dir=$SQLOCK_RUN_DIR/redis port pid
@@ -31,8 +31,8 @@ start_redis() {
   for port in $sqlock_redis_ports; do
     wait_for "redis on port $port" 15 redis-cli -h 127.0.0.1 -p "$port" ping
   done
-  emit SQLOCK_TEST_REDIS_URL "redis://127.0.0.1:56379"
-  emit SQLOCK_TEST_REDLOCK_URL "redlock://127.0.0.1:56380,127.0.0.1:56381,127.0.0.1:56382,127.0.0.1:56383,127.0.0.1:56384"
+  emit SQLOCK_TEST_REDIS_URL "redis://127.0.0.1:26379"
+  emit SQLOCK_TEST_REDLOCK_URL "redlock://127.0.0.1:26380,127.0.0.1:26381,127.0.0.1:26382,127.0.0.1:26383,127.0.0.1:26384"
   emit SQLOCK_TEST_REDIS_SERVER "$bin"
   emit SQLOCK_TEST_REDIS_RUN_DIR "$dir"
 }

@@ -51,9 +51,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=4, help="threads of the contended runs")
     a = ap.parse_args()
-    single = os.environ.get("SQLOCK_TEST_REDIS_URL", "redis://127.0.0.1:56379")
+    single = os.environ.get("SQLOCK_TEST_REDIS_URL", "redis://127.0.0.1:26379")
     redlock = os.environ.get("SQLOCK_TEST_REDLOCK_URL", "redlock://" + ",".join(
-        f"127.0.0.1:{p}" for p in range(56380, 56385)))
+        f"127.0.0.1:{p}" for p in range(26380, 26385)))
     port = int(re.search(r":(\d+)", single.split("@")[-1]).group(1))
     binary = os.path.join(a.build, "src", "cli", "sqlock")
     with open(ACQUIRE_LUA, "rb") as f:

@@ -3,7 +3,7 @@
 `sqlock bench` in docs/backends/redis.md. Same shape as `sqlock bench`: each thread has its own
 client; with --contended every thread uses the same lock name, otherwise one name per thread.
 
-  /usr/bin/python3 tests/backends/redis/redispy_lock_bench.py --port 56379 --threads 4 --contended
+  /usr/bin/python3 tests/backends/redis/redispy_lock_bench.py --port 26379 --threads 4 --contended
 """
 import argparse
 import json

@@ -1,0 +1,235 @@
+// SOCI backend: the shared SQL engine over soci::session (URL-opened, attached to the
+// caller's session or pool), transaction-scoped locks in the caller's transaction, and the
+// registration of the soci+<db> URL schemes.
+#include <thread>
+
+#include "soci_detail.hpp"
+#include "sqlock/random.hpp"
+
+namespace sqlock {
+namespace soci {
+namespace detail {
+
+const flavor& flavor_named(const std::string& soci_name) {
+  for (const flavor* f : {sqlite3_flavor(), postgresql_flavor(), mysql_flavor()})
+    if (f && f->soci_name() == soci_name) return *f;
+  if (soci_name == "postgresql" || soci_name == "mysql")
+    throw config_error("soci+" + soci_name + " is not built into this sqlock (it needs the " +
+                       soci_name + " dialect target at build time)");
+  throw config_error("SOCI backend '" + soci_name +
+                     "' is not supported by sqlock (use sqlite3, postgresql or mysql)");
+}
+
+const flavor& flavor_of(::soci::session& s) {
+  std::string name;
+  try {
+    name = s.get_backend_name();
+  } catch (const std::exception& e) {
+    throw usage_error(std::string("the SOCI session is not connected: ") + e.what());
+  }
+  if (name.empty()) throw usage_error("the SOCI session is not connected");
+  return flavor_named(name);
+}
+
+namespace {
+
+class soci_backend final : public sql::engine_backend {
+ public:
+  soci_backend(const flavor& f, const options& o, sql::connector open, std::string url_text)
+      : engine_backend(f.bundle(), f.dialect(o), std::move(open), std::move(url_text), o.pool),
+        flavor_(f) {}
+
+  std::string kind() const override { return "soci+" + flavor_.soci_name(); }
+
+ private:
+  const flavor& flavor_;
+};
+
+std::shared_ptr<backend> finish(const std::shared_ptr<soci_backend>& b, const flavor& f,
+                                const options& o) {
+  if (f.migrates_on_open())
+    b->migrate();  // a SQLite file is the application's own: create the schema on first use
+  else
+    b->set_auto_migrate(o.auto_migrate);
+  return b;
+}
+
+std::size_t parse_pool(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    auto v = std::stoul(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return static_cast<std::size_t>(v);
+  } catch (const std::exception&) {
+    throw config_error("SOCI pool must be a number (got '" + text + "')");
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+using namespace detail;
+
+std::shared_ptr<backend> open(const std::string& url_text) {
+  auto u = url::parse(url_text);
+  if (u.scheme.rfind("soci+", 0) != 0)
+    throw config_error(
+        "a SOCI URL starts with soci+sqlite3:, soci+postgresql:// or soci+mysql:// (got '" +
+        u.redacted() + "')");
+  const flavor& f = flavor_named(u.scheme.substr(5));
+  std::vector<std::string> allowed = {"mode", "pool", "migrate"};
+  for (auto& p : f.driver_params()) allowed.push_back(p);
+  u.check_params(allowed);
+  options o;
+  o.mode = u.param("mode", "pessimistic");
+  if (u.query.count("pool")) o.pool = parse_pool(u.param("pool"));
+  if (u.query.count("migrate")) {
+    auto m = u.param("migrate");
+    if (m != "auto" && m != "off")
+      throw config_error("migrate must be auto or off (got '" + m + "')");
+    o.auto_migrate = m == "auto";
+  }
+  f.apply_params(u, o);
+  std::string connect = f.connect_string(u);
+  auto b = std::make_shared<soci_backend>(
+      f, o,
+      [&f, connect, o]() -> std::unique_ptr<sql::connection> {
+        return std::make_unique<soci_connection>(f, owned_source(f, connect, o));
+      },
+      url_text);
+  return finish(b, f, o);
+}
+
+std::shared_ptr<backend> attach(::soci::session& session, const options& opts) {
+  const flavor& f = flavor_of(session);
+  guarded(f, "cannot prepare the SOCI session", [&] { f.prepare_session(session, opts, false); });
+  auto src = borrowed_source(session);
+  options o = opts;
+  o.pool = 1;
+  auto b = std::make_shared<soci_backend>(
+      f, o,
+      [&f, src]() -> std::unique_ptr<sql::connection> {
+        return std::make_unique<soci_connection>(f, src);
+      },
+      "soci+" + f.soci_name() + ":(application session)");
+  return finish(b, f, o);
+}
+
+std::shared_ptr<backend> attach(::soci::connection_pool& pool, const options& opts) {
+  const flavor* fp = nullptr;
+  {
+    ::soci::session probe(pool);
+    fp = &flavor_of(probe);
+  }
+  const flavor& f = *fp;
+  auto src = pool_source(pool, f, opts);
+  auto b = std::make_shared<soci_backend>(
+      f, opts,
+      [&f, src]() -> std::unique_ptr<sql::connection> {
+        return std::make_unique<soci_connection>(f, src);
+      },
+      "soci+" + f.soci_name() + ":(application pool)");
+  return finish(b, f, opts);
+}
+
+namespace {
+
+bool one_xact_attempt(const flavor& f, ::soci::session& s, std::string_view name, const options& o,
+                      bool& wait_ok) {
+  if (name.empty()) throw config_error("lock name must not be empty");
+  bool got = false;
+  guarded(f, "transaction-scoped lock through SOCI " + f.soci_name(), [&] {
+    if (!f.in_transaction(s))
+      throw usage_error(
+          "a transaction-scoped lock needs an open transaction on the session "
+          "(soci::transaction or session.begin())");
+    got = f.try_xact(s, name, o, wait_ok);
+  });
+  return got;
+}
+
+}  // namespace
+
+bool try_lock_xact(::soci::session& session, std::string_view name, const options& opts) {
+  bool wait_ok = true;
+  return one_xact_attempt(flavor_of(session), session, name, opts, wait_ok);
+}
+
+bool lock_xact(::soci::session& session, std::string_view name, milliseconds timeout,
+               const options& opts) {
+  const flavor& f = flavor_of(session);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (unsigned attempt = 0;; ++attempt) {
+    bool wait_ok = true;
+    if (one_xact_attempt(f, session, name, opts, wait_ok)) return true;
+    auto now = std::chrono::steady_clock::now();
+    if (!wait_ok || now >= deadline) return false;
+    auto delay = backoff_delay(attempt, milliseconds(2), milliseconds(100));
+    std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
+  }
+}
+
+bool fence_check(::soci::session& session, std::string_view name, std::uint64_t fence,
+                 const options& opts) {
+  const flavor& f = flavor_of(session);
+  sql::params p;
+  p.name = std::string(name);
+  p.fence = static_cast<std::int64_t>(fence);
+  p.mode = "pessimistic";
+  bool ok = false;
+  guarded(f, "fence_check through SOCI " + f.soci_name(), [&] {
+    f.prepare_session(session, opts, false);
+    options o = opts;
+    o.mode = "pessimistic";
+    auto d = f.dialect(o);
+    sql::rows r;
+    for (const auto& text : d.fence_check.statements) r = run_once(f, session, text, p);
+    ok = !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
+  });
+  return ok;
+}
+
+connect_info connect_info_for(const std::string& url_text) {
+  auto u = url::parse(url_text);
+  if (u.scheme.rfind("soci+", 0) != 0)
+    throw config_error("not a soci+ URL: '" + u.redacted() + "'");
+  const flavor& f = flavor_named(u.scheme.substr(5));
+  return {f.soci_name(), f.connect_string(u)};
+}
+
+int migrate(::soci::session& session, const options& opts) {
+  const flavor& f = flavor_of(session);
+  guarded(f, "cannot prepare the SOCI session", [&] { f.prepare_session(session, opts, false); });
+  soci_connection c(f, borrowed_source(session));
+  return sql::migrate(c, f.bundle(), f.dialect(opts));
+}
+
+}  // namespace soci
+
+namespace backends {
+void register_soci() {
+  using soci::detail::flavor;
+  for (const flavor* f : {soci::detail::sqlite3_flavor(), soci::detail::postgresql_flavor(),
+                          soci::detail::mysql_flavor()}) {
+    if (!f) continue;
+    register_backend("soci+" + f->soci_name(), [](const url& u) -> std::shared_ptr<backend> {
+      return soci::open(u.original);
+    });
+  }
+}
+}  // namespace backends
+
+}  // namespace sqlock
+
+namespace sqlock::soci::detail {
+#ifndef SQLOCK_SOCI_POSTGRESQL
+const flavor* postgresql_flavor() {
+  return nullptr;
+}
+#endif
+#ifndef SQLOCK_SOCI_MYSQL
+const flavor* mysql_flavor() {
+  return nullptr;
+}
+#endif
+}  // namespace sqlock::soci::detail

@@ -1,0 +1,141 @@
+// Internals of the SOCI backend: the per-database "flavor" (which dialect, how to run a script,
+// how to read a native error, how to take a transaction-scoped lock) and the driver of the
+// shared SQL engine over soci::session (sessions owned by sqlock, a caller's session, or a
+// caller's connection_pool). Vendor headers stay in the flavor_*.cpp files.
+#pragma once
+
+#include <soci/soci.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sqlock/soci/soci.hpp"
+#include "sqlock/sql_engine.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock::soci::detail {
+
+/// How a native error is treated.
+enum class error_kind { transient, connection, config, backend };
+
+/// An embedded SQL file of this backend (src/backends/soci/sql/<db>/).
+std::string_view own_sql(std::string_view db, std::string_view file);
+
+/// What differs between the databases behind SOCI.
+class flavor {
+ public:
+  virtual ~flavor() = default;
+  /// SOCI backend name: "sqlite3", "postgresql", "mysql".
+  virtual std::string soci_name() const = 0;
+  /// The shared bundle of migrations and routines.
+  virtual const sql::bundle& bundle() const = 0;
+  /// The engine dialect for `o.mode` (config_error for modes this flavor cannot run).
+  virtual sql::dialect dialect(const options& o) const = 0;
+  /// SOCI connection string for a soci+<db> URL (the URL's sqlock parameters already taken).
+  virtual std::string connect_string(const url& u) const = 0;
+  /// URL parameters passed to the driver (beyond mode/pool/migrate).
+  virtual std::vector<std::string> driver_params() const { return {}; }
+  /// Applies the URL's driver parameters to `o` (busy_timeout, schema).
+  virtual void apply_params(const url& u, options& o) const;
+  /// Opens a session with SOCI's statically linked backend factory.
+  virtual std::unique_ptr<::soci::session> open(const std::string& connect) const = 0;
+  /// Sets up a session sqlock opened or was given (SQLite: SQL functions, busy timeout).
+  virtual void prepare_session(::soci::session&, const options&, bool /*owned*/) const {}
+  /// True when a transaction is open on the session.
+  virtual bool in_transaction(::soci::session& s) const = 0;
+  /// Runs a migration or routine file as the database's own client would.
+  virtual void execute_script(::soci::session& s, std::string_view script) const = 0;
+  /// Splits an operation's text into single statements.
+  virtual std::vector<std::string> split(std::string_view text) const = 0;
+  /// Statement that opens the transaction of a multi-statement operation.
+  virtual std::string begin_statement() const { return "BEGIN"; }
+  /// Called after each statement (MySQL: drains the extra result of a CALL).
+  virtual void after_statement(::soci::session&) const {}
+  /// True when rows are read by read_rows() instead of SOCI's dynamic row (MySQL: SOCI 4.0
+  /// cannot describe a NULL-typed column such as `SELECT NULL AS fence`).
+  virtual bool raw_rows() const { return false; }
+  /// The rows of the statement SOCI just executed (only when raw_rows()).
+  virtual sql::rows read_rows(::soci::statement&) const { return {}; }
+  /// Classifies a SOCI exception; `code` receives the SQLSTATE or native code.
+  virtual error_kind classify(const ::soci::soci_error& e, std::string& code) const = 0;
+  /// One attempt at a transaction-scoped lock in the session's open transaction.
+  /// `wait_ok`: false when waiting would block a lease-based holder (stop retrying).
+  virtual bool try_xact(::soci::session& s, std::string_view name, const options& o,
+                        bool& wait_ok) const = 0;
+  /// Whether this flavor's URL-opened backends create the schema on first use (SQLite).
+  virtual bool migrates_on_open() const { return false; }
+};
+
+/// The flavor of a SOCI backend name ("sqlite3", ...); config_error when not built in.
+const flavor& flavor_named(const std::string& soci_name);
+/// The flavor of a session (by its backend name).
+const flavor& flavor_of(::soci::session& s);
+
+const flavor* sqlite3_flavor();     ///< always built
+const flavor* postgresql_flavor();  ///< nullptr unless built with the PostgreSQL dialect
+const flavor* mysql_flavor();       ///< nullptr unless built with the MySQL dialect
+
+/// Runs `fn`, translating every exception into a sqlock error (the one place native errors
+/// are mapped). `what` prefixes the message.
+void guarded(const flavor& f, const std::string& what, const std::function<void()>& fn);
+
+/// Prepared statements of one session, by operation key.
+class statement_cache;
+
+/// Runs one statement text with parameters on a session and returns its rows as text (without
+/// caching). Used for the transaction-scoped helpers; errors are SOCI exceptions.
+sql::rows run_once(const flavor& f, ::soci::session& s, const std::string& text,
+                   const sql::params& p);
+
+/// Where a connection gets its session from.
+class session_source {
+ public:
+  /// A session in use, returned to its source by the destructor.
+  struct lease {
+    ::soci::session* session = nullptr;
+    statement_cache* cache = nullptr;
+    std::function<void()> done;
+    bool borrowed = false;  ///< the session is the caller's: check for an open transaction
+    lease() = default;
+    lease(lease&&) = default;
+    lease& operator=(lease&&) = delete;
+    lease(const lease&) = delete;
+    ~lease() {
+      if (done) done();
+    }
+  };
+  virtual ~session_source() = default;
+  /// Takes a session (may block while every pooled session is in use).
+  virtual lease take() = 0;
+  /// Forgets the cached statements of a session after an error.
+  virtual void reset(lease& l);
+};
+
+/// A session sqlock opened itself (one per engine connection).
+std::unique_ptr<session_source> owned_source(const flavor& f, const std::string& connect,
+                                             const options& o);
+/// The caller's session, shared by every engine connection under one mutex.
+std::shared_ptr<session_source> borrowed_source(::soci::session& s);
+/// The caller's pool; each pooled session is prepared (flavor::prepare_session) on first use.
+std::shared_ptr<session_source> pool_source(::soci::connection_pool& p, const flavor& f,
+                                            const options& o);
+
+/// The engine's driver over a session source.
+class soci_connection final : public sql::connection {
+ public:
+  soci_connection(const flavor& f, std::shared_ptr<session_source> src);
+  sql::rows run(const sql::operation& op, const sql::params& p) override;
+  void execute_script(std::string_view script) override;
+  sql::rows query(std::string_view text) override;
+
+ private:
+  const flavor& flavor_;
+  std::shared_ptr<session_source> src_;
+};
+
+}  // namespace sqlock::soci::detail

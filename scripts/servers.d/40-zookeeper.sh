@@ -1,12 +1,13 @@
 # ZooKeeper 3.8 (Debian package `zookeeper`) for the zookeeper backend's tests, started directly
 # with java (no init scripts), 127.0.0.1 only, -Xmx128m, tickTime=500 so session expiry tests are
 # quick (minimum session timeout 1s), container nodes checked every second:
-#   standalone server on 127.0.0.1:52181                             SQLOCK_TEST_ZOOKEEPER_URL
-#   3-server ensemble on 127.0.0.1:52281-52283 (quorum 5238N, election 5248N)
+#   standalone server on 127.0.0.1:22181                             SQLOCK_TEST_ZOOKEEPER_URL
+#   3-server ensemble on 127.0.0.1:22281-22283 (quorum 2238N, election 2248N)
 #                                                                   SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_URL
 #   $SQLOCK_RUN_DIR/zookeeper/ctl.sh {stop|start|leader|wait} [N]   SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_CTL
 # ctl.sh lets a test stop and restart ensemble member N (1..3) and ask which member leads.
-# Data directories live under $SQLOCK_RUN_DIR/zookeeper/{standalone,ens1,ens2,ens3}.
+# Data directories live under $SQLOCK_RUN_DIR/zookeeper/{standalone,ens1,ens2,ens3}. The ports
+# are below the kernel's ephemeral range (32768-60999), so no client socket can take them.
 
 zookeeper_dir() { echo "$SQLOCK_RUN_DIR/zookeeper"; }
 
@@ -92,12 +93,12 @@ start_zookeeper() {
   stop_zookeeper
   rm -rf "$d"
   mkdir -p "$d"
-  zookeeper_make_server "$d/standalone" 52181 "" ""
+  zookeeper_make_server "$d/standalone" 22181 "" ""
   servers=""
   for i in 1 2 3; do
-    servers+="server.$i=127.0.0.1:$((52380 + i)):$((52480 + i))"$'\n'
+    servers+="server.$i=127.0.0.1:$((22380 + i)):$((22480 + i))"$'\n'
   done
-  for i in 1 2 3; do zookeeper_make_server "$d/ens$i" $((52280 + i)) "$i" "$servers"; done
+  for i in 1 2 3; do zookeeper_make_server "$d/ens$i" $((22280 + i)) "$i" "$servers"; done
   ctl="$d/ctl.sh"
   cat >"$ctl" <<CTL
 #!/usr/bin/env bash
@@ -118,14 +119,16 @@ case "\${1:-}" in
       kill -9 "\$pid" 2>/dev/null || true
     fi
     rm -f "\$d/ens\$2/zk.pid" ;;
-  start)
+  start)  # no-op when it runs already (a second JVM would fail to bind and own the pid file)
+    pid=\$(cat "\$d/ens\$2/zk.pid" 2>/dev/null || true)
+    if [ -n "\$pid" ] && kill -0 "\$pid" 2>/dev/null; then exit 0; fi
     "\$d/ens\$2/run.sh" ;;
   wait)
-    for _ in \$(seq 1 300); do serving \$((52280 + \$2)) && exit 0; sleep 0.2; done
+    for _ in \$(seq 1 300); do serving \$((22280 + \$2)) && exit 0; sleep 0.2; done
     exit 1 ;;
   leader)
     for i in 1 2 3; do
-      out=\$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/\$((52280 + i)) && printf srvr >&3 && cat <&3" 2>/dev/null || true)
+      out=\$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/\$((22280 + i)) && printf srvr >&3 && cat <&3" 2>/dev/null || true)
       if grep -q '^Mode: leader' <<<"\$out"; then echo "\$i"; exit 0; fi
     done
     exit 1 ;;
@@ -135,19 +138,19 @@ CTL
   chmod +x "$ctl"
   "$d/standalone/run.sh"
   for i in 1 2 3; do "$d/ens$i/run.sh"; done
-  wait_for "ZooKeeper on 127.0.0.1:52181" 90 zookeeper_serving 52181 || {
+  wait_for "ZooKeeper on 127.0.0.1:22181" 90 zookeeper_serving 22181 || {
     tail -30 "$d/standalone/server.log" "$d/standalone/stdout.log" >&2
     return 1
   }
   for i in 1 2 3; do
-    wait_for "ZooKeeper ensemble member $i on 127.0.0.1:$((52280 + i))" 90 \
-      zookeeper_serving $((52280 + i)) || {
+    wait_for "ZooKeeper ensemble member $i on 127.0.0.1:$((22280 + i))" 90 \
+      zookeeper_serving $((22280 + i)) || {
       tail -30 "$d/ens$i/server.log" "$d/ens$i/stdout.log" >&2
       return 1
     }
   done
-  emit SQLOCK_TEST_ZOOKEEPER_URL "zookeeper://127.0.0.1:52181/sqlock-test"
+  emit SQLOCK_TEST_ZOOKEEPER_URL "zookeeper://127.0.0.1:22181/sqlock-test"
   emit SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_URL \
-    "zookeeper://127.0.0.1:52281,127.0.0.1:52282,127.0.0.1:52283/sqlock-test"
+    "zookeeper://127.0.0.1:22281,127.0.0.1:22282,127.0.0.1:22283/sqlock-test"
   emit SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_CTL "$ctl"
 }

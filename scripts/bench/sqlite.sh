@@ -3,7 +3,7 @@
 #  1. `sqlock bench` on sqlite: (both modes; 1 and 4 threads; uncontended and contended)
 #  2. Google Benchmark: lock/unlock pair vs flock(2) and raw SQLite running the same statements
 #  3. whole commands: N x `flock(1) FILE true` vs N x `sqlock run NAME -- true`
-# Usage: scripts/bench-sqlite.sh [build-dir]   (prints Markdown-ready raw output)
+# Usage: scripts/bench/sqlite.sh [build-dir]   (prints Markdown-ready raw output)
 set -euo pipefail
 build=${1:-build}
 sqlock=$build/src/cli/sqlock

@@ -1,10 +1,12 @@
 // URL parsing shared by every backend: `scheme://user:pass@h1:p1,h2:p2/path?k=v&k2=v2` and the
 // opaque form `scheme:path?k=v` (sqlite:/var/lib/app/locks.db, memory:). Percent-escapes are
 // decoded; malformed input throws config_error naming what is wrong. Also duration parsing
-// ("250ms", "30s", "5m", "1h") for URLs and the CLI.
+// ("250ms", "30s", "5m", "1h") for URLs and the CLI, percent-encoding with a caller's set of
+// plain bytes (backends' key and node names), and the UTC timestamp text backends list.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -42,15 +44,23 @@ class url {
   std::string redacted() const;
   /// Throws config_error if a query key is not in `allowed`.
   void check_params(const std::vector<std::string>& allowed) const;
+  /// Query parameter `key` parsed with parse_duration(); nullopt when absent.
+  std::optional<std::chrono::milliseconds> duration_param(const std::string& key) const;
 };
 
 /// Percent-decodes `s`; throws config_error on a bad escape.
 std::string percent_decode(std::string_view s);
 /// Percent-encodes everything except unreserved characters.
 std::string percent_encode(std::string_view s);
+/// Percent-encodes (upper-case %XX) every byte for which `plain` returns false.
+std::string percent_encode(std::string_view s, bool (*plain)(unsigned char));
 
 /// Parses "250ms", "30s", "5m", "1h", "1.5s"; a bare number is seconds. Negative, empty or
 /// malformed input throws config_error; "0" is allowed and returns 0ms.
 std::chrono::milliseconds parse_duration(std::string_view text);
+
+/// `epoch_ms` (milliseconds since the Unix epoch, >= 0) as UTC ISO-8601 text with milliseconds:
+/// "2024-05-01T12:00:00.250Z".
+std::string format_utc_ms(std::int64_t epoch_ms);
 
 }  // namespace sqlock

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 
 #include "sqlock/errors.hpp"
 
@@ -71,10 +73,16 @@ std::string percent_decode(std::string_view s) {
 }
 
 std::string percent_encode(std::string_view s) {
+  return percent_encode(s, [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~';
+  });
+}
+
+std::string percent_encode(std::string_view s, bool (*plain)(unsigned char)) {
   static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+    if (plain(c)) {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
@@ -184,6 +192,12 @@ void url::check_params(const std::vector<std::string>& allowed) const {
   }
 }
 
+std::optional<std::chrono::milliseconds> url::duration_param(const std::string& key) const {
+  auto it = query.find(key);
+  if (it == query.end()) return std::nullopt;
+  return parse_duration(it->second);
+}
+
 std::chrono::milliseconds parse_duration(std::string_view text) {
   std::string_view t = text;
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
@@ -221,6 +235,17 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
   double ms = v * scale;
   if (!std::isfinite(ms) || ms > 9.0e15) return fail("too large");
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(ms)));
+}
+
+std::string format_utc_ms(std::int64_t epoch_ms) {
+  std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(epoch_ms % 1000));
+  return buf;
 }
 
 }  // namespace sqlock

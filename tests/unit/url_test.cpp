@@ -77,3 +77,22 @@ TEST(duration, rejects_bad_input) {
   for (const char* bad : {"", "-1s", "abc", "5 parsecs", "1.2.3s", "ms", "1e400h"})
     EXPECT_THROW(parse_duration(bad), config_error) << bad;
 }
+
+TEST(url, duration_param_parses_when_present) {
+  auto u = url::parse("redis://h?timeout=250ms&bad=soon");
+  EXPECT_EQ(u.duration_param("timeout"), std::optional<std::chrono::milliseconds>(250ms));
+  EXPECT_EQ(u.duration_param("connect_timeout"), std::nullopt);
+  EXPECT_THROW(u.duration_param("bad"), config_error);
+}
+
+TEST(percent_encode, with_own_plain_bytes) {
+  auto digits = [](unsigned char c) { return c >= '0' && c <= '9'; };
+  EXPECT_EQ(percent_encode("a1/\xff", digits), "%611%2F%FF");
+  EXPECT_EQ(percent_encode("", digits), "");
+  EXPECT_EQ(percent_encode("a b~"), "a%20b~");
+}
+
+TEST(format_utc_ms, iso8601_with_milliseconds) {
+  EXPECT_EQ(format_utc_ms(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(format_utc_ms(1714564800250), "2024-05-01T12:00:00.250Z");
+}

@@ -4,8 +4,6 @@
 // the same code with N = 1 and quorum 1.
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
-#include <ctime>
 #include <map>
 #include <thread>
 
@@ -37,42 +35,15 @@ std::string key_of(std::string_view prefix, std::string_view name, std::string_v
 }  // namespace
 
 std::string encode_name(std::string_view name) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(name.size());
-  for (char c : name) {
-    auto ch = static_cast<unsigned char>(c);
-    if (needs_escape(ch)) {
-      out += '%';
-      out += hex[ch >> 4];
-      out += hex[ch & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return percent_encode(name, [](unsigned char ch) { return !needs_escape(ch); });
 }
 
 std::string decode_name(std::string_view encoded) {
-  auto val = [&](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(encoded.size());
-  for (std::size_t i = 0; i < encoded.size(); ++i) {
-    if (encoded[i] != '%') {
-      out += encoded[i];
-      continue;
-    }
-    if (i + 2 >= encoded.size() || val(encoded[i + 1]) < 0 || val(encoded[i + 2]) < 0)
-      throw config_error("malformed escaped lock name in a Redis key");
-    out += static_cast<char>(val(encoded[i + 1]) * 16 + val(encoded[i + 2]));
-    i += 2;
+  try {
+    return percent_decode(encoded);
+  } catch (const config_error&) {
+    throw config_error("malformed escaped lock name in a Redis key");
   }
-  return out;
 }
 
 std::string owner_key(std::string_view prefix, std::string_view name) {
@@ -99,16 +70,9 @@ const lua::script& script(std::string_view name) {
   throw error("sqlock redis: embedded script " + std::string(name) + " is missing");
 }
 
+// "" for a time the server did not give (<= 0).
 std::string iso8601(long long ms) {
-  if (ms <= 0) return {};
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
-  return buf;
+  return ms <= 0 ? std::string() : format_utc_ms(ms);
 }
 
 // What the thread that just made a busy attempt remembers for wait_for_change().
@@ -168,21 +132,10 @@ class store final : public backend {
     auto res =
         round(script("acquire"), keys, {req.owner, std::to_string(req.lease.count()), req.holder});
     const auto elapsed = clock::now() - t0;
-    std::size_t answered = 0, granted = 0;
+    std::size_t granted = 0;
     std::uint64_t fence = 0;
     std::vector<long long> ttls;  // of the servers where someone else holds it
-    std::exception_ptr first_failure;
-    for (auto& r : res) {
-      if (!r.answered()) {
-        if (!first_failure) first_failure = r.failure;
-        continue;
-      }
-      reply_view v{r.reply.get()};
-      if (v.is_error()) {
-        if (!first_failure) first_failure = capture_reply_error(*r.reply, "acquire");
-        continue;
-      }
-      ++answered;
+    const auto [answered, first_failure] = tally(res, "acquire", [&](reply_view v) {
       if (v.size("acquire") < 2) throw backend_error("Redis acquire: unexpected reply");
       const long long second = v.at(1).integer("acquire");
       if (v.at(0).integer("acquire") == 1) {
@@ -191,7 +144,7 @@ class store final : public backend {
       } else if (second >= 0) {
         ttls.push_back(second);
       }
-    }
+    });
     // The other hold runs out (on enough servers) after this: no need to sleep past it.
     // (Smallest of the servers' remaining times: an early re-check is harmless.)
     if (!ttls.empty()) tl_attempt.expires_in = *std::min_element(ttls.begin(), ttls.end());
@@ -215,10 +168,7 @@ class store final : public backend {
         // The leases run out by themselves.
       }
     }
-    if (answered < quorum_)
-      throw connection_error("Redlock: only " + std::to_string(answered) + " of " +
-                             std::to_string(nodes_.size()) + " servers answered (need " +
-                             std::to_string(quorum_) + "): " + describe_failure(first_failure));
+    if (answered < quorum_) throw quorum_error(answered, first_failure);
     tl_attempt.split = granted > 0;
     return std::nullopt;
   }
@@ -231,24 +181,14 @@ class store final : public backend {
                      {l.owner, std::to_string(duration.count())});
     const auto elapsed = clock::now() - t0;
     std::size_t ok = 0, gone = 0;
-    std::exception_ptr first_failure;
-    for (auto& r : res) {
-      if (!r.answered()) {
-        if (!first_failure) first_failure = r.failure;
-        continue;
-      }
-      reply_view v{r.reply.get()};
-      if (v.is_error()) {
-        if (!first_failure) first_failure = capture_reply_error(*r.reply, "renew");
-        continue;
-      }
+    const auto [answered, first_failure] = tally(res, "renew", [&](reply_view v) {
       if (v.integer("renew") == 1)
         ++ok;
       else
         ++gone;
-    }
+    });
     if (!redlock_) {
-      if (ok + gone == 0) std::rethrow_exception(first_failure);
+      if (answered == 0) std::rethrow_exception(first_failure);
       return ok == 1;
     }
     const auto drift = duration / 100 + milliseconds(2);
@@ -263,21 +203,7 @@ class store final : public backend {
     check_name(l.name);
     auto res = round(script("release"), keys_of(l.name),
                      {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"});
-    std::size_t released = 0, answered = 0;
-    std::exception_ptr first_failure;
-    for (auto& r : res) {
-      if (!r.answered()) {
-        if (!first_failure) first_failure = r.failure;
-        continue;
-      }
-      reply_view v{r.reply.get()};
-      if (v.is_error()) {
-        if (!first_failure) first_failure = capture_reply_error(*r.reply, "release");
-        continue;
-      }
-      ++answered;
-      if (v.integer("release") == 1) ++released;
-    }
+    const auto [answered, released, first_failure] = tally_ones(res, "release");
     if (released > 0) return true;
     if (answered == 0) std::rethrow_exception(first_failure);
     return false;
@@ -351,46 +277,17 @@ class store final : public backend {
     check_name(name);
     auto res = round(script("force_release"), {owner_key(prefix_, name), info_key(prefix_, name)},
                      {channel_of(name)});
-    std::size_t released = 0, answered = 0;
-    std::exception_ptr first_failure;
-    for (auto& r : res) {
-      if (!r.answered()) {
-        if (!first_failure) first_failure = r.failure;
-        continue;
-      }
-      reply_view v{r.reply.get()};
-      if (v.is_error()) {
-        if (!first_failure) first_failure = capture_reply_error(*r.reply, "force_release");
-        continue;
-      }
-      ++answered;
-      if (v.integer("force_release") == 1) ++released;
-    }
+    const auto [answered, released, first_failure] = tally_ones(res, "force_release");
     if (answered == 0) std::rethrow_exception(first_failure);
     return released > 0;
   }
 
   void verify() override {
-    std::size_t ok = 0;
-    std::exception_ptr first_failure;
     auto res = round_raw({"PING"});
-    for (auto& r : res) {
-      if (!r.answered()) {
-        if (!first_failure) first_failure = r.failure;
-        continue;
-      }
-      reply_view v{r.reply.get()};
-      if (v.is_error()) {
-        if (!first_failure) first_failure = capture_reply_error(*r.reply, "PING");
-        continue;
-      }
-      ++ok;
-    }
+    const auto [ok, first_failure] = tally(res, "PING", [](reply_view) {});
     if (ok >= quorum_) return;
     if (!redlock_) std::rethrow_exception(first_failure);
-    throw connection_error("Redlock: only " + std::to_string(ok) + " of " +
-                           std::to_string(nodes_.size()) + " servers answered (need " +
-                           std::to_string(quorum_) + "): " + describe_failure(first_failure));
+    throw quorum_error(ok, first_failure);
   }
 
   capabilities caps() const noexcept override {
@@ -446,6 +343,53 @@ class store final : public backend {
     } catch (...) {
       return "unknown error";
     }
+  }
+
+  // What the servers of a round answered.
+  struct replies_tally {
+    std::size_t answered = 0;          // servers that replied without an error reply
+    std::exception_ptr first_failure;  // the first transport failure or error reply
+  };
+  // Walks a round's results: failures and error replies are remembered (the first one), every
+  // other reply is handed to `on_reply`, in server order.
+  template <class OnReply>
+  static replies_tally tally(const std::vector<node_result>& res, const std::string& what,
+                             OnReply&& on_reply) {
+    replies_tally t;
+    for (const auto& r : res) {
+      if (!r.answered()) {
+        if (!t.first_failure) t.first_failure = r.failure;
+        continue;
+      }
+      reply_view v{r.reply.get()};
+      if (v.is_error()) {
+        if (!t.first_failure) t.first_failure = capture_reply_error(*r.reply, what);
+        continue;
+      }
+      ++t.answered;
+      on_reply(v);
+    }
+    return t;
+  }
+  // tally() of a script that answers 1 (done) or 0: also how many servers said 1.
+  struct ones_tally {
+    std::size_t answered = 0;
+    std::size_t ones = 0;
+    std::exception_ptr first_failure;
+  };
+  static ones_tally tally_ones(const std::vector<node_result>& res, const std::string& what) {
+    std::size_t ones = 0;
+    auto t = tally(res, what, [&](reply_view v) {
+      if (v.integer(what) == 1) ++ones;
+    });
+    return {t.answered, ones, t.first_failure};
+  }
+  // Redlock: fewer than a majority of the servers answered.
+  connection_error quorum_error(std::size_t answered,
+                                const std::exception_ptr& first_failure) const {
+    return connection_error("Redlock: only " + std::to_string(answered) + " of " +
+                            std::to_string(nodes_.size()) + " servers answered (need " +
+                            std::to_string(quorum_) + "): " + describe_failure(first_failure));
   }
 
   subscriber* current_subscriber() {
@@ -640,9 +584,8 @@ std::shared_ptr<backend> from_url(const url& u, bool redlock) {
   if (!db.empty() && db[0] == '/') db.erase(0, 1);
   if (!db.empty()) o.db = static_cast<int>(parse_count("database number", db));
   o.prefix = u.param("prefix", "sqlock");
-  if (u.query.count("timeout")) o.timeout = parse_duration(u.param("timeout"));
-  if (u.query.count("connect_timeout"))
-    o.connect_timeout = parse_duration(u.param("connect_timeout"));
+  if (auto t = u.duration_param("timeout")) o.timeout = *t;
+  if (auto t = u.duration_param("connect_timeout")) o.connect_timeout = *t;
   if (u.query.count("pool")) o.pool = parse_count("pool", u.param("pool"));
   return open(o);
 }

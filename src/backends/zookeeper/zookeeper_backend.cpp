@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -80,21 +79,11 @@ bool plain_char(unsigned char c) {
          c == '-';
 }
 
+// "." and ".." are not valid znode names: a name of only dots is escaped entirely.
 std::string escape(std::string_view s) {
-  static const char hex[] = "0123456789ABCDEF";
   bool all_dots = !s.empty() && s.find_first_not_of('.') == std::string_view::npos;
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (unsigned char c : s) {
-    if (plain_char(c) && !(all_dots && c == '.')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
+  if (all_dots) return percent_encode(s, [](unsigned char) { return false; });
+  return percent_encode(s, plain_char);
 }
 
 int hex_value(char c) {
@@ -142,17 +131,6 @@ std::optional<queue_node> parse_node(std::string_view child) {
   auto owner = unescape(child.substr(2, child.size() - 13));
   if (!owner) return std::nullopt;
   return queue_node{std::string(child), std::move(*owner), v};
-}
-
-std::string iso_utc(std::int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
-  return buf;
 }
 
 // ---- sessions ----
@@ -461,7 +439,7 @@ class zk_backend final : public backend {
         ls.name = *name;
         ls.owner = q.front().owner;
         ls.fence = static_cast<std::uint64_t>(st.czxid);
-        ls.acquired_at = iso_utc(st.ctime);
+        ls.acquired_at = format_utc_ms(st.ctime);
         ls.mode = "session";
         if (len > 0) ls.holder.assign(buf.data(), static_cast<std::size_t>(len));
         out.push_back(std::move(ls));
@@ -1017,13 +995,12 @@ void register_zookeeper() {
       o.hosts += (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port ? h.port : 2181);
     }
     o.root = u.path.empty() || u.path == "/" ? std::string("/sqlock") : u.path;
-    if (u.query.count("session_timeout")) {
-      o.session_timeout = parse_duration(u.param("session_timeout"));
+    if (auto t = u.duration_param("session_timeout")) {
+      o.session_timeout = *t;
       if (o.session_timeout.count() <= 0)
         throw config_error("ZooKeeper session_timeout must be > 0");
     }
-    if (u.query.count("connect_timeout"))
-      o.connect_timeout = parse_duration(u.param("connect_timeout"));
+    if (auto t = u.duration_param("connect_timeout")) o.connect_timeout = *t;
     if (u.user) o.user = *u.user;
     if (u.password) o.password = *u.password;
     if (o.user.empty() != o.password.empty() && !o.user.empty())

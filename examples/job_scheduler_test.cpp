@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "soci_databases.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {
@@ -47,9 +48,7 @@ TEST_P(job_scheduler, no_job_runs_twice_when_workers_die_mid_transaction) {
     url = "soci+sqlite3:" + (tmp.path / "app.db").string();
   } else {
     std::string base;
-    const char* var =
-        GetParam() == "postgresql" ? "SQLOCK_TEST_POSTGRES_URL" : "SQLOCK_TEST_MYSQL_URL";
-    SQLOCK_REQUIRE_URL(var, base);
+    SQLOCK_REQUIRE_URL(server_url_var(GetParam()), base);
     url = "soci+" + base;
   }
   const std::string table = "sqlock_demo_" + random_token().substr(0, 10);
@@ -95,18 +94,7 @@ TEST_P(job_scheduler, no_job_runs_twice_when_workers_die_mid_transaction) {
   EXPECT_EQ(run({exe, "drop", url, table}), 0);
 }
 
-std::vector<std::string> databases() {
-  std::vector<std::string> v{"sqlite3"};
-#ifdef SQLOCK_SOCI_POSTGRESQL
-  v.push_back("postgresql");
-#endif
-#ifdef SQLOCK_SOCI_MYSQL
-  v.push_back("mysql");
-#endif
-  return v;
-}
-
-INSTANTIATE_TEST_SUITE_P(soci, job_scheduler, ::testing::ValuesIn(databases()),
+INSTANTIATE_TEST_SUITE_P(soci, job_scheduler, ::testing::ValuesIn(soci_databases()),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -13,12 +13,7 @@ namespace sqlock::soci::detail {
 namespace {
 
 MYSQL* raw(::soci::session& s) {
-  // SOCI does not export the backend classes' type info: check the name, then cast.
-  if (!s.get_backend() || s.get_backend_name() != "mysql")
-    throw usage_error("the SOCI session is not an open mysql session");
-  auto* be = static_cast<::soci::mysql_session_backend*>(s.get_backend());
-  if (!be->conn_) throw usage_error("the SOCI session is not an open mysql session");
-  return be->conn_;
+  return native_handle<::soci::mysql_session_backend>(s, "mysql");
 }
 
 [[noreturn]] void fail(MYSQL* c, const std::string& what) {
@@ -34,16 +29,6 @@ void drain(MYSQL* c) {
   }
 }
 
-// A value of SOCI's mysql connection string, single-quoted with \ and ' escaped.
-std::string quoted(const std::string& v) {
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\\' || c == '\'') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "'";
-}
-
 int error_number(const ::soci::soci_error& e) {
   auto* me = dynamic_cast<const ::soci::mysql_soci_error*>(&e);
   return me ? static_cast<int>(me->err_num_) : 0;
@@ -55,11 +40,7 @@ class mysql_flavor_impl final : public flavor {
   const sql::bundle& bundle() const override { return mysql::sql_bundle(); }
 
   sql::dialect dialect(const options& o) const override {
-    if (o.mode == "advisory")
-      throw config_error(
-          "advisory mode holds GET_LOCK on a dedicated connection per hold, which the SOCI "
-          "backend does not manage: use mysql://...?mode=advisory, or transaction-scoped locks "
-          "(sqlock::soci::try_lock_xact)");
+    if (o.mode == "advisory") refuse_advisory("GET_LOCK", "mysql");
     return mysql::make_dialect(o.mode);
   }
 

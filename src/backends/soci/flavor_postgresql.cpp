@@ -13,22 +13,7 @@ namespace sqlock::soci::detail {
 namespace {
 
 PGconn* raw(::soci::session& s) {
-  // SOCI does not export the backend classes' type info: check the name, then cast.
-  if (!s.get_backend() || s.get_backend_name() != "postgresql")
-    throw usage_error("the SOCI session is not an open postgresql session");
-  auto* be = static_cast<::soci::postgresql_session_backend*>(s.get_backend());
-  if (!be->conn_) throw usage_error("the SOCI session is not an open postgresql session");
-  return be->conn_;
-}
-
-// A libpq connection-string value, single-quoted with \ and ' escaped.
-std::string quoted(const std::string& v) {
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\\' || c == '\'') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "'";
+  return native_handle<::soci::postgresql_session_backend>(s, "postgresql");
 }
 
 std::string schema_of(const options& o) {
@@ -41,11 +26,7 @@ class postgresql_flavor_impl final : public flavor {
   const sql::bundle& bundle() const override { return postgres::bundle(); }
 
   sql::dialect dialect(const options& o) const override {
-    if (o.mode == "advisory")
-      throw config_error(
-          "advisory mode holds session-level locks on a dedicated connection per hold, which "
-          "the SOCI backend does not manage: use postgresql://...?mode=advisory, or "
-          "transaction-scoped locks (sqlock::soci::try_lock_xact)");
+    if (o.mode == "advisory") refuse_advisory("session-level locks", "postgresql");
     return postgres::make_dialect(o.mode, schema_of(o));
   }
 

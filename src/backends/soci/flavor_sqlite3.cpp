@@ -14,33 +14,11 @@ namespace {
 
 // SOCI wraps <sqlite3.h> in namespace sqlite_api; the handle is the same C object.
 sqlite_api::sqlite3* raw(::soci::session& s) {
-  // SOCI does not export the backend classes' type info: check the name, then cast.
-  if (!s.get_backend() || s.get_backend_name() != "sqlite3")
-    throw usage_error("the SOCI session is not an open sqlite3 session");
-  auto* be = static_cast<::soci::sqlite3_session_backend*>(s.get_backend());
-  if (!be->conn_) throw usage_error("the SOCI session is not an open sqlite3 session");
-  return be->conn_;
+  return native_handle<::soci::sqlite3_session_backend>(s, "sqlite3");
 }
 
 ::sqlite3* for_dialect(sqlite_api::sqlite3* h) {
   return reinterpret_cast<::sqlite3*>(h);
-}
-
-// Where the statement proper starts, after blanks, stray ';' and comments (s.size() if none).
-std::size_t statement_start(std::string_view s) {
-  std::size_t i = 0;
-  for (;;) {
-    while (i < s.size() && (std::isspace(static_cast<unsigned char>(s[i])) || s[i] == ';')) ++i;
-    if (s.compare(i, 2, "--") == 0) {
-      auto j = s.find('\n', i);
-      i = j == std::string_view::npos ? s.size() : j + 1;
-    } else if (s.compare(i, 2, "/*") == 0) {
-      auto j = s.find("*/", i + 2);
-      i = j == std::string_view::npos ? s.size() : j + 2;
-    } else {
-      return i;
-    }
-  }
 }
 
 void exec(sqlite_api::sqlite3* h, const std::string& text) {
@@ -116,12 +94,12 @@ class sqlite3_flavor_impl final : public flavor {
     for (char c : text) {
       cur.push_back(c);
       if (c == ';' && sqlite_api::sqlite3_complete(cur.c_str())) {
-        auto b = statement_start(cur);
+        auto b = code_start(cur, true);
         if (b < cur.size()) out.push_back(cur.substr(b));  // comments before it dropped
         cur.clear();
       }
     }
-    auto b = statement_start(cur);
+    auto b = code_start(cur, true);
     if (b < cur.size()) out.push_back(cur.substr(b));
     return out;
   }

@@ -54,6 +54,18 @@ std::shared_ptr<backend> finish(const std::shared_ptr<soci_backend>& b, const fl
   return b;
 }
 
+// A backend whose every engine connection draws on `src` (the application's session or pool).
+std::shared_ptr<backend> over_source(const flavor& f, const options& o,
+                                     std::shared_ptr<session_source> src, const std::string& what) {
+  auto b = std::make_shared<soci_backend>(
+      f, o,
+      [&f, src]() -> std::unique_ptr<sql::connection> {
+        return std::make_unique<soci_connection>(f, src);
+      },
+      "soci+" + f.soci_name() + ":(" + what + ")");
+  return finish(b, f, o);
+}
+
 std::size_t parse_pool(const std::string& text) {
   try {
     std::size_t used = 0;
@@ -103,16 +115,9 @@ std::shared_ptr<backend> open(const std::string& url_text) {
 std::shared_ptr<backend> attach(::soci::session& session, const options& opts) {
   const flavor& f = flavor_of(session);
   guarded(f, "cannot prepare the SOCI session", [&] { f.prepare_session(session, opts, false); });
-  auto src = borrowed_source(session);
   options o = opts;
   o.pool = 1;
-  auto b = std::make_shared<soci_backend>(
-      f, o,
-      [&f, src]() -> std::unique_ptr<sql::connection> {
-        return std::make_unique<soci_connection>(f, src);
-      },
-      "soci+" + f.soci_name() + ":(application session)");
-  return finish(b, f, o);
+  return over_source(f, o, borrowed_source(session), "application session");
 }
 
 std::shared_ptr<backend> attach(::soci::connection_pool& pool, const options& opts) {
@@ -122,14 +127,7 @@ std::shared_ptr<backend> attach(::soci::connection_pool& pool, const options& op
     fp = &flavor_of(probe);
   }
   const flavor& f = *fp;
-  auto src = pool_source(pool, f, opts);
-  auto b = std::make_shared<soci_backend>(
-      f, opts,
-      [&f, src]() -> std::unique_ptr<sql::connection> {
-        return std::make_unique<soci_connection>(f, src);
-      },
-      "soci+" + f.soci_name() + ":(application pool)");
-  return finish(b, f, opts);
+  return over_source(f, opts, pool_source(pool, f, opts), "application pool");
 }
 
 namespace {

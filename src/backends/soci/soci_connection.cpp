@@ -11,6 +11,42 @@ namespace sqlock::soci::detail {
 
 void flavor::apply_params(const url&, options&) const {}
 
+std::string quoted(const std::string& v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\\' || c == '\'') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "'";
+}
+
+std::size_t code_start(std::string_view s, bool semicolons) {
+  std::size_t i = 0;
+  for (;;) {
+    while (i < s.size() &&
+           (std::isspace(static_cast<unsigned char>(s[i])) || (semicolons && s[i] == ';')))
+      ++i;
+    if (s.compare(i, 2, "--") == 0) {
+      auto j = s.find('\n', i);
+      i = j == std::string_view::npos ? s.size() : j + 1;
+    } else if (s.compare(i, 2, "/*") == 0) {
+      auto j = s.find("*/", i + 2);
+      i = j == std::string_view::npos ? s.size() : j + 2;
+    } else {
+      return i;
+    }
+  }
+}
+
+void refuse_advisory(const std::string& holds, const std::string& scheme) {
+  throw config_error("advisory mode holds " + holds +
+                     " on a dedicated connection per hold, which the SOCI backend does not "
+                     "manage: use " +
+                     scheme +
+                     "://...?mode=advisory, or transaction-scoped locks "
+                     "(sqlock::soci::try_lock_xact)");
+}
+
 void guarded(const flavor& f, const std::string& what, const std::function<void()>& fn) {
   try {
     fn();
@@ -47,19 +83,7 @@ namespace {
 
 // First keyword of a statement, lower-cased, after blanks and comments.
 std::string first_keyword(std::string_view s) {
-  std::size_t i = 0;
-  for (;;) {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-    if (s.compare(i, 2, "--") == 0) {
-      auto j = s.find('\n', i);
-      i = j == std::string_view::npos ? s.size() : j + 1;
-    } else if (s.compare(i, 2, "/*") == 0) {
-      auto j = s.find("*/", i + 2);
-      i = j == std::string_view::npos ? s.size() : j + 2;
-    } else {
-      break;
-    }
-  }
+  std::size_t i = code_start(s, false);
   std::string k;
   while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i])))
     k.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(s[i++]))));

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sqlock/errors.hpp"
 #include "sqlock/soci/soci.hpp"
 #include "sqlock/sql_engine.hpp"
 #include "sqlock/url.hpp"
@@ -25,6 +26,30 @@ enum class error_kind { transient, connection, config, backend };
 
 /// An embedded SQL file of this backend (src/backends/soci/sql/<db>/).
 std::string_view own_sql(std::string_view db, std::string_view file);
+
+/// A value of a SOCI connection string (libpq's and SOCI mysql's syntax alike), single-quoted
+/// with \ and ' escaped.
+std::string quoted(const std::string& v);
+
+/// Where the code of `s` starts, after blanks, SQL comments and (when `semicolons`) stray ';'
+/// (s.size() if none).
+std::size_t code_start(std::string_view s, bool semicolons);
+
+/// Throws the config_error for advisory mode through SOCI: it holds `holds` on a dedicated
+/// connection per hold, which only the native `scheme`:// backend manages.
+[[noreturn]] void refuse_advisory(const std::string& holds, const std::string& scheme);
+
+/// The native connection handle (`conn_`) of `s`, an open session of SOCI backend `name`
+/// (whose session backend class is `Backend`); usage_error for any other session.
+template <class Backend>
+auto native_handle(::soci::session& s, const std::string& name) {
+  // SOCI does not export the backend classes' type info: check the name, then cast.
+  if (!s.get_backend() || s.get_backend_name() != name)
+    throw usage_error("the SOCI session is not an open " + name + " session");
+  auto* be = static_cast<Backend*>(s.get_backend());
+  if (!be->conn_) throw usage_error("the SOCI session is not an open " + name + " session");
+  return be->conn_;
+}
 
 /// What differs between the databases behind SOCI.
 class flavor {

@@ -1,5 +1,6 @@
-// Shared by the SOCI backend's tests: the server URLs of the native backends' test servers
-// turned into soci+ URLs, and one migration per server before any test runs.
+// Shared by the SOCI backend's tests: the databases under test (soci_databases.hpp), the server
+// URLs of the native backends' test servers turned into soci+ URLs, and one migration per server
+// before any test runs.
 #pragma once
 
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 
 #include <string>
 
+#include "soci_databases.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/soci/soci.hpp"
 #include "sqlock/sql_engine.hpp"

@@ -47,9 +47,8 @@ class soci_db : public ::testing::TestWithParam<std::string> {
       sqlock::soci::open(c_.soci);  // creates the file's schema
       return;
     }
-    const char* var = db == "postgresql" ? "SQLOCK_TEST_POSTGRES_URL" : "SQLOCK_TEST_MYSQL_URL";
     std::string base;
-    SQLOCK_REQUIRE_URL(var, base);
+    SQLOCK_REQUIRE_URL(server_url_var(db), base);
     c_ = {db, "soci+" + base, base, "soci+" + base};
     // PostgreSQL transaction-scoped locks share the key space of advisory mode.
     if (db == "postgresql") c_.xact_rival = with_param(base, "mode=advisory");
@@ -337,18 +336,7 @@ TEST_P(soci_db, bad_urls_are_config_errors) {
   EXPECT_THROW(sqlock::connect("soci+sqlite3://host/x.db"), config_error);
 }
 
-std::vector<std::string> databases() {
-  std::vector<std::string> v{"sqlite3"};
-#ifdef SQLOCK_SOCI_POSTGRESQL
-  v.push_back("postgresql");
-#endif
-#ifdef SQLOCK_SOCI_MYSQL
-  v.push_back("mysql");
-#endif
-  return v;
-}
-
-INSTANTIATE_TEST_SUITE_P(soci, soci_db, ::testing::ValuesIn(databases()),
+INSTANTIATE_TEST_SUITE_P(soci, soci_db, ::testing::ValuesIn(soci_databases()),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -64,6 +64,12 @@ struct compiled {
 /// identifiers, comments and "::" casts.
 compiled compile(std::string_view statement, placeholder style);
 
+/// The index just past the string literal or quoted identifier that opens at `s[open]` (a ', "
+/// or ` character), or s.size() when it is not closed. A doubled quote character stands for
+/// itself; a backslash escapes the next character inside the quote characters listed in
+/// `backslash_quotes`. Shared by compile() ("'") and the MySQL script splitter ("'\"").
+std::size_t quoted_end(std::string_view s, std::size_t open, std::string_view backslash_quotes);
+
 /// One lock operation: one or more statements run atomically; the rows of the last one count.
 struct operation {
   std::string key;                      ///< stable id ("acquire"), for statement caching

@@ -1,5 +1,5 @@
--- Helper functions of the sqlock procedures (install first). Run unchanged in the `mysql`
--- client; `sqlock migrate` splits on the DELIMITER lines exactly as the client does.
+-- Helper functions and procedures of the sqlock procedures (install first). Run unchanged in
+-- the `mysql` client; `sqlock migrate` splits on the DELIMITER lines exactly as the client does.
 -- Each routine is dropped right before it is re-created, so a live `sqlock migrate` leaves
 -- only a moment in which a call finds it missing (the library retries such calls).
 DELIMITER $$
@@ -33,5 +33,18 @@ DROP FUNCTION IF EXISTS sqlock_now$$
 CREATE FUNCTION sqlock_now() RETURNS DATETIME(6)
 NOT DETERMINISTIC NO SQL SQL SECURITY DEFINER
 RETURN UTC_TIMESTAMP(6)$$
+
+-- The next fencing token, into p_fence. Call it inside the acquiring transaction: the counter
+-- row stays locked until that transaction ends. A procedure, not a function, so that creating
+-- it needs no log_bin_trust_function_creators; SQL SECURITY INVOKER, so that it runs with the
+-- rights of the sqlock procedure calling it, and an EXECUTE-only user calling it directly is
+-- refused (it has no rights on sqlock_counters).
+DROP PROCEDURE IF EXISTS sqlock_next_fence$$
+CREATE PROCEDURE sqlock_next_fence(OUT p_fence BIGINT UNSIGNED)
+MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
+  SET p_fence = LAST_INSERT_ID();
+END$$
 
 DELIMITER ;

@@ -59,8 +59,7 @@ main: BEGIN
     SELECT NULL AS fence, 'retry' AS status;
     LEAVE main;
   END IF;
-  UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
-  SET v_fence = LAST_INSERT_ID();
+  CALL sqlock_next_fence(v_fence);
   SET v_now = sqlock_now();  -- the lease starts now, after any wait for the counter row
   UPDATE sqlock_locks
      SET fence = v_fence, acquired_at = v_now,

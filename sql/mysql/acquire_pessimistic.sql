@@ -49,8 +49,7 @@ main: BEGIN
       LEAVE main;
     END IF;
   END IF;
-  UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
-  SET v_fence = LAST_INSERT_ID();
+  CALL sqlock_next_fence(v_fence);
   SET v_now = sqlock_now();  -- the lease starts now, after any wait for the counter row
   UPDATE sqlock_locks
      SET name = p_name, owner = p_owner, fence = v_fence, version = version + 1,

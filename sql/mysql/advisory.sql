@@ -45,8 +45,7 @@ main: BEGIN
     LEAVE main;
   END IF;
   START TRANSACTION;
-  UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
-  SET v_fence = LAST_INSERT_ID();
+  CALL sqlock_next_fence(v_fence);
   INSERT INTO sqlock_advisory (name_key, name, lock_name, owner, fence, connection_id, acquired_at, holder)
   VALUES (v_key, p_name, v_lock, p_owner, v_fence, CONNECTION_ID(), sqlock_now(),
           LEFT(COALESCE(p_holder, ''), 255))

@@ -68,3 +68,76 @@ AS $$
   VALUES (p_event, p_name, p_owner, p_fence, p_mode, p_holder, p_detail)
 $$;
 REVOKE ALL ON FUNCTION sqlock.log_event(text, text, text, bigint, text, text, text) FROM PUBLIC;
+
+-- Argument checks of the lock functions. They raise SQLSTATE 22023 (invalid_parameter_value),
+-- which the client reports as a configuration error.
+CREATE OR REPLACE FUNCTION sqlock.check_name_owner(p_name text, p_owner text) RETURNS void
+  LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+  IF coalesce(p_name, '') = '' OR coalesce(p_owner, '') = '' THEN
+    RAISE EXCEPTION 'sqlock: lock name and owner must not be empty' USING ERRCODE = '22023';
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.check_name_owner(text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION sqlock.check_lease(p_lease_ms bigint) RETURNS void
+  LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+    RAISE EXCEPTION 'sqlock: lease must be > 0 ms (got %)', p_lease_ms USING ERRCODE = '22023';
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.check_lease(bigint) FROM PUBLIC;
+
+-- The advisory-lock key of a non-empty name (transaction-scoped locks).
+CREATE OR REPLACE FUNCTION sqlock.checked_key(p_name text) RETURNS bigint
+  LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+  IF coalesce(p_name, '') = '' THEN
+    RAISE EXCEPTION 'sqlock: lock name must not be empty' USING ERRCODE = '22023';
+  END IF;
+  RETURN sqlock.lock_key(p_name);
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.checked_key(text) FROM PUBLIC;
+
+-- The (fence, status) row a lease-mode acquire returns: (NULL, p_miss) when p_fence is NULL
+-- ('busy', or 'retry' for a lost compare-and-set), else (p_fence, 'acquired'), written to
+-- sqlock.events when auditing is on.
+CREATE OR REPLACE FUNCTION sqlock.acquire_result(p_fence bigint, p_miss text, p_name text,
+                                                 p_owner text, p_mode text, p_holder text)
+  RETURNS TABLE (fence bigint, status text)
+  LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+  IF p_fence IS NULL THEN
+    RETURN QUERY SELECT NULL::bigint, p_miss;
+  ELSE
+    IF sqlock.audit_on() THEN
+      PERFORM sqlock.log_event('acquire', p_name, p_owner, p_fence, p_mode, p_holder);
+    END IF;
+    RETURN QUERY SELECT p_fence, 'acquired'::text;
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.acquire_result(bigint, text, text, text, text, text) FROM PUBLIC;
+
+-- What every release does once it has removed this owner's hold: wake the name's waiters and,
+-- when auditing is on, write a 'release' event.
+CREATE OR REPLACE FUNCTION sqlock.after_release(p_name text, p_owner text, p_fence bigint,
+                                                p_mode text, p_holder text) RETURNS void
+  LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+  PERFORM sqlock.wake(p_name);
+  IF sqlock.audit_on() THEN
+    PERFORM sqlock.log_event('release', p_name, p_owner, p_fence, p_mode, p_holder);
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.after_release(text, text, bigint, text, text) FROM PUBLIC;

@@ -15,9 +15,7 @@ DECLARE
   v_new   bigint;
   v_fence bigint;
 BEGIN
-  IF coalesce(p_name, '') = '' OR coalesce(p_owner, '') = '' THEN
-    RAISE EXCEPTION 'sqlock: lock name and owner must not be empty' USING ERRCODE = '22023';
-  END IF;
+  PERFORM sqlock.check_name_owner(p_name, p_owner);
   v_key := sqlock.lock_key(p_name);
   IF NOT pg_try_advisory_lock(v_key) THEN
     RETURN QUERY SELECT NULL::bigint, 'busy'::text;

@@ -15,12 +15,8 @@ DECLARE
   v_now   timestamptz := clock_timestamp();
   v_fence bigint;
 BEGIN
-  IF coalesce(p_name, '') = '' OR coalesce(p_owner, '') = '' THEN
-    RAISE EXCEPTION 'sqlock: lock name and owner must not be empty' USING ERRCODE = '22023';
-  END IF;
-  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
-    RAISE EXCEPTION 'sqlock: lease must be > 0 ms (got %)', p_lease_ms USING ERRCODE = '22023';
-  END IF;
+  PERFORM sqlock.check_name_owner(p_name, p_owner);
+  PERFORM sqlock.check_lease(p_lease_ms);
   SELECT l.owner, l.version, l.fence, l.expires_at INTO v_row
     FROM sqlock.locks l WHERE l.name = p_name;
   IF NOT FOUND THEN
@@ -51,14 +47,8 @@ BEGIN
      WHERE l.name = p_name AND l.version = v_row.version
     RETURNING l.fence INTO v_fence;
   END IF;
-  IF v_fence IS NULL THEN
-    RETURN QUERY SELECT NULL::bigint, 'retry'::text;
-    RETURN;
-  END IF;
-  IF sqlock.audit_on() THEN
-    PERFORM sqlock.log_event('acquire', p_name, p_owner, v_fence, 'optimistic', p_holder);
-  END IF;
-  RETURN QUERY SELECT v_fence, 'acquired'::text;
+  RETURN QUERY SELECT * FROM sqlock.acquire_result(v_fence, 'retry', p_name, p_owner, 'optimistic',
+                                                   p_holder);
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.acquire_optimistic(text, text, bigint, text) FROM PUBLIC;

@@ -14,12 +14,8 @@ DECLARE
   v_now   timestamptz := clock_timestamp();
   v_fence bigint;
 BEGIN
-  IF coalesce(p_name, '') = '' OR coalesce(p_owner, '') = '' THEN
-    RAISE EXCEPTION 'sqlock: lock name and owner must not be empty' USING ERRCODE = '22023';
-  END IF;
-  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
-    RAISE EXCEPTION 'sqlock: lease must be > 0 ms (got %)', p_lease_ms USING ERRCODE = '22023';
-  END IF;
+  PERFORM sqlock.check_name_owner(p_name, p_owner);
+  PERFORM sqlock.check_lease(p_lease_ms);
   INSERT INTO sqlock.locks AS l (name, owner, mode, fence, version, acquired_at, expires_at,
                                  holder, backend_pid, client_addr, application)
   VALUES (p_name, p_owner, 'pessimistic', nextval('sqlock.fence_seq'), 1, v_now,
@@ -40,14 +36,8 @@ BEGIN
          application = excluded.application
    WHERE l.owner IS NULL OR l.owner = excluded.owner OR l.expires_at <= clock_timestamp()
   RETURNING l.fence INTO v_fence;
-  IF v_fence IS NULL THEN
-    RETURN QUERY SELECT NULL::bigint, 'busy'::text;
-    RETURN;
-  END IF;
-  IF sqlock.audit_on() THEN
-    PERFORM sqlock.log_event('acquire', p_name, p_owner, v_fence, 'pessimistic', p_holder);
-  END IF;
-  RETURN QUERY SELECT v_fence, 'acquired'::text;
+  RETURN QUERY SELECT * FROM sqlock.acquire_result(v_fence, 'busy', p_name, p_owner, 'pessimistic',
+                                                   p_holder);
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.acquire_pessimistic(text, text, bigint, text) FROM PUBLIC;

@@ -18,10 +18,7 @@ BEGIN
   IF NOT FOUND OR NOT pg_advisory_unlock(v_key) THEN
     RETURN false;
   END IF;
-  PERFORM sqlock.wake(p_name);
-  IF sqlock.audit_on() THEN
-    PERFORM sqlock.log_event('release', p_name, p_owner, v_fence, 'advisory', v_holder);
-  END IF;
+  PERFORM sqlock.after_release(p_name, p_owner, v_fence, 'advisory', v_holder);
   RETURN true;
 END
 $$;

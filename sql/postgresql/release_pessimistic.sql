@@ -16,10 +16,7 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  PERFORM sqlock.wake(p_name);
-  IF sqlock.audit_on() THEN
-    PERFORM sqlock.log_event('release', p_name, p_owner, v_fence, 'pessimistic', v_holder);
-  END IF;
+  PERFORM sqlock.after_release(p_name, p_owner, v_fence, 'pessimistic', v_holder);
   RETURN true;
 END
 $$;

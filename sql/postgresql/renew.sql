@@ -8,9 +8,7 @@ CREATE OR REPLACE FUNCTION sqlock.renew(p_name text, p_owner text, p_lease_ms bi
   SET search_path = sqlock, pg_temp
 AS $$
 BEGIN
-  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
-    RAISE EXCEPTION 'sqlock: lease must be > 0 ms (got %)', p_lease_ms USING ERRCODE = '22023';
-  END IF;
+  PERFORM sqlock.check_lease(p_lease_ms);
   UPDATE sqlock.locks l
      SET expires_at = clock_timestamp() + p_lease_ms * interval '1 millisecond'
    WHERE l.name = p_name AND l.owner = p_owner AND l.expires_at > clock_timestamp();

@@ -9,14 +9,13 @@ CREATE OR REPLACE FUNCTION sqlock.xact_lock(p_name text, p_shared boolean DEFAUL
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
 AS $$
+DECLARE
+  v_key bigint := sqlock.checked_key(p_name);
 BEGIN
-  IF coalesce(p_name, '') = '' THEN
-    RAISE EXCEPTION 'sqlock: lock name must not be empty' USING ERRCODE = '22023';
-  END IF;
   IF p_shared THEN
-    PERFORM pg_advisory_xact_lock_shared(sqlock.lock_key(p_name));
+    PERFORM pg_advisory_xact_lock_shared(v_key);
   ELSE
-    PERFORM pg_advisory_xact_lock(sqlock.lock_key(p_name));
+    PERFORM pg_advisory_xact_lock(v_key);
   END IF;
 END
 $$;
@@ -28,14 +27,13 @@ CREATE OR REPLACE FUNCTION sqlock.try_xact_lock(p_name text, p_shared boolean DE
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
 AS $$
+DECLARE
+  v_key bigint := sqlock.checked_key(p_name);
 BEGIN
-  IF coalesce(p_name, '') = '' THEN
-    RAISE EXCEPTION 'sqlock: lock name must not be empty' USING ERRCODE = '22023';
-  END IF;
   IF p_shared THEN
-    RETURN pg_try_advisory_xact_lock_shared(sqlock.lock_key(p_name));
+    RETURN pg_try_advisory_xact_lock_shared(v_key);
   END IF;
-  RETURN pg_try_advisory_xact_lock(sqlock.lock_key(p_name));
+  RETURN pg_try_advisory_xact_lock(v_key);
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.try_xact_lock(text, boolean) FROM PUBLIC;

@@ -31,22 +31,7 @@ compiled compile(std::string_view s, placeholder style) {
   for (std::size_t i = 0; i < s.size();) {
     char c = s[i];
     if (c == '\'' || c == '"' || c == '`') {  // literal or quoted identifier: copy verbatim
-      std::size_t j = i + 1;
-      while (j < s.size()) {
-        if (s[j] == '\\' && c == '\'' && j + 1 < s.size()) {
-          j += 2;
-          continue;
-        }
-        if (s[j] == c) {
-          if (j + 1 < s.size() && s[j + 1] == c) {
-            j += 2;
-            continue;
-          }
-          break;
-        }
-        ++j;
-      }
-      j = std::min(j + 1, s.size());
+      std::size_t j = quoted_end(s, i, "'");
       out.text.append(s.substr(i, j - i));
       i = j;
     } else if (c == '-' && i + 1 < s.size() && s[i + 1] == '-') {
@@ -96,6 +81,27 @@ compiled compile(std::string_view s, placeholder style) {
     }
   }
   return out;
+}
+
+std::size_t quoted_end(std::string_view s, std::size_t open, std::string_view backslash_quotes) {
+  const char q = s[open];
+  const bool backslash = backslash_quotes.find(q) != std::string_view::npos;
+  std::size_t j = open + 1;
+  while (j < s.size()) {
+    if (s[j] == '\\' && backslash && j + 1 < s.size()) {
+      j += 2;
+      continue;
+    }
+    if (s[j] == q) {
+      if (j + 1 < s.size() && s[j + 1] == q) {
+        j += 2;
+        continue;
+      }
+      break;
+    }
+    ++j;
+  }
+  return std::min(j + 1, s.size());
 }
 
 std::string_view bundle::routine(std::string_view file_name) const {

@@ -126,23 +126,8 @@ std::vector<std::string> split_script(std::string_view s) {
       i += delim.size();
       continue;
     }
-    if (c == '\'' || c == '"' || c == '`') {
-      std::size_t j = i + 1;
-      while (j < s.size()) {
-        if (s[j] == '\\' && c != '`' && j + 1 < s.size()) {
-          j += 2;
-          continue;
-        }
-        if (s[j] == c) {
-          if (j + 1 < s.size() && s[j + 1] == c) {
-            j += 2;
-            continue;
-          }
-          break;
-        }
-        ++j;
-      }
-      j = std::min(j + 1, s.size());
+    if (c == '\'' || c == '"' || c == '`') {  // backslash escapes in '...' and "..." only
+      std::size_t j = sql::quoted_end(s, i, "'\"");
       cur.append(s.substr(i, j - i));
       i = j;
       continue;

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <pqxx/pqxx>
 #include <thread>
+#include <utility>
 
 #include "postgres_internal.hpp"
 #include "sqlock/postgres/dialect.hpp"
@@ -414,17 +415,10 @@ class pg_backend final : public sql::engine_backend {
 
   bool renew(const lease_info& l, milliseconds d) override {
     if (!advisory_) return engine_backend::renew(l, d);
-    auto s = std::static_pointer_cast<session>(l.state);
+    auto [s, g] = holding_session(l);
     if (!s) return false;
-    std::lock_guard g(s->m);
-    auto it = s->holds.find(l.name);
-    if (s->dead || !s->conn || it == s->holds.end() || it->second.owner != l.owner) return false;
-    sql::params p;
-    p.name = l.name;
-    p.owner = l.owner;
-    p.mode = dialect_.mode;
     try {
-      auto r = s->conn->run(dialect_.renew, p);
+      auto r = s->conn->run(dialect_.renew, params_of(l));
       bool ok = !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
       if (!ok) s->holds.erase(l.name);
       return ok;
@@ -436,17 +430,10 @@ class pg_backend final : public sql::engine_backend {
 
   bool release(const lease_info& l) override {
     if (!advisory_) return engine_backend::release(l);
-    auto s = std::static_pointer_cast<session>(l.state);
+    auto [s, g] = holding_session(l);
     if (!s) return false;
-    std::lock_guard g(s->m);
-    auto it = s->holds.find(l.name);
-    if (s->dead || !s->conn || it == s->holds.end() || it->second.owner != l.owner) return false;
-    sql::params p;
-    p.name = l.name;
-    p.owner = l.owner;
-    p.mode = dialect_.mode;
     try {
-      auto r = s->conn->run(dialect_.release, p);
+      auto r = s->conn->run(dialect_.release, params_of(l));
       s->holds.erase(l.name);
       return !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
     } catch (const connection_error&) {
@@ -479,6 +466,28 @@ class pg_backend final : public sql::engine_backend {
   }
 
  private:
+  // The session of an advisory lease with its lock taken, while it still holds `l` for its
+  // owner; a null session when the hold is gone (dead session, forgotten or replaced hold).
+  // The lock is the pair's second member, so it is released before the session reference.
+  static std::pair<std::shared_ptr<session>, std::unique_lock<std::mutex>> holding_session(
+      const lease_info& l) {
+    auto s = std::static_pointer_cast<session>(l.state);
+    if (!s) return {};
+    std::unique_lock g(s->m);
+    auto it = s->holds.find(l.name);
+    if (s->dead || !s->conn || it == s->holds.end() || it->second.owner != l.owner) return {};
+    return {std::move(s), std::move(g)};
+  }
+
+  // The parameters of renew/release for a lease.
+  sql::params params_of(const lease_info& l) const {
+    sql::params p;
+    p.name = l.name;
+    p.owner = l.owner;
+    p.mode = dialect_.mode;
+    return p;
+  }
+
   std::shared_ptr<session> pick_session() {
     std::lock_guard g(sessions_m_);
     auto i = next_session_++ % sessions_.size();

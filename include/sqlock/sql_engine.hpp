@@ -82,6 +82,10 @@ class transient_error : public backend_error {
   using backend_error::backend_error;
 };
 
+/// Runs `fn`, retrying transient_error with capped jittered backoff until `budget` has passed
+/// (then the last transient_error is thrown). For work outside run(): opening, migrating.
+void retry_transient(const std::function<void()>& fn, milliseconds budget = milliseconds(10000));
+
 /// One database connection. Not thread-safe: the engine hands it to one thread at a time.
 class connection {
  public:
@@ -182,6 +186,11 @@ class engine_backend : public backend {
   rows run(const operation& op, const params& p);
   /// Runs `fn` with a pooled connection (dropped from the pool if `fn` throws connection_error).
   void with_connection(const std::function<void(connection&)>& fn);
+
+  /// Parameters of an acquire: name, owner, lease, holder and this backend's mode.
+  params params_for(const lock_request& req) const;
+  /// Parameters of a renew/release of `l` (lease 0 unless given) in this backend's mode.
+  params params_for(const lease_info& l, milliseconds lease = milliseconds(0)) const;
 
   const dialect& get_dialect() const { return dialect_; }
   const bundle& get_bundle() const { return bundle_; }

@@ -174,6 +174,19 @@ std::string migration_script(const bundle& b, const dialect& d) {
   return out;
 }
 
+void retry_transient(const std::function<void()>& fn, milliseconds budget) {
+  auto until = std::chrono::steady_clock::now() + budget;
+  for (unsigned attempt = 0;; ++attempt) {
+    try {
+      fn();
+      return;
+    } catch (const transient_error&) {
+      if (std::chrono::steady_clock::now() >= until) throw;
+      std::this_thread::sleep_for(backoff_delay(attempt, milliseconds(2), milliseconds(100)));
+    }
+  }
+}
+
 bool truthy(const std::optional<std::string>& v) {
   if (!v) return false;
   std::string s = *v;
@@ -241,13 +254,27 @@ rows engine_backend::run(const operation& op, const params& p) {
   }
 }
 
-std::optional<lease_info> engine_backend::try_acquire(const lock_request& req) {
+params engine_backend::params_for(const lock_request& req) const {
   params p;
   p.name = req.name;
   p.owner = req.owner;
   p.lease_ms = req.lease.count();
   p.holder = req.holder;
   p.mode = dialect_.mode;
+  return p;
+}
+
+params engine_backend::params_for(const lease_info& l, milliseconds lease) const {
+  params p;
+  p.name = l.name;
+  p.owner = l.owner;
+  p.lease_ms = lease.count();
+  p.mode = dialect_.mode;
+  return p;
+}
+
+std::optional<lease_info> engine_backend::try_acquire(const lock_request& req) {
+  params p = params_for(req);
   for (unsigned attempt = 0;; ++attempt) {
     auto r = run(dialect_.acquire, p);
     if (!r.empty() && !r[0].empty() && r[0][0])
@@ -260,21 +287,12 @@ std::optional<lease_info> engine_backend::try_acquire(const lock_request& req) {
 }
 
 bool engine_backend::renew(const lease_info& l, milliseconds d) {
-  params p;
-  p.name = l.name;
-  p.owner = l.owner;
-  p.lease_ms = d.count();
-  p.mode = dialect_.mode;
-  auto r = run(dialect_.renew, p);
+  auto r = run(dialect_.renew, params_for(l, d));
   return !r.empty() && !r[0].empty() && truthy(r[0][0]);
 }
 
 bool engine_backend::release(const lease_info& l) {
-  params p;
-  p.name = l.name;
-  p.owner = l.owner;
-  p.mode = dialect_.mode;
-  auto r = run(dialect_.release, p);
+  auto r = run(dialect_.release, params_for(l));
   return !r.empty() && !r[0].empty() && truthy(r[0][0]);
 }
 
@@ -347,7 +365,8 @@ std::string engine_backend::describe() const {
 
 void engine_backend::check_schema() {
   int have = 0;
-  with_connection([&](connection& c) { have = schema_version(c, dialect_); });
+  retry_transient(
+      [&] { with_connection([&](connection& c) { have = schema_version(c, dialect_); }); });
   int need = latest_version(bundle_);
   if (have < need) {
     std::string shown = describe();
@@ -369,7 +388,10 @@ void engine_backend::verify() {
 
 int engine_backend::migrate() {
   int v = 0;
-  with_connection([&](connection& c) { v = sql::migrate(c, bundle_, dialect_); });
+  // Several processes may create or upgrade a schema at once: their statements can meet a
+  // busy database that does not wait (SQLite's journal-mode switch, DDL locks); retry those.
+  retry_transient(
+      [&] { with_connection([&](connection& c) { v = sql::migrate(c, bundle_, dialect_); }); });
   return v;
 }
 

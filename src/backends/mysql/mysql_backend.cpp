@@ -71,7 +71,7 @@ class mysql_backend final : public sql::engine_backend {
     std::lock_guard g(s->m);
     if (!s->conn || s->owner != l.owner) return false;
     try {
-      auto r = s->conn->run(dialect_.renew, params_of(l));
+      auto r = s->conn->run(dialect_.renew, params_for(l));
       bool ok = !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
       if (!ok) close(*s);  // whatever the session still has is not our hold any more
       return ok;
@@ -90,7 +90,7 @@ class mysql_backend final : public sql::engine_backend {
     if (!s->conn || s->owner != l.owner) return false;
     bool ok = false;
     try {
-      auto r = s->conn->run(dialect_.release, params_of(l));
+      auto r = s->conn->run(dialect_.release, params_for(l));
       ok = !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
     } catch (const connection_error&) {
       close(*s);  // the server frees the lock with the session
@@ -116,14 +116,6 @@ class mysql_backend final : public sql::engine_backend {
   }
 
  private:
-  sql::params params_of(const lease_info& l) const {
-    sql::params p;
-    p.name = l.name;
-    p.owner = l.owner;
-    p.mode = dialect_.mode;
-    return p;
-  }
-
   static void close(session& s) {
     s.owner.clear();
     s.conn.reset();
@@ -150,12 +142,8 @@ class mysql_backend final : public sql::engine_backend {
   }
 
   std::optional<lease_info> advisory_attempt(const lock_request& req, milliseconds wait) {
-    sql::params p;
-    p.name = req.name;
-    p.owner = req.owner;
-    p.holder = req.holder;
+    sql::params p = params_for(req);
     p.lease_ms = wait.count();  // advisory: the server-side wait
-    p.mode = dialect_.mode;
     bool fresh = false;
     for (unsigned attempt = 0;; ++attempt) {
       auto s = take_session(fresh);

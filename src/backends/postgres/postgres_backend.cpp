@@ -370,12 +370,7 @@ class pg_backend final : public sql::engine_backend {
   std::optional<lease_info> try_acquire(const lock_request& req) override {
     if (notifier_) tl_snapshot = {this, notifier_->seq()};
     if (!advisory_) return engine_backend::try_acquire(req);
-    sql::params p;
-    p.name = req.name;
-    p.owner = req.owner;
-    p.lease_ms = req.lease.count();
-    p.holder = req.holder;
-    p.mode = dialect_.mode;
+    sql::params p = params_for(req);
     for (unsigned attempt = 0;; ++attempt) {
       auto s = pick_session();
       std::lock_guard g(s->m);
@@ -418,7 +413,7 @@ class pg_backend final : public sql::engine_backend {
     auto [s, g] = holding_session(l);
     if (!s) return false;
     try {
-      auto r = s->conn->run(dialect_.renew, params_of(l));
+      auto r = s->conn->run(dialect_.renew, params_for(l));
       bool ok = !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
       if (!ok) s->holds.erase(l.name);
       return ok;
@@ -433,7 +428,7 @@ class pg_backend final : public sql::engine_backend {
     auto [s, g] = holding_session(l);
     if (!s) return false;
     try {
-      auto r = s->conn->run(dialect_.release, params_of(l));
+      auto r = s->conn->run(dialect_.release, params_for(l));
       s->holds.erase(l.name);
       return !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
     } catch (const connection_error&) {
@@ -480,13 +475,6 @@ class pg_backend final : public sql::engine_backend {
   }
 
   // The parameters of renew/release for a lease.
-  sql::params params_of(const lease_info& l) const {
-    sql::params p;
-    p.name = l.name;
-    p.owner = l.owner;
-    p.mode = dialect_.mode;
-    return p;
-  }
 
   std::shared_ptr<session> pick_session() {
     std::lock_guard g(sessions_m_);

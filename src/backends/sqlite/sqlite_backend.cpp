@@ -73,7 +73,11 @@ class sqlite_connection final : public sql::connection {
                          static_cast<int>(std::min<std::int64_t>(busy_timeout.count(), 1 << 30)));
     try {
       install_functions(db_);
-      execute_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+      // Switching a new file to WAL needs an exclusive lock, for which SQLite may answer
+      // "busy" at once instead of waiting: retry within the busy timeout.
+      sql::retry_transient(
+          [&] { execute_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); },
+          busy_timeout);
     } catch (...) {
       sqlite3_close(db_);
       throw;

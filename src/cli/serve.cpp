@@ -30,7 +30,7 @@ input{padding:4px;width:20em}
 <script>
 const readOnly = READ_ONLY;
 async function info(){const r=await fetch('api/info');const j=await r.json();
- document.getElementById('info').textContent=j.backend+' — '+(j.mode||'')+(readOnly?' (read-only)':'');}
+ document.getElementById('info').textContent=j.backend+(readOnly?' (read-only)':'');}
 function cell(tr,text,cls){const td=document.createElement('td');td.textContent=text;if(cls)td.className=cls;tr.appendChild(td);return td;}
 async function refresh(){
  try{

@@ -16,6 +16,7 @@ namespace sqlock::memory {
 struct faults {
   std::atomic<bool> down{false};           ///< every call throws connection_error
   std::atomic<bool> renew_refused{false};  ///< renew() reports the hold gone
+  std::atomic<bool> hang{false};           ///< try_acquire()/renew() block until cleared
 };
 
 /// The store named `name` ("" = process-wide default); created on first use.

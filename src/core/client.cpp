@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -24,7 +25,8 @@ struct hold {
   bool auto_renew = true;
   steady_time valid_until{};  // conservative: request sent + lease
   steady_time next_renewal{};
-  std::uint64_t id = 0;  // distinguishes holds of the same entry
+  bool in_flight = false;  // a background renewal of this hold is running
+  std::uint64_t id = 0;    // distinguishes holds of the same entry
 };
 
 /// Per-(client, name) state shared by every handle of that name: the local queue that lets one
@@ -54,6 +56,7 @@ class client_impl {
         opts_.waiting.notify_recheck.count() <= 0)
       throw config_error("wait policy durations must be > 0");
     renewer_ = std::thread([this] { renewal_loop(); });
+    worker_ = std::thread([this] { worker_loop(); });
   }
   ~client_impl() {
     {
@@ -61,7 +64,13 @@ class client_impl {
       stop_ = true;
     }
     cv_.notify_all();
+    {
+      std::lock_guard g(work_m_);
+      work_stop_ = true;
+    }
+    work_cv_.notify_all();
     renewer_.join();
+    worker_.join();  // waits for a backend call in progress to return (backends time out)
   }
 
   std::shared_ptr<local_entry> entry(const std::string& name) {
@@ -167,24 +176,36 @@ class client_impl {
   }
 
  private:
+  // The scheduler: hands due renewals to the worker and watches every hold's lease on
+  // steady_clock. It never calls the backend itself, so a backend call that hangs (a
+  // blackholed connection) cannot delay the loss signal: a hold whose renewal is still in
+  // flight when its lease runs out is reported lost on time.
   void renewal_loop() {
     std::unique_lock lk(m_);
     auto next_sweep =
         opts_.sweep_every.count() > 0 ? clock::now() + opts_.sweep_every : steady_time::max();
     while (!stop_) {
-      // Find the earliest renewal due.
+      // Find the earliest renewal due and the holds whose lease ran out mid-renewal.
       steady_time next = next_sweep;
       std::vector<std::shared_ptr<local_entry>> due;
+      std::vector<std::pair<std::shared_ptr<local_entry>, std::uint64_t>> expired;
       auto now = clock::now();
       for (auto& [ptr, e] : renewing_) {
         std::lock_guard eg(e->m);
-        if (!e->current || !e->current->auto_renew) continue;
-        if (e->current->next_renewal <= now)
+        if (!e->current || !e->current->auto_renew || e->lost) continue;
+        if (e->current->in_flight) {
+          if (e->current->valid_until <= now)
+            expired.emplace_back(e, e->current->id);
+          else
+            next = std::min(next, e->current->valid_until);
+        } else if (e->current->next_renewal <= now) {
+          e->current->in_flight = true;
           due.push_back(e);
-        else
+        } else {
           next = std::min(next, e->current->next_renewal);
+        }
       }
-      if (due.empty() && now < next_sweep) {
+      if (due.empty() && expired.empty() && now < next_sweep) {
         wake_at_ = next;
         if (next == steady_time::max())
           cv_.wait(lk);
@@ -194,17 +215,66 @@ class client_impl {
         continue;
       }
       lk.unlock();
-      for (auto& e : due) renew_now(*e);
-      if (clock::now() >= next_sweep) {
+      for (auto& [e, id] : expired) {
+        std::unique_lock el(e->m);
+        mark_lost(*e, id, el);
+      }
+      bool sweep = clock::now() >= next_sweep;
+      if (sweep) next_sweep = clock::now() + opts_.sweep_every;
+      if (!due.empty() || sweep) {
+        {
+          std::lock_guard g(work_m_);
+          for (auto& e : due) work_.push_back(e);
+          if (sweep) work_.push_back(nullptr);  // null = a sweep
+        }
+        work_cv_.notify_one();
+      }
+      lk.lock();
+    }
+  }
+
+  // Runs renewals (and sweeps) one at a time, off the scheduler thread.
+  void worker_loop() {
+    std::unique_lock lk(work_m_);
+    for (;;) {
+      work_cv_.wait(lk, [&] { return work_stop_ || !work_.empty(); });
+      if (work_stop_) return;
+      auto e = std::move(work_.front());
+      work_.pop_front();
+      lk.unlock();
+      if (e) {
+        renew_in_background(*e);
+      } else {
         try {
           backend_->sweep();
         } catch (...) {
           // Sweeping is best effort; the next round tries again.
         }
-        next_sweep = clock::now() + opts_.sweep_every;
       }
       lk.lock();
     }
+  }
+
+  void renew_in_background(local_entry& e) {
+    std::uint64_t id = 0;
+    {
+      std::lock_guard g(e.m);
+      if (!e.current) return;
+      id = e.current->id;
+    }
+    try {
+      renew_now(e);
+    } catch (...) {
+      // Released meanwhile (usage_error) or a failure renew_now already recorded.
+    }
+    steady_time next{};
+    {
+      std::lock_guard g(e.m);
+      if (!e.current || e.current->id != id) return;
+      e.current->in_flight = false;
+      next = e.current->next_renewal;
+    }
+    poke(next);
   }
 
   std::shared_ptr<backend> backend_;
@@ -217,6 +287,11 @@ class client_impl {
   std::map<local_entry*, std::shared_ptr<local_entry>> renewing_;
   std::uint64_t gc_counter_ = 0;
   std::thread renewer_;
+  std::mutex work_m_;
+  std::condition_variable work_cv_;
+  std::deque<std::shared_ptr<local_entry>> work_;  // renewals to run; null = sweep
+  bool work_stop_ = false;
+  std::thread worker_;
 };
 
 }  // namespace detail

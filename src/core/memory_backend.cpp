@@ -1,6 +1,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
@@ -44,6 +45,7 @@ class memory_backend final : public backend {
       : s_(std::move(s)), name_(std::move(name)) {}
 
   std::optional<lease_info> try_acquire(const lock_request& req) override {
+    hang_while_asked();
     std::lock_guard g(s_->m);
     check_up();
     auto now = clock::now();
@@ -55,6 +57,7 @@ class memory_backend final : public backend {
   }
 
   bool renew(const lease_info& l, milliseconds d) override {
+    hang_while_asked();
     std::lock_guard g(s_->m);
     check_up();
     if (s_->f.renew_refused) return false;
@@ -128,6 +131,10 @@ class memory_backend final : public backend {
   std::string kind() const override { return "memory"; }
 
  private:
+  // Fault injection: a backend call that does not return (a blackholed connection).
+  void hang_while_asked() const {
+    while (s_->f.hang) std::this_thread::sleep_for(milliseconds(5));
+  }
   void check_up() const {
     if (s_->f.down) throw connection_error("memory store '" + name_ + "' is down (fault injected)");
   }

@@ -194,3 +194,20 @@ TEST(core, a_destroyed_handle_never_releases_a_later_hold) {
   t.join();
   EXPECT_TRUE(b.make_lock("later").try_lock());
 }
+
+TEST(core, a_hung_backend_call_does_not_delay_the_loss_signal) {
+  store s;
+  auto c = s.connect();
+  auto l = c.make_lock("hung", {.lease = 300ms});
+  std::atomic<int> calls{0};
+  l.on_lost([&](const std::string&) { ++calls; });
+  l.lock();
+  s.faults().hang = true;  // the next renewal never returns while this is set
+  for (int i = 0; i < 150 && !l.lost(); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(l.lost());
+  EXPECT_EQ(calls.load(), 1);
+  s.faults().hang = false;
+  l.unlock();
+  EXPECT_TRUE(l.try_lock_for(2s));
+  l.unlock();
+}

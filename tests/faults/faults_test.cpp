@@ -1,0 +1,119 @@
+// Network faults between a client and a real server, through tests/support/tcp_proxy.hpp:
+// a blackholed path while a lock is held, a reset of every connection, a server that is down.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "sqlock/client.hpp"
+#include "sqlock/sql_engine.hpp"
+#include "sqlock/url.hpp"
+#include "tcp_proxy.hpp"
+#include "test_env.hpp"
+
+namespace sqlock::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct server {
+  const char* name;
+  const char* url_var;
+};
+
+class faults : public ::testing::TestWithParam<server> {
+ protected:
+  void SetUp() override {
+    SQLOCK_REQUIRE_URL(GetParam().url_var, base_);
+    auto u = url::parse(base_);
+    ASSERT_FALSE(u.hosts.empty());
+    host_ = u.hosts[0].host == "localhost" ? "127.0.0.1" : u.hosts[0].host;
+    port_ = u.hosts[0].port;
+    // A fresh server has no schema yet: install it unless it is current (other test programs
+    // may be using it right now, so never re-run a current one).
+    register_builtin_backends();
+    auto b = make_backend(base_);
+    try {
+      b->verify();
+    } catch (const config_error&) {
+      if (auto* e = dynamic_cast<sql::engine_backend*>(b.get())) e->migrate();
+    }
+    proxy_ = std::make_unique<tcp_proxy>(host_, port_);
+    via_ = with_port(proxy_->port());
+  }
+  // The base URL with its host:port replaced by 127.0.0.1:port.
+  std::string with_port(int port) const {
+    std::string from = url::parse(base_).hosts[0].host + ":" + std::to_string(port_);
+    std::string out = base_;
+    auto at = out.find(from);
+    EXPECT_NE(at, std::string::npos);
+    return out.replace(at, from.size(), "127.0.0.1:" + std::to_string(port));
+  }
+
+  std::string base_, host_, via_;
+  int port_ = 0;
+  std::unique_ptr<tcp_proxy> proxy_;
+};
+
+TEST_P(faults, blackholed_holder_reports_loss_and_never_frees_the_next_hold) {
+  auto a = sqlock::connect(via_);
+  auto b = sqlock::connect(base_);
+  auto n = unique_name("blackhole");
+  auto la = a.make_lock(n, {.lease = 1500ms});
+  std::atomic<int> calls{0};
+  la.on_lost([&](const std::string&) { ++calls; });
+  la.lock();
+  proxy_->blackhole(true);
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(20s));  // the server lets the lease run out
+  for (int i = 0; i < 500 && !la.lost(); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(la.lost());
+  EXPECT_EQ(calls.load(), 1);
+  proxy_->blackhole(false);
+  la.unlock();  // owner-checked: b keeps its hold
+  auto c = sqlock::connect(base_);
+  EXPECT_FALSE(c.make_lock(n).try_lock());
+  lb.unlock();
+}
+
+TEST_P(faults, reset_connections_do_not_lose_a_lease) {
+  auto a = sqlock::connect(via_);
+  auto b = sqlock::connect(base_);
+  auto n = unique_name("reset");
+  auto la = a.make_lock(n, {.lease = 5s});
+  la.lock();
+  proxy_->reset_all();
+  std::this_thread::sleep_for(100ms);
+  bool renewed = false;
+  for (int i = 0; i < 5 && !renewed; ++i) {  // the first call may meet the broken connection
+    try {
+      renewed = la.renew();
+    } catch (const connection_error&) {
+    }
+  }
+  EXPECT_TRUE(renewed);
+  EXPECT_FALSE(la.lost());
+  EXPECT_FALSE(b.make_lock(n).try_lock());
+  la.unlock();
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(5s));
+  lb.unlock();
+}
+
+TEST_P(faults, a_server_that_is_down_is_a_connection_error) {
+  int closed_port = 0;
+  {
+    tcp_proxy probe("127.0.0.1", 9);  // only to reserve an ephemeral port number
+    closed_port = probe.port();
+  }
+  EXPECT_THROW(sqlock::connect(with_port(closed_port)), connection_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(servers, faults,
+                         ::testing::Values(server{"postgres", "SQLOCK_TEST_POSTGRES_URL"},
+                                           server{"mysql", "SQLOCK_TEST_MYSQL_URL"},
+                                           server{"redis", "SQLOCK_TEST_REDIS_URL"}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+}  // namespace
+}  // namespace sqlock::test

@@ -33,6 +33,7 @@ struct lease_info {
   std::string owner;            ///< the owner token used to acquire
   std::uint64_t fence = 0;      ///< fencing token: strictly rises across holders of a name
   std::shared_ptr<void> state;  ///< backend-private (session handle, node path, ...); may be null
+  bool waited = false;          ///< acquire() had to wait for it (contention statistics)
 };
 
 /// One row of `list()`: a lock as the backend sees it.
@@ -85,8 +86,9 @@ class backend {
   /// watch). The default sleeps until `until`.
   virtual void wait_for_change(std::string_view name, steady_time until);
 
-  /// Acquires, waiting until `deadline`: the default loops try_acquire() with backoff and
-  /// wait_for_change(). Queue-shaped backends override it to wait fairly.
+  /// Acquires, waiting until `deadline`; the first attempt is made at once. The default loops
+  /// try_acquire() with backoff and wait_for_change(). Queue-shaped backends override it to
+  /// wait fairly. A hold obtained after waiting has `waited` set.
   virtual std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
                                             const wait_policy& policy);
 

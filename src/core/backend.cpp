@@ -19,7 +19,10 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
                                            const wait_policy& policy) {
   const bool notify = caps().notify;
   for (unsigned attempt = 0;; ++attempt) {
-    if (auto l = try_acquire(req)) return l;
+    if (auto l = try_acquire(req)) {
+      l->waited = attempt > 0;
+      return l;
+    }
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return std::nullopt;
     // With notification the wait ends early on a release; the timeout is only a bounded

@@ -441,11 +441,10 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   std::optional<lease_info> got;
   bool contended = false;
   try {
-    got = c.b().try_acquire(req);
-    if (!got && wait && clock::now() < deadline) {
-      contended = true;
-      got = c.b().acquire(req, deadline, c.opts().waiting);
-    }
+    // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
+    // round trip (and no extra queue node on ZooKeeper) before the wait begins.
+    got = wait ? c.b().acquire(req, deadline, c.opts().waiting) : c.b().try_acquire(req);
+    contended = got && got->waited;
   } catch (...) {
     lk.lock();
     e.busy = false;

@@ -54,13 +54,17 @@ class mysql_backend final : public sql::engine_backend {
   std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
                                     const wait_policy& policy) override {
     if (!advisory_) return engine_backend::acquire(req, deadline, policy);
-    // GET_LOCK with a timeout waits in the server and is woken by the release itself: no
-    // polling, and the handoff costs one server wake-up.
+    if (auto l = advisory_attempt(req, milliseconds(0))) return l;
+    // Busy: GET_LOCK with a timeout waits in the server and is woken by the release itself:
+    // no polling, and the handoff costs one server wake-up.
     for (;;) {
       auto now = std::chrono::steady_clock::now();
       if (now >= deadline) return std::nullopt;
       auto left = std::chrono::ceil<milliseconds>(deadline - now);
-      if (auto l = advisory_attempt(req, std::min(left, wait_chunk_))) return l;
+      if (auto l = advisory_attempt(req, std::min(left, wait_chunk_))) {
+        l->waited = true;
+        return l;
+      }
     }
   }
 

@@ -848,6 +848,7 @@ class zk_backend final : public backend {
     std::optional<node_record> rec = record_of(req.owner, s.epoch);
     std::optional<std::vector<queue_node>> listing;
     if (!rec) rec = create_node(s, req, op_deadline(s), &listing);
+    bool waited = false;
     for (;;) {
       auto until = std::max(deadline, op_deadline(s));
       auto q = listing ? std::move(*listing) : queue(s, rec->parent, until);
@@ -861,8 +862,13 @@ class zk_backend final : public backend {
         rec = create_node(s, req, op_deadline(s));
         continue;
       }
-      if (me == q.begin()) return lease_of(*rec);
+      if (me == q.begin()) {
+        auto l = lease_of(*rec);
+        l.waited = waited;
+        return l;
+      }
       if (clock::now() >= deadline) break;
+      waited = true;
       const std::string pred = rec->parent + "/" + std::prev(me)->znode;
       waiter_slot slot(s);
       Stat st{};
@@ -879,7 +885,11 @@ class zk_backend final : public backend {
       stats_.waiting--;
       if (fired) {
         auto q2 = queue(s, rec->parent, until);
-        if (!q2.empty() && q2.front().znode == rec->znode) return lease_of(*rec);
+        if (!q2.empty() && q2.front().znode == rec->znode) {
+          auto l = lease_of(*rec);
+          l.waited = true;
+          return l;
+        }
         stats_.woken_not_first++;
         continue;
       }

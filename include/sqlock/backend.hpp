@@ -1,6 +1,9 @@
 // The seam between sqlock's core and a backend. A backend performs single attempts (acquire,
-// renew, release) against its store; everything about waiting, deadlines, renewal scheduling,
-// reentrancy and loss reporting lives once, in the core. A backend whose nature is a queue
+// renew, release) against its store, each bounded by the caller's deadline; everything about
+// waiting, renewal scheduling, reentrancy and loss reporting lives once, in the core. State
+// that one acquire() call needs between its attempts lives in a wait_state made for that call.
+// A backend whose holds can die outside any call (a session-bound hold whose connection
+// closed) tells the core at once through report_lost(). A backend whose nature is a queue
 // (ZooKeeper) may override acquire() to wait fairly; its public behaviour must stay identical
 // and is proven by the shared conformance suite.
 #pragma once
@@ -34,6 +37,8 @@ struct lease_info {
   std::uint64_t fence = 0;      ///< fencing token: strictly rises across holders of a name
   std::shared_ptr<void> state;  ///< backend-private (session handle, node path, ...); may be null
   bool waited = false;          ///< acquire() had to wait for it (contention statistics)
+  steady_time sent{};           ///< when the winning request was sent (epoch = not known):
+                                ///< the lease is valid from here, not from when acquire() returned
 };
 
 /// One row of `list()`: a lock as the backend sees it.
@@ -51,13 +56,14 @@ struct lock_status {
 struct capabilities {
   bool fencing = true;         ///< fence tokens strictly rise across holders of a name
   bool fencing_safe = true;    ///< tokens stay monotonic across server failover
-  bool notify = false;         ///< wait_for_change() is woken by the server on release
+  bool notify = false;         ///< open_wait() gives waits that the server ends on release
   bool fair = false;           ///< waiters are served in arrival order (acquire() overridden)
   bool session_bound = false;  ///< the hold dies with the connection/session, not by lease
   bool list = true;            ///< list() works
   bool force_release = true;   ///< force_release() works
   bool sweep = false;          ///< sweep() deletes expired rows
   bool cross_process = true;   ///< two processes exclude each other (false for memory:)
+  bool schema = false;         ///< the store has a schema: migrate() and migration_script() work
 };
 
 /// Waiting policy the core hands to acquire(): capped exponential backoff with full jitter.
@@ -65,30 +71,65 @@ struct wait_policy {
   milliseconds initial{2};            ///< first delay between attempts
   milliseconds cap{100};              ///< longest delay between attempts without notification
   milliseconds notify_recheck{1000};  ///< re-check interval when the backend can notify
+  milliseconds retry_cap{1000};       ///< longest delay before retrying a failed connection
+  milliseconds retry_for{30000};      ///< longest a waiter retries a store that does not
+                                      ///< answer (then connection_error); the deadline ends
+                                      ///< it sooner
+  milliseconds min_attempt{250};      ///< time one attempt may always take, even past the
+                                      ///< caller's deadline (try_lock(), try_lock_for(1ms))
 };
 
+/// What one acquire() call keeps between its attempts and waits: a subscription taken before
+/// the first attempt (so a release between a busy attempt and the wait is not missed), what the
+/// last busy attempt saw. Made by backend::open_wait() for that one call and destroyed with it:
+/// no state passes between calls any other way.
+class wait_state {
+ public:
+  virtual ~wait_state() = default;
+  /// Blocks until `until` or until the lock may have been released since the last attempt.
+  virtual void wait(steady_time until) = 0;
+};
+
+/// Told by a backend that a hold died outside any call (its session closed, its lease was
+/// revoked): the hold's name and owner token.
+using loss_listener = std::function<void(const std::string& name, const std::string& owner)>;
+
 /// Abstract backend. Every member may be called from several threads at once.
+///
+/// Time: every call that talks to the store returns (or throws connection_error) by the
+/// `deadline` it is given, whatever the store does; a backend bounds each exchange by the
+/// deadline and by its own I/O timeout, whichever comes first. steady_time::max() = no caller
+/// deadline (lock() waits forever), but every exchange is still bounded by the I/O timeout.
 class backend {
  public:
+  backend();
+  backend(const backend&) = delete;
+  backend& operator=(const backend&) = delete;
   virtual ~backend() = default;
 
-  /// One attempt. Empty result = busy (held by someone else), which is not an error.
-  virtual std::optional<lease_info> try_acquire(const lock_request& req) = 0;
+  /// One attempt. Empty result = busy (held by someone else), which is not an error. `ws` is
+  /// the wait state open_wait() made for the acquire() call this attempt belongs to, or null.
+  /// Throws connection_error when the outcome is unknown (a retry with the same owner token
+  /// finds its own hold: every backend's acquire is idempotent for its owner).
+  virtual std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                                wait_state* ws) = 0;
 
   /// Extends the lease of a hold. false = the hold is gone (expired and taken, forced, session
   /// died). Throws connection_error when the outcome is unknown.
-  virtual bool renew(const lease_info& lease, milliseconds duration) = 0;
+  virtual bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) = 0;
 
-  /// Owner-checked release; idempotent; false when nothing of this owner was held.
-  virtual bool release(const lease_info& lease) = 0;
+  /// Owner-checked release; idempotent; false when nothing of this owner was held. Throws
+  /// connection_error when the outcome is unknown (then the lease ends on the server).
+  virtual bool release(const lease_info& lease, steady_time deadline) = 0;
 
-  /// Blocks until `until` or until the lock `name` may have been released (NOTIFY, pub/sub,
-  /// watch). The default sleeps until `until`.
-  virtual void wait_for_change(std::string_view name, steady_time until);
+  /// The wait state of one acquire() call for `req`, made before its first attempt; null (the
+  /// default) when the store cannot tell about releases: the core then backs off.
+  virtual std::unique_ptr<wait_state> open_wait(const lock_request& req);
 
   /// Acquires, waiting until `deadline`; the first attempt is made at once. The default loops
-  /// try_acquire() with backoff and wait_for_change(). Queue-shaped backends override it to
-  /// wait fairly. A hold obtained after waiting has `waited` set.
+  /// try_acquire() with waits on open_wait()'s state (or capped jittered backoff without one)
+  /// and retries connection errors with backoff until the deadline, then rethrows the last.
+  /// Queue-shaped backends override it to wait fairly. Sets `waited` and `sent`.
   virtual std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
                                             const wait_policy& policy);
 
@@ -105,10 +146,18 @@ class backend {
   /// schema is current (config_error naming `sqlock migrate` otherwise). Default: nothing.
   virtual void verify() {}
 
+  /// Applies the store's schema migrations and routines; returns the schema version after.
+  /// Default (stores without a schema, caps().schema false) throws unsupported.
+  virtual int migrate();
+
+  /// The whole install script `sqlock migrate --print` shows. Default throws unsupported.
+  virtual std::string migration_script() const;
+
   /// Declared capabilities.
   virtual capabilities caps() const noexcept = 0;
 
-  /// Short description for logs and bench output: "sqlite:/path (pessimistic)".
+  /// Short description for logs and bench output: "sqlite:/path (pessimistic)". Never shows
+  /// a password.
   virtual std::string describe() const = 0;
 
   /// Name of the backend kind ("sqlite", "postgresql", ...).
@@ -116,7 +165,25 @@ class backend {
 
   /// Mode the backend runs in ("pessimistic", "optimistic", "advisory", "" when not applicable).
   virtual std::string mode() const { return {}; }
+
+  /// Registers a listener for holds that die outside any call; returns its id. Thread-safe.
+  std::uint64_t add_loss_listener(loss_listener l);
+  /// Removes a listener: it is not called by report_lost() calls that start afterwards (one
+  /// already running may still call it, so a listener must hold only weak references).
+  void remove_loss_listener(std::uint64_t id);
+
+ protected:
+  /// Tells every loss listener that the hold (`name`, `owner`) is gone. Call it from the thread
+  /// that noticed (a session watcher); never while holding a lock a listener could need.
+  void report_lost(const std::string& name, const std::string& owner);
+
+ private:
+  struct listeners;
+  std::shared_ptr<listeners> listeners_;
 };
+
+/// The earlier of `deadline` and now + `io_timeout`: how long one exchange with a store may take.
+steady_time exchange_bound(steady_time deadline, milliseconds io_timeout);
 
 /// Creates a backend from a parsed URL (see url.hpp). Registered per scheme.
 class url;

@@ -20,6 +20,13 @@ class config_error : public error {
   using error::error;
 };
 
+/// The store refused our credentials or permissions (bad password, unknown user, no EXECUTE
+/// grant, TLS refused). A config_error: retrying with the same settings will not help.
+class auth_error : public config_error {
+ public:
+  using config_error::config_error;
+};
+
 /// The backend could not be reached or the connection broke; retrying may help.
 class connection_error : public error {
  public:
@@ -51,7 +58,9 @@ class unsupported : public error {
   using error::error;
 };
 
-/// The API was used wrongly (unlock of a lock not held, fence() while not held, ...).
+/// The API was used wrongly (fence() or renew() while not held, a moved-from handle, ...).
+/// Not thrown by unlock(): unlock() of a lock this thread does not hold does nothing and
+/// records the misuse in mutex::last_error().
 class usage_error : public error {
  public:
   using error::error;

@@ -91,8 +91,9 @@ class connection {
  public:
   virtual ~connection() = default;
   /// Runs `op` atomically (a transaction when it has several statements) and returns the rows
-  /// of its last statement. Throws transient_error, connection_error or backend_error.
-  virtual rows run(const operation& op, const params& p) = 0;
+  /// of its last statement, by `deadline` (else connection_error, and the connection is not
+  /// used again). Throws transient_error, connection_error or backend_error.
+  virtual rows run(const operation& op, const params& p, steady_time deadline) = 0;
   /// Runs a script of several statements (a migration or routine file) as the DBA would.
   virtual void execute_script(std::string_view script) = 0;
   /// Plain query without parameters (schema checks); rows as text.
@@ -134,7 +135,7 @@ struct dialect {
   /// Rewrites a file before it is run or printed (schema name substitution); identity if empty.
   std::function<std::string(std::string_view)> render;
   std::int64_t sweep_batch = 1000;  ///< :limit for sweep()
-  bool notify = false;              ///< set when the backend overrides wait_for_change
+  bool notify = false;              ///< set when the backend overrides open_wait()
 };
 
 /// Opens a new connection; throws connection_error when the server cannot be reached.
@@ -158,9 +159,10 @@ class engine_backend : public backend {
   engine_backend(bundle b, dialect d, connector open, std::string url_text,
                  std::size_t pool_size = 4);
 
-  std::optional<lease_info> try_acquire(const lock_request& req) override;
-  bool renew(const lease_info& lease, milliseconds duration) override;
-  bool release(const lease_info& lease) override;
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                        wait_state* ws) override;
+  bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
+  bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
   bool force_release(std::string_view name) override;
   std::size_t sweep() override;
@@ -178,12 +180,20 @@ class engine_backend : public backend {
   /// Opt in to migrating at connect (URL flag `migrate=auto`); off by default for servers.
   void set_auto_migrate(bool on) { auto_migrate_ = on; }
   /// Applies migrations; returns the version afterwards.
-  int migrate();
+  int migrate() override;
   /// The install script for --print.
-  std::string migration_script() const;
+  std::string migration_script() const override;
 
-  /// Runs an operation on a pooled connection, retrying transient errors.
-  rows run(const operation& op, const params& p);
+  /// Runs an operation on a pooled connection by `deadline`, retrying transient errors and
+  /// replacing a broken pooled connection once while time is left.
+  rows run(const operation& op, const params& p, steady_time deadline);
+  /// The deadline of an administrative call (list, force_release, sweep, fence_check, schema
+  /// checks): now + the I/O timeout.
+  steady_time admin_deadline() const;
+  /// Sets the I/O timeout: the longest one exchange with the server may take (URL `timeout=`).
+  void set_io_timeout(milliseconds t) { io_timeout_ = t; }
+  /// The I/O timeout.
+  milliseconds io_timeout() const { return io_timeout_; }
   /// Runs `fn` with a pooled connection (dropped from the pool if `fn` throws connection_error).
   void with_connection(const std::function<void(connection&)>& fn);
 
@@ -209,9 +219,16 @@ class engine_backend : public backend {
   std::mutex pool_mutex_;
   std::vector<std::unique_ptr<connection>> idle_;
   bool auto_migrate_ = false;
+  milliseconds io_timeout_{5000};
 };
 
 /// True for "1", "t", "true", "yes" (any case); false for NULL and anything else.
 bool truthy(const std::optional<std::string>& v);
+/// True when the first column of the first row is truthy: the answer of renew, release,
+/// force_release and fence_check routines.
+bool says_true(const rows& r);
+/// A fencing token (or count) as the database printed it; backend_error naming `what` when it
+/// is NULL or not a decimal number.
+std::uint64_t decode_u64(const std::optional<std::string>& v, const char* what);
 
 }  // namespace sqlock::sql

@@ -44,19 +44,36 @@ class url {
   std::string redacted() const;
   /// Throws config_error if a query key is not in `allowed`.
   void check_params(const std::vector<std::string>& allowed) const;
-  /// Query parameter `key` parsed with parse_duration(); nullopt when absent.
-  std::optional<std::chrono::milliseconds> duration_param(const std::string& key) const;
+  // Typed readers of query parameters, the one way every backend reads its options. Each
+  // returns nullopt when the parameter is absent and throws config_error naming the key, the
+  // (redacted) URL and what is accepted when the value is malformed or out of range.
+
+  /// A duration (parse_duration()) within [min, max].
+  std::optional<std::chrono::milliseconds> duration_param(
+      const std::string& key, std::chrono::milliseconds min = std::chrono::milliseconds(0),
+      std::chrono::milliseconds max = std::chrono::milliseconds::max()) const;
+  /// A whole number within [min, max] (decimal digits only).
+  std::optional<std::int64_t> count_param(const std::string& key, std::int64_t min,
+                                          std::int64_t max) const;
+  /// A switch: on/off, true/false, yes/no, 1/0 (any case).
+  std::optional<bool> flag_param(const std::string& key) const;
+  /// One of `choices` (exact match).
+  std::optional<std::string> choice_param(const std::string& key,
+                                          const std::vector<std::string>& choices) const;
 };
 
-/// Percent-decodes `s`; throws config_error on a bad escape.
+/// `text` (a URL that may not parse) with any password replaced by "***": for messages.
+std::string redact_url(std::string_view text);
+
+/// Percent-decodes `s`; throws config_error on a bad escape (the message does not repeat `s`).
 std::string percent_decode(std::string_view s);
 /// Percent-encodes everything except unreserved characters.
 std::string percent_encode(std::string_view s);
 /// Percent-encodes (upper-case %XX) every byte for which `plain` returns false.
 std::string percent_encode(std::string_view s, bool (*plain)(unsigned char));
 
-/// Parses "250ms", "30s", "5m", "1h", "1.5s"; a bare number is seconds. Negative, empty or
-/// malformed input throws config_error; "0" is allowed and returns 0ms.
+/// Parses "250ms", "30s", "5m", "1h", "1.5s"; a bare number is seconds. Negative, empty,
+/// space-padded or malformed input throws config_error; "0" is allowed and returns 0ms.
 std::chrono::milliseconds parse_duration(std::string_view text);
 
 /// `epoch_ms` (milliseconds since the Unix epoch, >= 0) as UTC ISO-8601 text with milliseconds:

@@ -5,7 +5,6 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "sqlock/url.hpp"
 
 using namespace sqlock;
@@ -54,16 +53,15 @@ int release_command(const std::string& url_text, const std::string& name, bool f
 int migrate_command(const std::string& url_text, bool print) {
   register_builtin_backends();
   auto b = make_backend(resolve_url(url_text));
-  auto* e = dynamic_cast<sql::engine_backend*>(b.get());
-  if (!e) {
+  if (!b->caps().schema) {
     std::cout << b->kind() << " keeps no schema: nothing to migrate\n";
     return ok;
   }
   if (print) {
-    std::cout << e->migration_script();
+    std::cout << b->migration_script();
     return ok;
   }
-  int v = e->migrate();
+  int v = b->migrate();
   std::cout << "schema of " << b->describe() << " is at version " << v << "\n";
   return ok;
 }

@@ -11,26 +11,98 @@
 
 namespace sqlock {
 
-void backend::wait_for_change(std::string_view, steady_time until) {
-  std::this_thread::sleep_until(until);
+std::unique_ptr<wait_state> backend::open_wait(const lock_request&) {
+  return nullptr;
 }
 
 std::optional<lease_info> backend::acquire(const lock_request& req, steady_time deadline,
                                            const wait_policy& policy) {
-  const bool notify = caps().notify;
-  for (unsigned attempt = 0;; ++attempt) {
-    if (auto l = try_acquire(req)) {
-      l->waited = attempt > 0;
+  auto ws = open_wait(req);
+  unsigned busy = 0;      // busy attempts so far
+  unsigned failures = 0;  // consecutive attempts whose outcome was unknown
+  steady_time failing_since{};
+  for (;;) {
+    const auto sent = std::chrono::steady_clock::now();
+    std::optional<lease_info> l;
+    try {
+      l = try_acquire(req, std::max(deadline, sent + policy.min_attempt), ws.get());
+      failures = 0;
+    } catch (const connection_error&) {
+      // The store is restarting, a connection was reset, a call ran out of time: try again
+      // within the deadline (the same owner token finds its own hold if the reply was lost).
+      auto now = std::chrono::steady_clock::now();
+      if (failures == 0) failing_since = sent;
+      if (now >= deadline || now - failing_since >= policy.retry_for) throw;
+      auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
+      std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
+      continue;
+    }
+    if (l) {
+      l->waited = busy > 0;
+      l->sent = sent;
       return l;
     }
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return std::nullopt;
-    // With notification the wait ends early on a release; the timeout is only a bounded
+    // With a wait state the wait ends early on a release; the timeout is only a bounded
     // re-check in case a notification was missed. Without it: capped jittered backoff.
-    auto delay =
-        notify ? policy.notify_recheck : backoff_delay(attempt, policy.initial, policy.cap);
-    wait_for_change(req.name, std::min<steady_time>(now + delay, deadline));
+    if (ws) {
+      ws->wait(std::min<steady_time>(now + policy.notify_recheck, deadline));
+    } else {
+      auto delay = backoff_delay(busy, policy.initial, policy.cap);
+      std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
+    }
+    ++busy;
   }
+}
+
+int backend::migrate() {
+  throw unsupported(kind() + " keeps no schema: nothing to migrate");
+}
+
+std::string backend::migration_script() const {
+  throw unsupported(kind() + " keeps no schema: nothing to migrate");
+}
+
+struct backend::listeners {
+  std::mutex m;
+  std::map<std::uint64_t, loss_listener> all;
+  std::uint64_t next = 1;
+};
+
+backend::backend() : listeners_(std::make_shared<listeners>()) {}
+
+std::uint64_t backend::add_loss_listener(loss_listener l) {
+  std::lock_guard g(listeners_->m);
+  auto id = listeners_->next++;
+  listeners_->all.emplace(id, std::move(l));
+  return id;
+}
+
+void backend::remove_loss_listener(std::uint64_t id) {
+  std::lock_guard g(listeners_->m);
+  listeners_->all.erase(id);
+}
+
+void backend::report_lost(const std::string& name, const std::string& owner) {
+  std::vector<loss_listener> copy;
+  {
+    std::lock_guard g(listeners_->m);
+    for (auto& [id, l] : listeners_->all) copy.push_back(l);
+  }
+  for (auto& l : copy) {
+    try {
+      l(name, owner);
+    } catch (...) {
+      // A listener's failure must not stop the backend's watcher.
+    }
+  }
+}
+
+steady_time exchange_bound(steady_time deadline, milliseconds io_timeout) {
+  auto now = std::chrono::steady_clock::now();
+  if (deadline - now <= io_timeout) return deadline;
+  return now + io_timeout;
 }
 
 std::vector<lock_status> backend::list(std::string_view) {

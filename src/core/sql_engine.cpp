@@ -134,20 +134,22 @@ std::string rendered(const dialect& d, std::string_view text) {
   return d.render ? d.render(text) : std::string(text);
 }
 
-std::uint64_t to_u64(const std::optional<std::string>& v, const char* what) {
+}  // namespace
+
+std::uint64_t decode_u64(const std::optional<std::string>& v, const char* what) {
   if (!v) throw backend_error(std::string("NULL ") + what + " from the database");
   std::uint64_t x = 0;
   auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
-  if (ec != std::errc()) throw backend_error(std::string("bad ") + what + " '" + *v + "'");
+  if (ec != std::errc() || p != v->data() + v->size())
+    throw backend_error(std::string("bad ") + what + " '" + *v + "' from the database");
   return x;
 }
-}  // namespace
 
 int schema_version(connection& c, const dialect& d) {
   if (c.query(d.version_table_query).empty()) return 0;
   auto r = c.query(d.version_query);
   if (r.empty() || r[0].empty() || !r[0][0]) return 0;
-  return static_cast<int>(to_u64(r[0][0], "schema version"));
+  return static_cast<int>(decode_u64(r[0][0], "schema version"));
 }
 
 int migrate(connection& c, const bundle& b, const dialect& d) {
@@ -194,6 +196,10 @@ bool truthy(const std::optional<std::string>& v) {
   return s == "1" || s == "t" || s == "true" || s == "yes";
 }
 
+bool says_true(const rows& r) {
+  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+}
+
 // ---- engine_backend ----
 
 engine_backend::engine_backend(bundle b, dialect d, connector open, std::string url_text,
@@ -234,24 +240,31 @@ void engine_backend::with_connection(const std::function<void(connection&)>& fn)
   checkin(std::move(c));
 }
 
-rows engine_backend::run(const operation& op, const params& p) {
-  // Transient errors (deadlock, serialization, busy) are retried with jittered backoff; a
-  // broken pooled connection is replaced once. Every operation is idempotent for its owner, so
-  // a retry after a lost reply cannot produce a false "busy" or a double acquisition.
+rows engine_backend::run(const operation& op, const params& p, steady_time deadline) {
+  // Transient errors (deadlock, serialization, busy) are retried with jittered backoff while
+  // the deadline allows; a broken pooled connection is replaced once. Every operation is
+  // idempotent for its owner, so a retry after a lost reply cannot produce a false "busy" or a
+  // double acquisition.
   bool reconnected = false;
   for (unsigned attempt = 0;; ++attempt) {
     try {
       rows r;
-      with_connection([&](connection& c) { r = c.run(op, p); });
+      with_connection(
+          [&](connection& c) { r = c.run(op, p, exchange_bound(deadline, io_timeout_)); });
       return r;
     } catch (const transient_error&) {
-      if (attempt >= 20) throw;
-      std::this_thread::sleep_for(backoff_delay(attempt, milliseconds(1), milliseconds(50)));
+      auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(50));
+      if (std::chrono::steady_clock::now() + pause >= deadline) throw;
+      std::this_thread::sleep_for(pause);
     } catch (const connection_error&) {
-      if (reconnected) throw;
+      if (reconnected || std::chrono::steady_clock::now() >= deadline) throw;
       reconnected = true;
     }
   }
+}
+
+steady_time engine_backend::admin_deadline() const {
+  return std::chrono::steady_clock::now() + io_timeout_;
 }
 
 params engine_backend::params_for(const lock_request& req) const {
@@ -273,27 +286,30 @@ params engine_backend::params_for(const lease_info& l, milliseconds lease) const
   return p;
 }
 
-std::optional<lease_info> engine_backend::try_acquire(const lock_request& req) {
+std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, steady_time deadline,
+                                                      wait_state*) {
   params p = params_for(req);
   for (unsigned attempt = 0;; ++attempt) {
-    auto r = run(dialect_.acquire, p);
+    auto r = run(dialect_.acquire, p, deadline);
     if (!r.empty() && !r[0].empty() && r[0][0])
-      return lease_info{req.name, req.owner, to_u64(r[0][0], "fence"), nullptr};
+      return lease_info{req.name, req.owner, decode_u64(r[0][0], "fence"), nullptr};
     bool cas_lost = !r.empty() && r[0].size() > 1 && r[0][1] && *r[0][1] == "retry";
-    if (!cas_lost || attempt >= 8) return std::nullopt;
-    // Optimistic mode lost a compare-and-set race: back off with jitter and try again.
-    std::this_thread::sleep_for(backoff_delay(attempt, milliseconds(1), milliseconds(20)));
+    if (!cas_lost) return std::nullopt;
+    // Optimistic mode lost a compare-and-set race to a writer that changed the row between
+    // our read and our write: back off with jitter and read again while the deadline allows
+    // (the lock may have been free all along); at the deadline it counts as busy.
+    auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(20));
+    if (std::chrono::steady_clock::now() + pause >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(pause);
   }
 }
 
-bool engine_backend::renew(const lease_info& l, milliseconds d) {
-  auto r = run(dialect_.renew, params_for(l, d));
-  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+bool engine_backend::renew(const lease_info& l, milliseconds d, steady_time deadline) {
+  return says_true(run(dialect_.renew, params_for(l, d), deadline));
 }
 
-bool engine_backend::release(const lease_info& l) {
-  auto r = run(dialect_.release, params_for(l));
-  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+bool engine_backend::release(const lease_info& l, steady_time deadline) {
+  return says_true(run(dialect_.release, params_for(l), deadline));
 }
 
 std::vector<lock_status> engine_backend::list(std::string_view prefix) {
@@ -301,12 +317,12 @@ std::vector<lock_status> engine_backend::list(std::string_view prefix) {
   p.prefix = std::string(prefix);
   p.mode = dialect_.mode;
   std::vector<lock_status> out;
-  for (auto& r : run(dialect_.list, p)) {
+  for (auto& r : run(dialect_.list, p, admin_deadline())) {
     if (r.size() < 7) throw backend_error("list returned " + std::to_string(r.size()) + " columns");
     lock_status s;
     s.name = r[0].value_or("");
     s.owner = r[1].value_or("");
-    s.fence = r[2] ? to_u64(r[2], "fence") : 0;
+    s.fence = r[2] ? decode_u64(r[2], "fence") : 0;
     s.acquired_at = r[3].value_or("");
     s.expires_at = r[4].value_or("");
     s.mode = r[5].value_or(dialect_.mode);
@@ -320,8 +336,7 @@ bool engine_backend::force_release(std::string_view name) {
   params p;
   p.name = std::string(name);
   p.mode = dialect_.mode;
-  auto r = run(dialect_.force_release, p);
-  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+  return says_true(run(dialect_.force_release, p, admin_deadline()));
 }
 
 std::size_t engine_backend::sweep() {
@@ -330,8 +345,8 @@ std::size_t engine_backend::sweep() {
   p.mode = dialect_.mode;
   std::size_t total = 0;
   for (;;) {  // bounded batches until a batch comes back short
-    auto r = run(dialect_.sweep, p);
-    std::size_t n = r.empty() || r[0].empty() || !r[0][0] ? 0 : to_u64(r[0][0], "count");
+    auto r = run(dialect_.sweep, p, admin_deadline());
+    std::size_t n = r.empty() || r[0].empty() || !r[0][0] ? 0 : decode_u64(r[0][0], "count");
     total += n;
     if (n < static_cast<std::size_t>(p.limit)) return total;
   }
@@ -342,25 +357,19 @@ bool engine_backend::fence_check(std::string_view name, std::uint64_t fence) {
   p.name = std::string(name);
   p.fence = static_cast<std::int64_t>(fence);
   p.mode = dialect_.mode;
-  auto r = run(dialect_.fence_check, p);
-  return !r.empty() && !r[0].empty() && truthy(r[0][0]);
+  return says_true(run(dialect_.fence_check, p, admin_deadline()));
 }
 
 capabilities engine_backend::caps() const noexcept {
   capabilities c;
   c.notify = dialect_.notify;
   c.sweep = true;
+  c.schema = true;
   return c;
 }
 
 std::string engine_backend::describe() const {
-  std::string shown;
-  try {
-    shown = url::parse(url_text_).redacted();
-  } catch (const error&) {
-    shown = url_text_;
-  }
-  return shown + " (" + dialect_.mode + ")";
+  return redact_url(url_text_) + " (" + dialect_.mode + ")";
 }
 
 void engine_backend::check_schema() {

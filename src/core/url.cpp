@@ -21,7 +21,17 @@ int hex_value(char c) {
 }
 
 [[noreturn]] void bad(std::string_view text, const std::string& why) {
-  throw config_error("bad URL '" + std::string(text) + "': " + why);
+  throw config_error("bad URL '" + redact_url(text) + "': " + why);
+}
+
+// Percent-decodes one part of a URL; a bad escape names the part, never its text (it may be
+// the password).
+std::string decode_part(std::string_view part, std::string_view whole, const char* what) {
+  try {
+    return percent_decode(part);
+  } catch (const config_error&) {
+    bad(whole, std::string("bad percent-escape in the ") + what);
+  }
 }
 
 url_host parse_host(std::string_view text, std::string_view whole) {
@@ -42,7 +52,7 @@ url_host parse_host(std::string_view text, std::string_view whole) {
       port = text.substr(colon + 1);
       text = text.substr(0, colon);
     }
-    h.host = percent_decode(text);
+    h.host = decode_part(text, whole, "host");
   }
   if (!port.empty()) {
     int p = 0;
@@ -62,7 +72,8 @@ std::string percent_decode(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%') {
       if (i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0)
-        throw config_error("bad percent-escape in '" + std::string(s) + "'");
+        throw config_error("bad percent-escape at byte " + std::to_string(i + 1) +
+                           " (expected %XX with two hex digits)");
       out.push_back(static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
       i += 2;
     } else {
@@ -122,10 +133,10 @@ url url::parse(std::string_view text) {
       std::string_view userinfo = authority.substr(0, at);
       authority = authority.substr(at + 1);
       if (auto c = userinfo.find(':'); c != std::string_view::npos) {
-        u.user = percent_decode(userinfo.substr(0, c));
-        u.password = percent_decode(userinfo.substr(c + 1));
+        u.user = decode_part(userinfo.substr(0, c), text, "user name");
+        u.password = decode_part(userinfo.substr(c + 1), text, "password");
       } else {
-        u.user = percent_decode(userinfo);
+        u.user = decode_part(userinfo, text, "user name");
       }
     }
     while (!authority.empty()) {
@@ -138,16 +149,16 @@ url url::parse(std::string_view text) {
       if (authority.empty()) bad(text, "trailing ',' in host list");
     }
   }
-  u.path = percent_decode(rest);
+  u.path = decode_part(rest, text, "path");
   while (!query.empty()) {
     auto amp = query.find('&');
     std::string_view kv = query.substr(0, amp);
     if (!kv.empty()) {
       auto eq = kv.find('=');
-      std::string key = percent_decode(kv.substr(0, eq));
+      std::string key = decode_part(kv.substr(0, eq), text, "query");
       if (key.empty()) bad(text, "empty query parameter name");
-      u.query[key] =
-          eq == std::string_view::npos ? std::string{} : percent_decode(kv.substr(eq + 1));
+      u.query[key] = eq == std::string_view::npos ? std::string{}
+                                                  : decode_part(kv.substr(eq + 1), text, "query");
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
@@ -169,15 +180,22 @@ std::optional<std::string> url::take(const std::string& key) {
 }
 
 std::string url::redacted() const {
-  if (!password) return original;
-  std::string out = original;
-  // Replace the password part of the authority, whatever its encoding was.
-  auto scheme_end = out.find("//");
-  auto at = out.find('@', scheme_end == std::string::npos ? 0 : scheme_end);
-  if (scheme_end != std::string::npos && at != std::string::npos) {
-    auto colon = out.find(':', scheme_end + 2);
-    if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
-  }
+  return redact_url(original);
+}
+
+std::string redact_url(std::string_view text) {
+  std::string out(text);
+  // The authority runs from "//" to the next '/', '?' or '#'; its user info ends at the last
+  // '@' in it (a password may contain '@' unescaped); the password follows the first ':'.
+  auto start = out.find("//");
+  if (start == std::string::npos) return out;
+  start += 2;
+  auto end = out.find_first_of("/?#", start);
+  if (end == std::string::npos) end = out.size();
+  auto at = out.rfind('@', end);
+  if (at == std::string::npos || at < start) return out;
+  auto colon = out.find(':', start);
+  if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
   return out;
 }
 
@@ -192,21 +210,83 @@ void url::check_params(const std::vector<std::string>& allowed) const {
   }
 }
 
-std::optional<std::chrono::milliseconds> url::duration_param(const std::string& key) const {
+namespace {
+[[noreturn]] void bad_param(const url& u, const std::string& key, const std::string& value,
+                            const std::string& want) {
+  throw config_error("URL parameter " + key + " must be " + want + " (got '" + value + "') in '" +
+                     u.redacted() + "'");
+}
+}  // namespace
+
+std::optional<std::chrono::milliseconds> url::duration_param(const std::string& key,
+                                                             std::chrono::milliseconds min,
+                                                             std::chrono::milliseconds max) const {
   auto it = query.find(key);
   if (it == query.end()) return std::nullopt;
-  return parse_duration(it->second);
+  auto range = [&] {
+    std::string r = "a duration";
+    if (min.count() > 0) r += " of at least " + std::to_string(min.count()) + "ms";
+    if (max != std::chrono::milliseconds::max())
+      r += std::string(min.count() > 0 ? " and" : "") + " of at most " +
+           std::to_string(max.count()) + "ms";
+    return r + " (250ms, 30s, 5m)";
+  };
+  std::chrono::milliseconds d{};
+  try {
+    d = parse_duration(it->second);
+  } catch (const config_error&) {
+    bad_param(*this, key, it->second, range());
+  }
+  if (d < min || d > max) bad_param(*this, key, it->second, range());
+  return d;
+}
+
+std::optional<std::int64_t> url::count_param(const std::string& key, std::int64_t min,
+                                             std::int64_t max) const {
+  auto it = query.find(key);
+  if (it == query.end()) return std::nullopt;
+  const auto& v = it->second;
+  std::int64_t n = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || v.front() == '-' || v.front() == '+' || ec != std::errc() ||
+      ptr != v.data() + v.size() || n < min || n > max)
+    bad_param(*this, key, v,
+              "a whole number from " + std::to_string(min) + " to " + std::to_string(max));
+  return n;
+}
+
+std::optional<bool> url::flag_param(const std::string& key) const {
+  auto it = query.find(key);
+  if (it == query.end()) return std::nullopt;
+  std::string v = it->second;
+  std::transform(v.begin(), v.end(), v.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (v == "on" || v == "true" || v == "yes" || v == "1") return true;
+  if (v == "off" || v == "false" || v == "no" || v == "0") return false;
+  bad_param(*this, key, it->second, "on or off (true/false, yes/no, 1/0)");
+}
+
+std::optional<std::string> url::choice_param(const std::string& key,
+                                             const std::vector<std::string>& choices) const {
+  auto it = query.find(key);
+  if (it == query.end()) return std::nullopt;
+  if (std::find(choices.begin(), choices.end(), it->second) != choices.end()) return it->second;
+  std::string list;
+  for (std::size_t i = 0; i < choices.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  bad_param(*this, key, it->second, list);
 }
 
 std::chrono::milliseconds parse_duration(std::string_view text) {
   std::string_view t = text;
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
   auto fail = [&](const std::string& why) -> std::chrono::milliseconds {
     throw config_error("bad duration '" + std::string(text) + "': " + why +
                        " (examples: 250ms, 30s, 5m, 1h)");
   };
   if (t.empty()) return fail("empty");
+  if (std::isspace(static_cast<unsigned char>(t.front())) ||
+      std::isspace(static_cast<unsigned char>(t.back())))
+    return fail("white space around the value");
   if (t.front() == '-') return fail("negative");
   std::size_t i = 0;
   while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;

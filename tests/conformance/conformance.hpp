@@ -93,7 +93,7 @@ TYPED_TEST_P(conformance, non_owner_release_is_a_noop) {
   auto la = a.make_lock(n);
   la.lock();
   // A release with a foreign owner token does nothing.
-  EXPECT_FALSE(b.get_backend().release(lease_info{n, random_token(), 0, nullptr}));
+  EXPECT_FALSE(b.get_backend().release(lease_info{n, random_token(), 0, nullptr}, soon()));
   auto lb = b.make_lock(n);
   EXPECT_FALSE(lb.try_lock());
   // unlock() of a handle that holds nothing does not throw and releases nothing.
@@ -177,8 +177,8 @@ TYPED_TEST_P(conformance, release_is_idempotent) {
   la.unlock();
   EXPECT_NO_THROW(la.unlock());
   if (!a.caps().session_bound) {
-    EXPECT_FALSE(a.get_backend().release(held));
-    EXPECT_FALSE(a.get_backend().release(held));
+    EXPECT_FALSE(a.get_backend().release(held, soon()));
+    EXPECT_FALSE(a.get_backend().release(held, soon()));
   }
   EXPECT_TRUE(la.try_lock());
   la.unlock();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -23,6 +24,11 @@ inline bool require_all() {
 inline std::string env(const char* var) {
   const char* v = std::getenv(var);
   return v ? std::string(v) : std::string();
+}
+
+/// A deadline for a direct backend call in a test: ten seconds from now.
+inline std::chrono::steady_clock::time_point soon() {
+  return std::chrono::steady_clock::now() + std::chrono::seconds(10);
 }
 
 /// A lock name no other test (or earlier run) uses.

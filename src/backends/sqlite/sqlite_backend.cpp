@@ -59,7 +59,8 @@ void boot_id_fn(sqlite3_context* ctx, int, sqlite3_value**) {
 
 class sqlite_connection final : public sql::connection {
  public:
-  sqlite_connection(const std::string& path, milliseconds busy_timeout) {
+  sqlite_connection(const std::string& path, milliseconds busy_timeout)
+      : busy_timeout_(busy_timeout) {
     int rc =
         sqlite3_open_v2(path.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -89,8 +90,13 @@ class sqlite_connection final : public sql::connection {
     sqlite3_close(db_);
   }
 
-  rows run(const sql::operation& op, const sql::params& p) override {
+  rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override {
     auto& stmts = prepared(op);
+    // Waiting for another writer ends at the deadline (SQLITE_BUSY, retried by the engine
+    // while the deadline allows).
+    auto left = std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto wait = std::clamp<milliseconds>(left, milliseconds(1), busy_timeout_);
+    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::int64_t>(wait.count(), 1 << 30)));
     exec_simple("BEGIN IMMEDIATE");
     rows out;
     try {
@@ -205,6 +211,7 @@ class sqlite_connection final : public sql::connection {
     return out;
   }
 
+  milliseconds busy_timeout_;
   sqlite3* db_ = nullptr;
   std::map<std::string, std::vector<sqlite3_stmt*>, std::less<>> cache_;
 };
@@ -247,6 +254,51 @@ void install_functions(sqlite3* db) {
 
 namespace {
 
+// One acquire() call's wait: any commit appends to the WAL file, so an inotify watch on it,
+// set up before the call's first attempt, wakes on every release after that attempt. The
+// watch is re-checked at a bounded interval: the WAL file may not exist yet (no commit since
+// the database was opened) or be reset after a checkpoint.
+class wal_watch final : public wait_state {
+ public:
+  explicit wal_watch(std::string path) : path_(std::move(path)) {
+    fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    arm();
+  }
+  ~wal_watch() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  wal_watch(const wal_watch&) = delete;
+  wal_watch& operator=(const wal_watch&) = delete;
+
+  void wait(steady_time until) override {
+    auto now = std::chrono::steady_clock::now();
+    auto limit = std::min<steady_time>(until, now + (armed_ ? recheck_armed : recheck_unarmed));
+    if (!armed_ || fd_ < 0) {
+      std::this_thread::sleep_until(limit);
+      arm();
+      return;
+    }
+    auto ms = std::chrono::ceil<milliseconds>(limit - now).count();
+    pollfd pfd{fd_, POLLIN, 0};
+    if (ms > 0) ::poll(&pfd, 1, static_cast<int>(ms));
+    char buf[4096];
+    while (::read(fd_, buf, sizeof buf) > 0) {
+    }
+  }
+
+ private:
+  static constexpr milliseconds recheck_armed{250};   // in case the WAL file was replaced
+  static constexpr milliseconds recheck_unarmed{20};  // no WAL file to watch yet
+
+  void arm() {
+    if (fd_ >= 0 && !armed_) armed_ = ::inotify_add_watch(fd_, path_.c_str(), IN_MODIFY) >= 0;
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  bool armed_ = false;
+};
+
 class sqlite_backend final : public sql::engine_backend {
  public:
   sqlite_backend(const std::string& path, const options& o)
@@ -258,21 +310,8 @@ class sqlite_backend final : public sql::engine_backend {
     migrate();  // the schema is created on first use: the file is the caller's own
   }
 
-  // Any commit appends to the WAL file: wake on its modification, with a short bounded re-check
-  // for a release that slipped in before the watch was set up.
-  void wait_for_change(std::string_view, steady_time until) override {
-    auto now = std::chrono::steady_clock::now();
-    auto limit = std::min<steady_time>(until, now + milliseconds(40 + jitter(20)));
-    int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (fd >= 0 && ::inotify_add_watch(fd, wal_path_.c_str(), IN_MODIFY) >= 0) {
-      auto ms = std::chrono::ceil<milliseconds>(limit - now).count();
-      pollfd pfd{fd, POLLIN, 0};
-      if (ms > 0) ::poll(&pfd, 1, static_cast<int>(ms));
-      ::close(fd);
-      return;
-    }
-    if (fd >= 0) ::close(fd);
-    std::this_thread::sleep_until(limit);
+  std::unique_ptr<wait_state> open_wait(const lock_request&) override {
+    return std::make_unique<wal_watch>(wal_path_);
   }
 
   capabilities caps() const noexcept override {
@@ -317,15 +356,10 @@ void register_sqlite() {
       throw config_error("SQLite URL takes a path, not a host: sqlite:/path/to/file.db (got '" +
                          u.redacted() + "')");
     sqlite::options o;
-    o.mode = u.param("mode", "pessimistic");
-    if (u.query.count("busy_timeout")) o.busy_timeout = parse_duration(u.param("busy_timeout"));
-    if (u.query.count("pool")) {
-      try {
-        o.pool = static_cast<std::size_t>(std::stoul(u.param("pool")));
-      } catch (const std::exception&) {
-        throw config_error("SQLite pool must be a number (got '" + u.param("pool") + "')");
-      }
-    }
+    o.mode = u.choice_param("mode", {"pessimistic", "optimistic"}).value_or("pessimistic");
+    o.busy_timeout = u.duration_param("busy_timeout", milliseconds(1)).value_or(o.busy_timeout);
+    o.pool = static_cast<std::size_t>(
+        u.count_param("pool", 1, 1000).value_or(static_cast<std::int64_t>(o.pool)));
     std::string path = u.path;
     if (path.empty()) {
       path = sqlite::default_path();

@@ -1,0 +1,258 @@
+// The renewal machinery of a client: a scheduler thread that hands due renewals to a worker
+// thread and watches every lease on steady_clock, and the loss reports of the backend.
+#include "client_impl.hpp"
+
+#include <algorithm>
+
+#include "sqlock/random.hpp"
+
+namespace sqlock::detail {
+
+using clock = std::chrono::steady_clock;
+
+client_impl::client_impl(std::shared_ptr<backend> b, client_options o)
+    : backend_(std::move(b)), opts_(std::move(o)) {
+  if (!backend_) throw config_error("client needs a backend");
+  if (opts_.holder.empty()) opts_.holder = default_holder();
+  const auto& w = opts_.waiting;
+  if (w.initial.count() <= 0 || w.cap.count() <= 0 || w.notify_recheck.count() <= 0 ||
+      w.retry_cap.count() <= 0 || w.min_attempt.count() <= 0 || w.retry_for.count() < 0)
+    throw config_error("wait policy durations must be > 0");
+  if (opts_.release_timeout.count() <= 0) throw config_error("release_timeout must be > 0");
+  renewer_ = std::thread([this] { renewal_loop(); });
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+client_impl::~client_impl() {
+  if (listener_ != 0) backend_->remove_loss_listener(listener_);
+  {
+    std::lock_guard g(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  {
+    std::lock_guard g(work_m_);
+    work_stop_ = true;
+  }
+  work_cv_.notify_all();
+  renewer_.join();
+  worker_.join();  // waits for a backend call in progress to return (each has a deadline)
+}
+
+void client_impl::attach() {
+  std::weak_ptr<client_impl> self = weak_from_this();
+  listener_ =
+      backend_->add_loss_listener([self](const std::string& name, const std::string& owner) {
+        if (auto c = self.lock()) c->backend_lost(name, owner);
+      });
+}
+
+void client_impl::backend_lost(const std::string& name, const std::string& owner) {
+  std::shared_ptr<local_entry> e;
+  {
+    std::lock_guard g(m_);
+    auto it = entries_.find(name);
+    if (it != entries_.end()) e = it->second.lock();
+  }
+  if (!e) return;
+  std::unique_lock lk(e->m);
+  if (e->current && e->current->lease.owner == owner) mark_lost(*e, e->current->id, lk);
+}
+
+std::shared_ptr<local_entry> client_impl::entry(const std::string& name) {
+  std::lock_guard g(m_);
+  auto& w = entries_[name];
+  if (auto e = w.lock()) return e;
+  auto e = std::make_shared<local_entry>(name);
+  w = e;
+  if (entries_.size() > 1024 && ++gc_counter_ % 1024 == 0) {
+    std::erase_if(entries_, [](const auto& kv) { return kv.second.expired(); });
+  }
+  return e;
+}
+
+void client_impl::watch(const std::shared_ptr<local_entry>& e, steady_time due) {
+  {
+    std::lock_guard g(m_);
+    renewing_[e.get()] = e;
+  }
+  poke(due);
+}
+
+void client_impl::poke(steady_time due) {
+  bool wake = false;
+  {
+    std::lock_guard g(m_);
+    wake = due < wake_at_;
+  }
+  if (wake) cv_.notify_all();
+}
+
+void client_impl::unwatch(local_entry* e) {
+  std::lock_guard g(m_);
+  renewing_.erase(e);
+}
+
+void client_impl::mark_lost(local_entry& e, std::uint64_t hold_id,
+                            std::unique_lock<std::mutex>& lk) {
+  if (!e.current || e.current->id != hold_id || e.lost) return;
+  e.lost = true;
+  stats.losses++;
+  auto callbacks = e.on_lost;
+  lk.unlock();
+  unwatch(&e);
+  for (auto& [id, cb] : callbacks) {
+    try {
+      cb(e.name);
+    } catch (...) {
+      // A callback's failure must not stop the renewal thread.
+    }
+  }
+  lk.lock();
+}
+
+bool client_impl::renew_now(local_entry& e) {
+  std::unique_lock lk(e.m);
+  if (!e.current) throw usage_error("renew() on lock '" + e.name + "' that is not held");
+  if (e.lost) return false;
+  hold h = *e.current;
+  lk.unlock();
+  auto sent = clock::now();
+  bool ok = false;
+  try {
+    // A renewal that has not answered when the lease runs out is moot: the hold is lost then.
+    ok = backend_->renew(h.lease, h.duration,
+                         std::max(h.valid_until, sent + opts_.waiting.min_attempt));
+  } catch (const error& ex) {
+    stats.renewal_failures++;
+    lk.lock();
+    e.last_error = ex.what();
+    if (e.current && e.current->id == h.id) {
+      if (clock::now() >= e.current->valid_until) {
+        mark_lost(e, h.id, lk);
+        return false;
+      }
+      // Outcome unknown: try again soon, before the lease runs out.
+      auto left = e.current->valid_until - clock::now();
+      auto retry = clock::now() + std::min<clock::duration>(left / 4, std::chrono::seconds(1));
+      e.current->next_renewal = retry;
+      lk.unlock();  // lock order: client mutex before entry mutex
+      poke(retry);
+      return true;
+    }
+    return !e.lost;
+  }
+  lk.lock();
+  if (!e.current || e.current->id != h.id) return true;  // released meanwhile
+  if (!ok) {
+    mark_lost(e, h.id, lk);
+    return false;
+  }
+  stats.renewals++;
+  e.current->valid_until = sent + h.duration;
+  e.current->next_renewal = sent + h.renew_every;
+  return true;
+}
+
+// The scheduler: hands due renewals to the worker and watches every hold's lease on
+// steady_clock. It never calls the backend itself, so a backend call that hangs (a
+// blackholed connection) cannot delay the loss signal: a hold whose renewal is still in
+// flight when its lease runs out is reported lost on time.
+void client_impl::renewal_loop() {
+  std::unique_lock lk(m_);
+  auto next_sweep =
+      opts_.sweep_every.count() > 0 ? clock::now() + opts_.sweep_every : steady_time::max();
+  while (!stop_) {
+    // Find the earliest renewal due and the holds whose lease ran out mid-renewal.
+    steady_time next = next_sweep;
+    std::vector<std::shared_ptr<local_entry>> due;
+    std::vector<std::pair<std::shared_ptr<local_entry>, std::uint64_t>> expired;
+    auto now = clock::now();
+    for (auto& [ptr, e] : renewing_) {
+      std::lock_guard eg(e->m);
+      if (!e->current || !e->current->auto_renew || e->lost) continue;
+      if (e->current->in_flight) {
+        if (e->current->valid_until <= now)
+          expired.emplace_back(e, e->current->id);
+        else
+          next = std::min(next, e->current->valid_until);
+      } else if (e->current->next_renewal <= now) {
+        e->current->in_flight = true;
+        due.push_back(e);
+      } else {
+        next = std::min(next, e->current->next_renewal);
+      }
+    }
+    if (due.empty() && expired.empty() && now < next_sweep) {
+      wake_at_ = next;
+      if (next == steady_time::max())
+        cv_.wait(lk);
+      else
+        cv_.wait_until(lk, next);
+      wake_at_ = steady_time::min();  // awake: it rescans before sleeping again
+      continue;
+    }
+    lk.unlock();
+    for (auto& [e, id] : expired) {
+      std::unique_lock el(e->m);
+      mark_lost(*e, id, el);
+    }
+    bool sweep = clock::now() >= next_sweep;
+    if (sweep) next_sweep = clock::now() + opts_.sweep_every;
+    if (!due.empty() || sweep) {
+      {
+        std::lock_guard g(work_m_);
+        for (auto& e : due) work_.push_back(e);
+        if (sweep) work_.push_back(nullptr);  // null = a sweep
+      }
+      work_cv_.notify_one();
+    }
+    lk.lock();
+  }
+}
+
+// Runs renewals (and sweeps) one at a time, off the scheduler thread.
+void client_impl::worker_loop() {
+  std::unique_lock lk(work_m_);
+  for (;;) {
+    work_cv_.wait(lk, [&] { return work_stop_ || !work_.empty(); });
+    if (work_stop_) return;
+    auto e = std::move(work_.front());
+    work_.pop_front();
+    lk.unlock();
+    if (e) {
+      renew_in_background(*e);
+    } else {
+      try {
+        backend_->sweep();
+      } catch (...) {
+        // Sweeping is best effort; the next round tries again.
+      }
+    }
+    lk.lock();
+  }
+}
+
+void client_impl::renew_in_background(local_entry& e) {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard g(e.m);
+    if (!e.current) return;
+    id = e.current->id;
+  }
+  try {
+    renew_now(e);
+  } catch (...) {
+    // Released meanwhile (usage_error) or a failure renew_now already recorded.
+  }
+  steady_time next{};
+  {
+    std::lock_guard g(e.m);
+    if (!e.current || e.current->id != id) return;
+    e.current->in_flight = false;
+    next = e.current->next_renewal;
+  }
+  poke(next);
+}
+
+}  // namespace sqlock::detail

@@ -1,0 +1,134 @@
+// The core's side of the backend seam against the in-process backend with injected faults:
+// every wait ends by its deadline whatever the store does, an outage is retried within the
+// deadline, a hold that dies outside any call is reported at once, and a release is bounded.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "sqlock/client.hpp"
+#include "sqlock/memory.hpp"
+#include "sqlock/random.hpp"
+
+using namespace sqlock;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+namespace {
+struct store {
+  std::string name = "seam-" + random_token();
+  client connect(client_options o = {}) { return client(memory::open(name), o); }
+  memory::faults& faults() { return memory::faults_of(name); }
+};
+
+// Generous bound for "returned by its deadline": the deadline plus one attempt's allowance
+// plus scheduling slack on a loaded machine. Not a speed assertion: a call that hangs until
+// the fault clears would take the whole test's 10 s.
+constexpr auto slack = 2s;
+}  // namespace
+
+TEST(seam, a_wait_on_a_hung_store_ends_by_its_deadline) {
+  store s;
+  auto c = s.connect();
+  s.faults().hang = true;  // every call blocks until its deadline
+  auto l = c.make_lock("hung-wait");
+  auto start = steady::now();
+  EXPECT_THROW(l.try_lock_for(300ms), connection_error);
+  EXPECT_LT(steady::now() - start, 300ms + slack);
+  start = steady::now();
+  EXPECT_THROW(l.try_lock(), connection_error);
+  EXPECT_LT(steady::now() - start, slack);
+  s.faults().hang = false;
+}
+
+TEST(seam, a_release_on_a_hung_store_is_bounded_by_the_release_timeout) {
+  store s;
+  auto c = s.connect({.release_timeout = 200ms});
+  auto l = c.make_lock("hung-release", {.lease = 30s});
+  l.lock();
+  s.faults().hang = true;
+  auto start = steady::now();
+  l.unlock();  // never throws; gives up at the release timeout
+  EXPECT_LT(steady::now() - start, 200ms + slack);
+  EXPECT_EQ(c.stats().release_errors, 1u);
+  EXPECT_NE(l.last_error().find("in time"), std::string::npos);
+  s.faults().hang = false;
+}
+
+TEST(seam, a_waiter_survives_a_store_outage_within_its_deadline) {
+  store s;
+  auto c = s.connect();
+  s.faults().down = true;
+  auto l = c.make_lock("outage");
+  auto got = std::async(std::launch::async, [&] { return l.try_lock_for(10s); });
+  std::this_thread::sleep_for(300ms);
+  s.faults().down = false;  // the store is back: the waiter gets the lock
+  EXPECT_TRUE(got.get());
+  l.unlock();
+}
+
+TEST(seam, an_outage_longer_than_retry_for_is_a_connection_error) {
+  store s;
+  client_options o;
+  o.waiting.retry_for = 200ms;
+  auto c = s.connect(o);
+  s.faults().down = true;
+  auto l = c.make_lock("long-outage");
+  EXPECT_THROW(l.lock(), connection_error);
+  s.faults().down = false;
+}
+
+TEST(seam, a_hold_that_dies_outside_any_call_is_reported_at_once) {
+  store s;
+  auto c = s.connect();
+  auto l = c.make_lock("session", {.lease = 60s});
+  std::atomic<int> calls{0};
+  l.on_lost([&](const std::string&) { ++calls; });
+  l.lock();
+  ASSERT_TRUE(memory::end_session(s.name, "session"));
+  // Reported synchronously by the backend's watcher, not at the next renewal (20 s away).
+  EXPECT_TRUE(l.lost());
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(c.stats().losses, 1u);
+  auto other = s.connect().make_lock("session");
+  EXPECT_TRUE(other.try_lock());  // the lock is free for the next holder
+  l.unlock();                     // owner-checked: does not free the next holder's lock
+  EXPECT_FALSE(s.connect().make_lock("session").try_lock());
+  other.unlock();
+}
+
+TEST(seam, a_loss_report_for_an_earlier_hold_does_not_touch_the_current_one) {
+  store s;
+  auto c = s.connect();
+  auto l = c.make_lock("stale-report", {.lease = 60s});
+  l.lock();
+  l.unlock();
+  l.lock();
+  EXPECT_FALSE(memory::end_session(s.name, "other-name"));
+  EXPECT_FALSE(l.lost());
+  l.unlock();
+}
+
+TEST(seam, acquire_reports_when_the_winning_request_was_sent) {
+  store s;
+  auto b = memory::open(s.name);
+  lock_request held{"sent", random_token(), 60s, "test"};
+  auto h = b->try_acquire(held, steady::now() + 10s, nullptr);
+  ASSERT_TRUE(h);
+  lock_request req{"sent", random_token(), 60s, "test"};
+  auto started = steady::now();
+  auto got =
+      std::async(std::launch::async, [&] { return b->acquire(req, steady::now() + 10s, {}); });
+  std::this_thread::sleep_for(100ms);
+  auto released = steady::now();
+  ASSERT_TRUE(b->release(*h, steady::now() + 10s));
+  auto l = got.get();
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(l->waited);
+  // The winning attempt went out after the release, not when acquire() was called: the
+  // lease is measured from there.
+  EXPECT_GT(l->sent, started);
+  EXPECT_GE(l->sent, released);
+  EXPECT_TRUE(b->release(*l, steady::now() + 10s));
+}

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sqlock/export.hpp"
+
 namespace sqlock {
 
 using std::chrono::milliseconds;
@@ -83,7 +85,7 @@ struct wait_policy {
 /// the first attempt (so a release between a busy attempt and the wait is not missed), what the
 /// last busy attempt saw. Made by backend::open_wait() for that one call and destroyed with it:
 /// no state passes between calls any other way.
-class wait_state {
+class SQLOCK_API wait_state {
  public:
   virtual ~wait_state() = default;
   /// Blocks until `until` or until the lock may have been released since the last attempt.
@@ -100,7 +102,7 @@ using loss_listener = std::function<void(const std::string& name, const std::str
 /// `deadline` it is given, whatever the store does; a backend bounds each exchange by the
 /// deadline and by its own I/O timeout, whichever comes first. steady_time::max() = no caller
 /// deadline (lock() waits forever), but every exchange is still bounded by the I/O timeout.
-class backend {
+class SQLOCK_API backend {
  public:
   backend();
   backend(const backend&) = delete;
@@ -183,19 +185,43 @@ class backend {
 };
 
 /// The earlier of `deadline` and now + `io_timeout`: how long one exchange with a store may take.
-steady_time exchange_bound(steady_time deadline, milliseconds io_timeout);
+SQLOCK_API steady_time exchange_bound(steady_time deadline, milliseconds io_timeout);
 
 /// Creates a backend from a parsed URL (see url.hpp). Registered per scheme.
 class url;
 using backend_factory = std::function<std::shared_ptr<backend>(const url&)>;
 
 /// Registers a factory for a URL scheme ("sqlite", "postgresql", ...). Thread-safe.
-void register_backend(const std::string& scheme, backend_factory factory);
+SQLOCK_API void register_backend(const std::string& scheme, backend_factory factory);
 
-/// Creates a backend for a URL through the registry; config_error for unknown schemes.
-std::shared_ptr<backend> make_backend(const std::string& url_text);
+/// Creates a backend for a URL through the registry; config_error for unknown schemes. A
+/// scheme no backend linked into the program serves is looked up as a backend module:
+/// libsqlock-backend-NAME.so in the directories of SQLOCK_BACKEND_PATH (colon-separated)
+/// or, when unset, in LIBDIR/sqlock/backends of the installation, loaded once.
+SQLOCK_API std::shared_ptr<backend> make_backend(const std::string& url_text);
 
-/// Schemes registered so far, sorted.
-std::vector<std::string> registered_schemes();
+/// Schemes registered so far and the schemes of the backend modules found, sorted.
+SQLOCK_API std::vector<std::string> registered_schemes();
+
+/// What a backend module's entry point is given: the program's register_backend().
+using module_register_fn = void (*)(const std::string& scheme, backend_factory factory);
+
+namespace detail {
+/// Runs `register_all` (a backend's registration) and hands each scheme it registered to
+/// `host`: the body of SQLOCK_BACKEND_MODULE's entry point. A module linked with its own copy
+/// of the core registers into that copy first; `host` makes the schemes the program's.
+SQLOCK_API void register_module(module_register_fn host, void (*register_all)());
+/// Adds a backend linked into the program; `register_all` runs before the first lookup.
+/// Called by each backend library's static initializer; returns true.
+SQLOCK_API bool add_builtin(void (*register_all)());
+}  // namespace detail
+
+/// Defines the one function a backend module exports, over `register_all` (a function
+/// registering the module's schemes with register_backend()):
+///   extern "C" void sqlock_backend_module_v1(sqlock::module_register_fn host);
+#define SQLOCK_BACKEND_MODULE(register_all)                                                \
+  extern "C" SQLOCK_API void sqlock_backend_module_v1(::sqlock::module_register_fn host) { \
+    ::sqlock::detail::register_module(host, register_all);                                 \
+  }
 
 }  // namespace sqlock

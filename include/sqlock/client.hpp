@@ -15,6 +15,7 @@
 
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock {
 
@@ -55,7 +56,7 @@ struct statistics {
 class mutex;
 
 /// A connection to a lock store. Cheap to copy (shared state); thread-safe.
-class client {
+class SQLOCK_API client {
  public:
   /// Wraps a backend. Most code calls sqlock::connect(url) instead.
   explicit client(std::shared_ptr<backend> b, client_options opts = {});
@@ -84,7 +85,7 @@ class client {
 /// A named distributed lock. Reentrant per thread (hold count), like std::recursive_mutex.
 /// Lockable: lock(), try_lock(), unlock(). TimedLockable: try_lock_for(), try_lock_until().
 /// (Named `mutex` because a C++ class cannot have a member function named like itself.)
-class mutex {
+class SQLOCK_API mutex {
  public:
   mutex(mutex&&) noexcept;
   mutex& operator=(mutex&&) noexcept;
@@ -147,10 +148,11 @@ class mutex {
 };
 
 /// Connects to the store named by `url` (memory:, sqlite:PATH, postgresql://, mysql://,
-/// redis://, redlock://, zookeeper://, soci+...://) using the backends built into this library.
-client connect(const std::string& url, client_options opts = {});
+/// redis://, redlock://, zookeeper://, soci+...://) through make_backend(): a backend linked
+/// into the program, or the backend module of the URL's scheme, loaded on first use.
+SQLOCK_API client connect(const std::string& url, client_options opts = {});
 
-/// Registers every backend built into this library (connect() does it on first use).
-void register_builtin_backends();
+/// Registers every backend linked into this program (make_backend() does it on first use).
+SQLOCK_API void register_builtin_backends();
 
 }  // namespace sqlock

@@ -6,35 +6,37 @@
 #include <stdexcept>
 #include <string>
 
+#include "sqlock/export.hpp"
+
 namespace sqlock {
 
 /// Root of every exception sqlock throws.
-class error : public std::runtime_error {
+class SQLOCK_API error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 /// Bad URL, option, lock name or duration; retrying will not help.
-class config_error : public error {
+class SQLOCK_API config_error : public error {
  public:
   using error::error;
 };
 
 /// The store refused our credentials or permissions (bad password, unknown user, no EXECUTE
 /// grant, TLS refused). A config_error: retrying with the same settings will not help.
-class auth_error : public config_error {
+class SQLOCK_API auth_error : public config_error {
  public:
   using config_error::config_error;
 };
 
 /// The backend could not be reached or the connection broke; retrying may help.
-class connection_error : public error {
+class SQLOCK_API connection_error : public error {
  public:
   using error::error;
 };
 
 /// The server refused an operation; carries the server's code (SQLSTATE or native number).
-class backend_error : public error {
+class SQLOCK_API backend_error : public error {
  public:
   /// `code` is the SQLSTATE or native error code as text ("" when the server gave none).
   backend_error(const std::string& what, std::string code = {})
@@ -47,13 +49,13 @@ class backend_error : public error {
 };
 
 /// The lock was lost while it was believed held (lease expired, session died, forced release).
-class lock_lost : public error {
+class SQLOCK_API lock_lost : public error {
  public:
   using error::error;
 };
 
 /// The backend cannot do what was asked (see capabilities).
-class unsupported : public error {
+class SQLOCK_API unsupported : public error {
  public:
   using error::error;
 };
@@ -61,7 +63,7 @@ class unsupported : public error {
 /// The API was used wrongly (fence() or renew() while not held, a moved-from handle, ...).
 /// Not thrown by unlock(): unlock() of a lock this thread does not hold does nothing and
 /// records the misuse in mutex::last_error().
-class usage_error : public error {
+class SQLOCK_API usage_error : public error {
  public:
   using error::error;
 };

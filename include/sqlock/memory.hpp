@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock::memory {
 
@@ -20,14 +21,14 @@ struct faults {
 };
 
 /// The store named `name` ("" = process-wide default); created on first use.
-std::shared_ptr<backend> open(const std::string& name = {});
+SQLOCK_API std::shared_ptr<backend> open(const std::string& name = {});
 
 /// Fault switches of the store named `name`.
-faults& faults_of(const std::string& name = {});
+SQLOCK_API faults& faults_of(const std::string& name = {});
 
 /// Ends the hold of `lock` in store `store_name` as if the holder's session died: the lock is
 /// free at once and the holder's client is told through its loss listener (like a
 /// session-bound backend's watcher). false when `lock` was not held.
-bool end_session(const std::string& store_name, const std::string& lock);
+SQLOCK_API bool end_session(const std::string& store_name, const std::string& lock);
 
 }  // namespace sqlock::memory

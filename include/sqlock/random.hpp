@@ -6,21 +6,24 @@
 #include <cstdint>
 #include <string>
 
+#include "sqlock/export.hpp"
+
 namespace sqlock {
 
 /// 128 random bits from the OS CSPRNG as 32 lower-case hex digits. Throws error on failure.
-std::string random_token();
+SQLOCK_API std::string random_token();
 
 /// A uniformly distributed value in [0, bound) from a per-thread generator seeded by the CSPRNG
 /// (for jitter only, never for tokens). bound 0 gives 0.
-std::uint64_t jitter(std::uint64_t bound);
+SQLOCK_API std::uint64_t jitter(std::uint64_t bound);
 
 /// Full-jitter exponential backoff: a random delay in [0, min(cap, initial * 2^attempt)],
 /// at least 1 ms.
-std::chrono::milliseconds backoff_delay(unsigned attempt, std::chrono::milliseconds initial,
-                                        std::chrono::milliseconds cap);
+SQLOCK_API std::chrono::milliseconds backoff_delay(unsigned attempt,
+                                                   std::chrono::milliseconds initial,
+                                                   std::chrono::milliseconds cap);
 
 /// "host:pid:program" of this process.
-std::string default_holder();
+SQLOCK_API std::string default_holder();
 
 }  // namespace sqlock

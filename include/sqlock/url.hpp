@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sqlock/export.hpp"
+
 namespace sqlock {
 
 /// One host of the authority part.
@@ -22,7 +24,7 @@ struct url_host {
 };
 
 /// A parsed URL.
-class url {
+class SQLOCK_API url {
  public:
   /// Parses `text`; throws config_error on malformed input.
   static url parse(std::string_view text);
@@ -63,21 +65,21 @@ class url {
 };
 
 /// `text` (a URL that may not parse) with any password replaced by "***": for messages.
-std::string redact_url(std::string_view text);
+SQLOCK_API std::string redact_url(std::string_view text);
 
 /// Percent-decodes `s`; throws config_error on a bad escape (the message does not repeat `s`).
-std::string percent_decode(std::string_view s);
+SQLOCK_API std::string percent_decode(std::string_view s);
 /// Percent-encodes everything except unreserved characters.
-std::string percent_encode(std::string_view s);
+SQLOCK_API std::string percent_encode(std::string_view s);
 /// Percent-encodes (upper-case %XX) every byte for which `plain` returns false.
-std::string percent_encode(std::string_view s, bool (*plain)(unsigned char));
+SQLOCK_API std::string percent_encode(std::string_view s, bool (*plain)(unsigned char));
 
 /// Parses "250ms", "30s", "5m", "1h", "1.5s"; a bare number is seconds. Negative, empty,
 /// space-padded or malformed input throws config_error; "0" is allowed and returns 0ms.
-std::chrono::milliseconds parse_duration(std::string_view text);
+SQLOCK_API std::chrono::milliseconds parse_duration(std::string_view text);
 
 /// `epoch_ms` (milliseconds since the Unix epoch, >= 0) as UTC ISO-8601 text with milliseconds:
 /// "2024-05-01T12:00:00.250Z".
-std::string format_utc_ms(std::int64_t epoch_ms);
+SQLOCK_API std::string format_utc_ms(std::int64_t epoch_ms);
 
 }  // namespace sqlock

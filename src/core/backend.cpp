@@ -117,47 +117,4 @@ std::size_t backend::sweep() {
   return 0;
 }
 
-namespace {
-struct registry {
-  std::mutex m;
-  std::map<std::string, backend_factory> factories;
-};
-registry& the_registry() {
-  static registry r;
-  return r;
-}
-}  // namespace
-
-void register_backend(const std::string& scheme, backend_factory factory) {
-  auto& r = the_registry();
-  std::lock_guard g(r.m);
-  r.factories[scheme] = std::move(factory);
-}
-
-std::shared_ptr<backend> make_backend(const std::string& url_text) {
-  url u = url::parse(url_text);
-  backend_factory f;
-  {
-    auto& r = the_registry();
-    std::lock_guard g(r.m);
-    auto it = r.factories.find(u.scheme);
-    if (it == r.factories.end()) {
-      std::string known;
-      for (const auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
-      throw config_error("no backend for URL scheme '" + u.scheme + "' in '" + u.redacted() +
-                         "' (built in: " + known + ")");
-    }
-    f = it->second;
-  }
-  return f(u);
-}
-
-std::vector<std::string> registered_schemes() {
-  auto& r = the_registry();
-  std::lock_guard g(r.m);
-  std::vector<std::string> out;
-  for (const auto& [k, v] : r.factories) out.push_back(k);
-  return out;
-}
-
 }  // namespace sqlock

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock::mysql {
 
@@ -44,9 +45,9 @@ struct options {
 
 /// Opens a backend. Throws config_error for a bad mode or missing database, connection_error
 /// when the server cannot be reached. The schema is checked by verify() (connect() calls it).
-std::shared_ptr<backend> open(const options& opts);
+SQLOCK_API std::shared_ptr<backend> open(const options& opts);
 
 /// Parses a mysql:// or mariadb:// URL into options (config_error on unknown parameters).
-options parse_url(const std::string& url_text);
+SQLOCK_API options parse_url(const std::string& url_text);
 
 }  // namespace sqlock::mysql

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock::postgres {
 
@@ -40,11 +41,11 @@ struct options {
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without
 /// sqlock's own parameters). Connects lazily: the first connection is made by verify() or the
 /// first operation. Throws config_error for a bad mode, schema or connection string.
-std::shared_ptr<backend> open(const std::string& conninfo, const options& opts = {});
+SQLOCK_API std::shared_ptr<backend> open(const std::string& conninfo, const options& opts = {});
 
 /// Splits a postgresql:// URL into libpq's part (sqlock's parameters removed, defaults for
 /// client_encoding and fallback_application_name added) and the options. Throws config_error
 /// naming an unknown or malformed parameter.
-std::string parse_url(const std::string& url_text, options& opts);
+SQLOCK_API std::string parse_url(const std::string& url_text, options& opts);
 
 }  // namespace sqlock::postgres

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "sqlock/export.hpp"
+
 namespace sqlock::postgres {
 
 /// Options of a transaction-scoped lock (an aggregate: use designated initialisers).
@@ -28,19 +30,21 @@ struct xact_options {
 
 /// Waits until `name` is locked for the rest of `tx`. Bound the wait with
 /// `SET LOCAL lock_timeout = '5s'` in the transaction (then backend_error with code 55P03).
-void xact_lock(pqxx::transaction_base& tx, std::string_view name, const xact_options& o = {});
+SQLOCK_API void xact_lock(pqxx::transaction_base& tx, std::string_view name,
+                          const xact_options& o = {});
 
 /// One attempt: true when `name` is now locked for the rest of `tx`, false when held elsewhere.
-bool try_xact_lock(pqxx::transaction_base& tx, std::string_view name, const xact_options& o = {});
+SQLOCK_API bool try_xact_lock(pqxx::transaction_base& tx, std::string_view name,
+                              const xact_options& o = {});
 
 /// sqlock.fence_check inside `tx`: true when `fence` is the token of the current live hold of
 /// `name` (any mode); it then also holds a share lock on that hold until `tx` ends, so no new
 /// holder takes over before the protected write commits.
-bool fence_check(pqxx::transaction_base& tx, std::string_view name, std::uint64_t fence,
-                 const std::string& schema = "sqlock");
+SQLOCK_API bool fence_check(pqxx::transaction_base& tx, std::string_view name, std::uint64_t fence,
+                            const std::string& schema = "sqlock");
 
 /// The 64-bit advisory key the server computes for `name` (sqlock.lock_key).
-std::int64_t lock_key(pqxx::transaction_base& tx, std::string_view name,
-                      const std::string& schema = "sqlock");
+SQLOCK_API std::int64_t lock_key(pqxx::transaction_base& tx, std::string_view name,
+                                 const std::string& schema = "sqlock");
 
 }  // namespace sqlock::postgres

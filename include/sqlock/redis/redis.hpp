@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock::redis {
 
@@ -36,26 +37,26 @@ struct options {
 };
 
 /// Opens a store. Throws config_error for bad options; connects lazily.
-std::shared_ptr<backend> open(const options& opts);
+SQLOCK_API std::shared_ptr<backend> open(const options& opts);
 
 /// The escaped form of a lock name used inside keys: bytes that are special in a hash tag
 /// (`{`, `}`), in SCAN patterns (`*?[]\`), `%`, and control bytes become `%XX`; all other bytes
 /// (printable ASCII, UTF-8) stay as they are. Prefix-preserving and injective.
-std::string encode_name(std::string_view name);
+SQLOCK_API std::string encode_name(std::string_view name);
 
 /// Inverse of encode_name(); config_error on a malformed escape.
-std::string decode_name(std::string_view encoded);
+SQLOCK_API std::string decode_name(std::string_view encoded);
 
 /// Key holding the owner token of lock `name`: `<prefix>:{<encoded name>}:owner`.
-std::string owner_key(std::string_view prefix, std::string_view name);
+SQLOCK_API std::string owner_key(std::string_view prefix, std::string_view name);
 
 /// Key of the fence counter of lock `name` (never expires): `<prefix>:{<encoded name>}:fence`.
-std::string fence_key(std::string_view prefix, std::string_view name);
+SQLOCK_API std::string fence_key(std::string_view prefix, std::string_view name);
 
 /// Hash with fence, holder and acquisition time of the current hold: `<prefix>:{...}:info`.
-std::string info_key(std::string_view prefix, std::string_view name);
+SQLOCK_API std::string info_key(std::string_view prefix, std::string_view name);
 
 /// Pub/sub channel a release of lock `name` publishes on: `<prefix>:{...}:released`.
-std::string release_channel(std::string_view prefix, std::string_view name);
+SQLOCK_API std::string release_channel(std::string_view prefix, std::string_view name);
 
 }  // namespace sqlock::redis

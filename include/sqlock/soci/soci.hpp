@@ -4,7 +4,14 @@
 //
 //   URLs: soci+sqlite3:PATH, soci+postgresql://user:pw@host:port/db, soci+mysql://user:pw@host/db
 //         with ?mode=pessimistic|optimistic, ?pool=N, ?migrate=auto (servers), ?busy_timeout=5s
-//         (SQLite), ?schema=NAME (PostgreSQL, when its dialect supports it).
+//         (SQLite), ?timeout=5s (the longest one exchange with a server may take), ?schema=NAME
+//         (PostgreSQL, when its dialect supports it).
+//   Time: every call on a session sqlock opened returns by its deadline: SQLite waits for the
+//         write lock at most until then (busy timeout); for PostgreSQL and MySQL a watchdog
+//         shuts the session's socket down at the deadline (the session is then dropped), and
+//         the clients' own connect/read/write timeouts follow ?timeout=. Calls on the
+//         application's own sessions (attach()) are bounded only by the application's client
+//         settings: sqlock never breaks a session it does not own.
 //   Code: attach(session) / attach(connection_pool) builds a backend over the caller's own
 //         session(s); wrap it in sqlock::client for lease-based locks.
 //
@@ -24,6 +31,7 @@
 #include <string_view>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace soci {
 class session;
@@ -37,13 +45,14 @@ struct options {
   std::string mode = "pessimistic";  ///< "pessimistic" or "optimistic"
   std::size_t pool = 4;              ///< idle sessions kept by URL-opened backends; 0 = 1
   milliseconds busy_timeout{5000};   ///< SQLite sessions opened by sqlock: write-lock wait; >0
+  milliseconds io_timeout{5000};     ///< servers: longest one exchange may take (URL timeout=)
   bool auto_migrate = false;         ///< servers: migrate at connect (SQLite always migrates)
   std::string schema{};              ///< PostgreSQL schema of the sqlock objects; "" = default
 };
 
 /// Opens a backend from a soci+sqlite3: / soci+postgresql:// / soci+mysql:// URL (what
 /// sqlock::connect() does for these schemes). Throws config_error or connection_error.
-std::shared_ptr<backend> open(const std::string& url_text);
+SQLOCK_API std::shared_ptr<backend> open(const std::string& url_text);
 
 /// A backend running every lock operation on the caller's `session`, which must outlive it.
 /// SOCI sessions are not thread-safe: sqlock serializes its own uses (the renewal thread runs
@@ -51,27 +60,28 @@ std::shared_ptr<backend> open(const std::string& url_text);
 /// Operations refuse (usage_error) while a transaction is open on the session: inside a
 /// transaction use try_lock_xact(). For several threads prefer attach(connection_pool&).
 /// SQLite sessions get sqlock's SQL functions registered and the schema created.
-std::shared_ptr<backend> attach(::soci::session& session, const options& opts = {});
+SQLOCK_API std::shared_ptr<backend> attach(::soci::session& session, const options& opts = {});
 
 /// A backend taking a session of `pool` for each lock operation; the pool must outlive it.
-std::shared_ptr<backend> attach(::soci::connection_pool& pool, const options& opts = {});
+SQLOCK_API std::shared_ptr<backend> attach(::soci::connection_pool& pool, const options& opts = {});
 
 /// One attempt at a transaction-scoped lock on `name` inside the open transaction of
 /// `session`: true = held until the transaction commits or rolls back. false = held elsewhere
 /// (SQLite/MySQL: end the transaction soon, as a failed attempt may keep a row lock until then).
 /// usage_error when no transaction is open on the session.
-bool try_lock_xact(::soci::session& session, std::string_view name, const options& opts = {});
+SQLOCK_API bool try_lock_xact(::soci::session& session, std::string_view name,
+                              const options& opts = {});
 
 /// Waits up to `timeout` for a transaction-scoped lock (see try_lock_xact); false on timeout.
 /// PostgreSQL waits in the server (lock_timeout); SQLite/MySQL retry with backoff.
-bool lock_xact(::soci::session& session, std::string_view name, milliseconds timeout,
-               const options& opts = {});
+SQLOCK_API bool lock_xact(::soci::session& session, std::string_view name, milliseconds timeout,
+                          const options& opts = {});
 
 /// True when `fence` is the token of the current, live lease-based hold of `name`. Run inside
 /// the transaction doing the protected write; PostgreSQL also keeps the hold from being taken
 /// over until that transaction ends (FOR SHARE).
-bool fence_check(::soci::session& session, std::string_view name, std::uint64_t fence,
-                 const options& opts = {});
+SQLOCK_API bool fence_check(::soci::session& session, std::string_view name, std::uint64_t fence,
+                            const options& opts = {});
 
 /// The SOCI backend name ("sqlite3", "postgresql", "mysql") and connection string sqlock
 /// derives from a soci+ URL, so an application can open its own sessions from the same setting.
@@ -81,10 +91,10 @@ struct connect_info {
 };
 
 /// Parses a soci+ URL into what soci::session needs; config_error for a bad URL.
-connect_info connect_info_for(const std::string& url_text);
+SQLOCK_API connect_info connect_info_for(const std::string& url_text);
 
 /// Creates or upgrades the sqlock schema through `session` (as `sqlock migrate` does) and
 /// returns the schema version afterwards. Needs the privileges of the schema owner.
-int migrate(::soci::session& session, const options& opts = {});
+SQLOCK_API int migrate(::soci::session& session, const options& opts = {});
 
 }  // namespace sqlock::soci

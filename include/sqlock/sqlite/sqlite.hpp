@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock::sqlite {
 
@@ -21,9 +22,9 @@ struct options {
 
 /// Opens (and creates, with its schema) the database at `path`. Throws config_error for a bad
 /// mode or an unusable path.
-std::shared_ptr<backend> open(const std::string& path, const options& opts = {});
+SQLOCK_API std::shared_ptr<backend> open(const std::string& path, const options& opts = {});
 
 /// $XDG_STATE_HOME/sqlock/locks.db, or ~/.local/state/sqlock/locks.db.
-std::string default_path();
+SQLOCK_API std::string default_path();
 
 }  // namespace sqlock::sqlite

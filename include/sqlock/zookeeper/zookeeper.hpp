@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock::zookeeper {
 
@@ -32,7 +33,7 @@ struct options {
 
 /// Opens a session (waiting at most connect_timeout) and creates `root`/locks when missing.
 /// Throws config_error for bad options, connection_error when no server answers.
-std::shared_ptr<backend> open(const options& opts);
+SQLOCK_API std::shared_ptr<backend> open(const options& opts);
 
 /// Counters of one ZooKeeper backend object (for tests, monitoring and the docs' claims).
 struct statistics {
@@ -47,7 +48,7 @@ struct statistics {
 };
 
 /// Counters of `b`; usage_error when `b` is not a ZooKeeper backend.
-statistics stats(const backend& b);
+SQLOCK_API statistics stats(const backend& b);
 
 /// Session id and password of the current session of `b` (lets a test or an operator open a
 /// second handle on the same session, e.g. to expire it). usage_error when not a ZooKeeper
@@ -58,13 +59,13 @@ struct session_credentials {
   int timeout_ms = 0;      ///< negotiated session timeout
 };
 /// The current session's credentials (see session_credentials).
-session_credentials current_session(backend& b);
+SQLOCK_API session_credentials current_session(backend& b);
 
 /// The znode name a lock name is stored under: bytes outside [A-Za-z0-9_.:@+=,~-] become %XX
 /// (and a name of only dots is fully escaped); reversible with lock_name().
-std::string znode_name(std::string_view lock_name);
+SQLOCK_API std::string znode_name(std::string_view lock_name);
 
 /// The lock name of a znode name made by znode_name(); empty for any other znode name.
-std::optional<std::string> lock_name(std::string_view znode);
+SQLOCK_API std::optional<std::string> lock_name(std::string_view znode);
 
 }  // namespace sqlock::zookeeper

@@ -46,7 +46,7 @@ class mysql_flavor_impl final : public flavor {
 
   std::vector<std::string> driver_params() const override { return {"socket"}; }
 
-  std::string connect_string(const url& u) const override {
+  std::string connect_string(const url& u, const options& o) const override {
     std::string out;
     auto add = [&](const std::string& k, const std::string& v) {
       if (!out.empty()) out += ' ';
@@ -64,11 +64,18 @@ class mysql_flavor_impl final : public flavor {
     if (u.password) add("password", *u.password);
     if (u.query.count("socket")) add("unix_socket", u.param("socket"));
     add("charset", "utf8mb4");
+    // The client's own bounds; the watchdog ends a call at its deadline before these.
+    for (const char* k : {"connect_timeout", "read_timeout", "write_timeout"})
+      add(k, timeout_seconds(o, 1));
     return out;
   }
 
   std::unique_ptr<::soci::session> open(const std::string& connect) const override {
     return std::make_unique<::soci::session>(::soci::mysql, connect);
+  }
+
+  int socket_of(::soci::session& s) const override {
+    return static_cast<int>(mysql_get_socket(raw(s)));
   }
 
   bool in_transaction(::soci::session& s) const override {
@@ -122,7 +129,9 @@ class mysql_flavor_impl final : public flavor {
       code = std::to_string(n);
       if (mysql::is_transient_error(n)) return error_kind::transient;
       if (mysql::is_connection_error(n)) return error_kind::connection;
-      if (n == 1044 || n == 1045 || n == 1049) return error_kind::config;
+      if (n == 1044 || n == 1045 || n == 1142 || n == 1370) return error_kind::auth;
+      // 1049 no such database, 1366/1300 invalid UTF-8 in a name.
+      if (n == 1049 || n == 1366 || n == 1300) return error_kind::config;
       return error_kind::backend;
     }
     if (e.get_error_category() == ::soci::soci_error::connection_error)

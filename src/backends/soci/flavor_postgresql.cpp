@@ -41,7 +41,7 @@ class postgresql_flavor_impl final : public flavor {
     }
   }
 
-  std::string connect_string(const url& u) const override {
+  std::string connect_string(const url& u, const options& o) const override {
     std::string out;
     auto add = [&](const std::string& k, const std::string& v) {
       if (v.empty()) return;
@@ -65,8 +65,11 @@ class postgresql_flavor_impl final : public flavor {
     add("dbname", db);
     if (u.user) add("user", *u.user);
     if (u.password) add("password", *u.password);
-    for (const char* k : {"sslmode", "connect_timeout", "application_name", "sslrootcert"})
+    for (const char* k : {"sslmode", "application_name", "sslrootcert"})
       if (u.query.count(k)) add(k, u.param(k));
+    // Connecting is bounded by the I/O timeout (libpq's minimum is 2 s) unless the URL says.
+    auto connect_s = u.count_param("connect_timeout", 1, 86400);
+    add("connect_timeout", connect_s ? std::to_string(*connect_s) : timeout_seconds(o, 2));
     if (out.empty())
       throw config_error("soci+postgresql URL names no server: '" + u.redacted() + "'");
     return out;
@@ -75,6 +78,8 @@ class postgresql_flavor_impl final : public flavor {
   std::unique_ptr<::soci::session> open(const std::string& connect) const override {
     return std::make_unique<::soci::session>(::soci::postgresql, connect);
   }
+
+  int socket_of(::soci::session& s) const override { return PQsocket(raw(s)); }
 
   bool in_transaction(::soci::session& s) const override {
     return PQtransactionStatus(raw(s)) != PQTRANS_IDLE;
@@ -108,7 +113,9 @@ class postgresql_flavor_impl final : public flavor {
       if (st.rfind("08", 0) == 0 || st == "57P01" || st == "57P02" || st == "57P03" ||
           st == "53300")
         return error_kind::connection;
-      if (st == "28000" || st == "28P01" || st == "3D000") return error_kind::config;
+      if (st == "28000" || st == "28P01" || st == "42501") return error_kind::auth;
+      // 3D000 no such database, 22021 invalid UTF-8, 54000 name too long for the index.
+      if (st == "3D000" || st == "22021" || st == "54000") return error_kind::config;
       return error_kind::backend;
     }
     if (e.get_error_category() == ::soci::soci_error::connection_error)
@@ -121,7 +128,7 @@ class postgresql_flavor_impl final : public flavor {
     p.name = std::string(name);
     auto text = postgres::render("SELECT sqlock.try_xact_lock(:name)", schema_of(o));
     auto r = run_once(*this, s, text, p);
-    return !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
+    return sql::says_true(r);
   }
 };
 

@@ -1,5 +1,5 @@
 // soci+sqlite3: the SQLite dialect of the native backend (sql/sqlite/, migrations/sqlite/)
-// executed through SOCI's sqlite3 backend. sqlock's SQL functions (sqlock_now_ms,
+// executed through SOCI's sqlite3 backend. The dialect's SQL functions (sqlock_now_ms,
 // sqlock_boot_id) are registered on the raw handle SOCI holds.
 #include <soci/sqlite3/soci-sqlite3.h>
 
@@ -17,8 +17,27 @@ sqlite_api::sqlite3* raw(::soci::session& s) {
   return native_handle<::soci::sqlite3_session_backend>(s, "sqlite3");
 }
 
-::sqlite3* for_dialect(sqlite_api::sqlite3* h) {
-  return reinterpret_cast<::sqlite3*>(h);
+void now_ms_fn(sqlite_api::sqlite3_context* ctx, int, sqlite_api::sqlite3_value**) {
+  sqlite_api::sqlite3_result_int64(ctx, static_cast<sqlite_api::sqlite3_int64>(sqlite::now_ms()));
+}
+
+void boot_id_fn(sqlite_api::sqlite3_context* ctx, int, sqlite_api::sqlite3_value**) {
+  const auto& id = sqlite::boot_id();
+  sqlite_api::sqlite3_result_text(ctx, id.c_str(), static_cast<int>(id.size()), SQLITE_STATIC);
+}
+
+// The dialect's two SQL functions, registered on the handle SOCI holds.
+void install_functions(sqlite_api::sqlite3* h) {
+  int rc = sqlite_api::sqlite3_create_function(h, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr,
+                                               now_ms_fn, nullptr, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite_api::sqlite3_create_function(h, "sqlock_boot_id", 0,
+                                             SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                                             boot_id_fn, nullptr, nullptr);
+  if (rc != SQLITE_OK)
+    throw ::soci::sqlite3_soci_error(
+        std::string("SQLite: cannot register sqlock's functions: ") + sqlite_api::sqlite3_errmsg(h),
+        rc);
 }
 
 void exec(sqlite_api::sqlite3* h, const std::string& text) {
@@ -45,11 +64,11 @@ class sqlite3_flavor_impl final : public flavor {
   std::vector<std::string> driver_params() const override { return {"busy_timeout"}; }
 
   void apply_params(const url& u, options& o) const override {
-    if (u.query.count("busy_timeout")) o.busy_timeout = parse_duration(u.param("busy_timeout"));
-    if (o.busy_timeout.count() <= 0) throw config_error("SQLite busy_timeout must be > 0");
+    o.busy_timeout = u.duration_param("busy_timeout", milliseconds(1), std::chrono::hours(24))
+                         .value_or(o.busy_timeout);
   }
 
-  std::string connect_string(const url& u) const override {
+  std::string connect_string(const url& u, const options&) const override {
     if (!u.hosts.empty())
       throw config_error(
           "soci+sqlite3 takes a path, not a host: soci+sqlite3:/path/to/file.db (got '" +
@@ -70,12 +89,21 @@ class sqlite3_flavor_impl final : public flavor {
 
   void prepare_session(::soci::session& s, const options& o, bool owned) const override {
     auto* h = raw(s);
-    sqlite::install_functions(for_dialect(h));
+    install_functions(h);
     if (owned) {
       sqlite_api::sqlite3_busy_timeout(
           h, static_cast<int>(std::min<std::int64_t>(o.busy_timeout.count(), 1 << 30)));
       exec(h, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     }
+  }
+
+  // Waiting for another writer ends at the deadline (SQLITE_BUSY, which the engine retries while
+  // the deadline allows).
+  void limit_wait(::soci::session& s, steady_time deadline, const options& o) const override {
+    auto left = std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto wait = std::clamp<milliseconds>(left, milliseconds(1), o.busy_timeout);
+    sqlite_api::sqlite3_busy_timeout(
+        raw(s), static_cast<int>(std::min<std::int64_t>(wait.count(), 1 << 30)));
   }
 
   bool in_transaction(::soci::session& s) const override {
@@ -131,13 +159,13 @@ class sqlite3_flavor_impl final : public flavor {
 
   bool try_xact(::soci::session& s, std::string_view name, const options&,
                 bool& wait_ok) const override {
-    sqlite::install_functions(for_dialect(raw(s)));
+    install_functions(raw(s));
     auto stmts = split(own_sql("sqlite", "xact_lock.sql"));
     sql::params p;
     p.name = std::string(name);
     p.holder = default_holder();
     auto held = run_once(*this, s, stmts.at(0), p);
-    if (!held.empty() && !held[0].empty() && sql::truthy(held[0][0])) {
+    if (sql::says_true(held)) {
       wait_ok = false;
       return false;
     }

@@ -37,7 +37,9 @@ class soci_backend final : public sql::engine_backend {
  public:
   soci_backend(const flavor& f, const options& o, sql::connector open, std::string url_text)
       : engine_backend(f.bundle(), f.dialect(o), std::move(open), std::move(url_text), o.pool),
-        flavor_(f) {}
+        flavor_(f) {
+    set_io_timeout(o.io_timeout);
+  }
 
   std::string kind() const override { return "soci+" + flavor_.soci_name(); }
 
@@ -59,22 +61,11 @@ std::shared_ptr<backend> over_source(const flavor& f, const options& o,
                                      std::shared_ptr<session_source> src, const std::string& what) {
   auto b = std::make_shared<soci_backend>(
       f, o,
-      [&f, src]() -> std::unique_ptr<sql::connection> {
-        return std::make_unique<soci_connection>(f, src);
+      [&f, src, o]() -> std::unique_ptr<sql::connection> {
+        return std::make_unique<soci_connection>(f, src, o);
       },
       "soci+" + f.soci_name() + ":(" + what + ")");
   return finish(b, f, o);
-}
-
-std::size_t parse_pool(const std::string& text) {
-  try {
-    std::size_t used = 0;
-    auto v = std::stoul(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
-    return static_cast<std::size_t>(v);
-  } catch (const std::exception&) {
-    throw config_error("SOCI pool must be a number (got '" + text + "')");
-  }
 }
 
 }  // namespace
@@ -89,24 +80,22 @@ std::shared_ptr<backend> open(const std::string& url_text) {
         "a SOCI URL starts with soci+sqlite3:, soci+postgresql:// or soci+mysql:// (got '" +
         u.redacted() + "')");
   const flavor& f = flavor_named(u.scheme.substr(5));
-  std::vector<std::string> allowed = {"mode", "pool", "migrate"};
+  std::vector<std::string> allowed = {"mode", "pool", "migrate", "timeout"};
   for (auto& p : f.driver_params()) allowed.push_back(p);
   u.check_params(allowed);
   options o;
-  o.mode = u.param("mode", "pessimistic");
-  if (u.query.count("pool")) o.pool = parse_pool(u.param("pool"));
-  if (u.query.count("migrate")) {
-    auto m = u.param("migrate");
-    if (m != "auto" && m != "off")
-      throw config_error("migrate must be auto or off (got '" + m + "')");
-    o.auto_migrate = m == "auto";
-  }
+  // advisory is named so that the flavor explains why SOCI cannot run it.
+  o.mode = u.choice_param("mode", {"pessimistic", "optimistic", "advisory"}).value_or(o.mode);
+  o.pool = static_cast<std::size_t>(u.count_param("pool", 1, 1024).value_or(4));
+  o.auto_migrate = u.choice_param("migrate", {"auto", "off"}).value_or("off") == "auto";
+  o.io_timeout =
+      u.duration_param("timeout", milliseconds(1), std::chrono::hours(1)).value_or(o.io_timeout);
   f.apply_params(u, o);
-  std::string connect = f.connect_string(u);
+  std::string connect = f.connect_string(u, o);
   auto b = std::make_shared<soci_backend>(
       f, o,
       [&f, connect, o]() -> std::unique_ptr<sql::connection> {
-        return std::make_unique<soci_connection>(f, owned_source(f, connect, o));
+        return std::make_unique<soci_connection>(f, owned_source(f, connect, o), o);
       },
       url_text);
   return finish(b, f, o);
@@ -182,7 +171,7 @@ bool fence_check(::soci::session& session, std::string_view name, std::uint64_t 
     auto d = f.dialect(o);
     sql::rows r;
     for (const auto& text : d.fence_check.statements) r = run_once(f, session, text, p);
-    ok = !r.empty() && !r[0].empty() && sql::truthy(r[0][0]);
+    ok = sql::says_true(r);
   });
   return ok;
 }
@@ -192,13 +181,13 @@ connect_info connect_info_for(const std::string& url_text) {
   if (u.scheme.rfind("soci+", 0) != 0)
     throw config_error("not a soci+ URL: '" + u.redacted() + "'");
   const flavor& f = flavor_named(u.scheme.substr(5));
-  return {f.soci_name(), f.connect_string(u)};
+  return {f.soci_name(), f.connect_string(u, options{})};
 }
 
 int migrate(::soci::session& session, const options& opts) {
   const flavor& f = flavor_of(session);
   guarded(f, "cannot prepare the SOCI session", [&] { f.prepare_session(session, opts, false); });
-  soci_connection c(f, borrowed_source(session));
+  soci_connection c(f, borrowed_source(session), opts);
   return sql::migrate(c, f.bundle(), f.dialect(opts));
 }
 

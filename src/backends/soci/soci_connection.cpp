@@ -6,6 +6,7 @@
 #include <typeinfo>
 
 #include "soci_detail.hpp"
+#include "socket_watchdog.hpp"
 
 namespace sqlock::soci::detail {
 
@@ -38,6 +39,11 @@ std::size_t code_start(std::string_view s, bool semicolons) {
   }
 }
 
+std::string timeout_seconds(const options& o, int min_s) {
+  auto s = std::chrono::ceil<std::chrono::seconds>(o.io_timeout).count();
+  return std::to_string(std::max<std::int64_t>(s, min_s));
+}
+
 void refuse_advisory(const std::string& holds, const std::string& scheme) {
   throw config_error("advisory mode holds " + holds +
                      " on a dedicated connection per hold, which the SOCI backend does not "
@@ -62,6 +68,8 @@ void guarded(const flavor& f, const std::string& what, const std::function<void(
         throw sql::transient_error(msg, code);
       case error_kind::connection:
         throw connection_error(msg);
+      case error_kind::auth:
+        throw auth_error(msg);
       case error_kind::config:
         throw config_error(msg);
       case error_kind::backend:
@@ -333,62 +341,84 @@ cached_statement& prepared(session_source::lease& l, const flavor& f, const std:
 }
 }  // namespace
 
-soci_connection::soci_connection(const flavor& f, std::shared_ptr<session_source> src)
-    : flavor_(f), src_(std::move(src)) {}
+soci_connection::soci_connection(const flavor& f, std::shared_ptr<session_source> src,
+                                 const options& o)
+    : flavor_(f), src_(std::move(src)), opts_(o) {}
 
-sql::rows soci_connection::run(const sql::operation& op, const sql::params& p) {
+void soci_connection::on_session(const std::string& what, steady_time deadline,
+                                 const std::function<void(session_source::lease&)>& fn) {
   auto l = src_->take();
-  auto& s = *l.session;
-  sql::rows out;
+  if (std::chrono::steady_clock::now() >= deadline)
+    throw connection_error(what + ": the deadline passed before the call started");
+  int fd = -1;
+  if (!l.borrowed) {  // only a session sqlock opened may be broken at the deadline
+    flavor_.limit_wait(*l.session, deadline, opts_);
+    fd = flavor_.socket_of(*l.session);
+  }
+  watched_call watch(fd, deadline);
+  auto late = [&] {
+    return connection_error(what + ": no answer by the deadline (the session was closed)");
+  };
   try {
-    guarded(flavor_, "sqlock " + op.key + " through SOCI " + flavor_.soci_name(), [&] {
-      if (l.borrowed && flavor_.in_transaction(s))
-        throw usage_error(
-            "a transaction is open on the SOCI session given to sqlock: lease-based lock "
-            "operations run in their own transactions; inside yours use "
-            "sqlock::soci::try_lock_xact()");
-      auto& list = l.cache->ops[op.key];
-      if (list.empty()) {
-        for (const auto& text : op.statements)
-          for (const auto& piece : flavor_.split(text))
-            list.push_back(std::make_unique<cached_statement>(flavor_, s, piece, false));
-      }
-      const bool tx = list.size() > 1;
-      if (tx) prepared(l, flavor_, "(sqlock begin)", flavor_.begin_statement()).execute(p);
-      try {
-        for (auto& st : list) {
-          out = st->execute(p);
-          flavor_.after_statement(s);
-        }
-        if (tx) prepared(l, flavor_, "(sqlock commit)", "COMMIT").execute(p);
-      } catch (...) {
-        if (tx) {
-          try {
-            s.once << "ROLLBACK";
-          } catch (...) {
-          }
-        }
-        throw;
-      }
-    });
+    guarded(flavor_, what, [&] { fn(l); });
   } catch (...) {
     src_->reset(l);
+    if (watch.finish()) throw late();
     throw;
   }
+  if (watch.finish()) throw late();  // answered as the socket was shut down: state unknown
+}
+
+sql::rows soci_connection::run(const sql::operation& op, const sql::params& p,
+                               steady_time deadline) {
+  sql::rows out;
+  on_session("sqlock " + op.key + " through SOCI " + flavor_.soci_name(), deadline,
+             [&](session_source::lease& l) {
+               auto& s = *l.session;
+               if (l.borrowed && flavor_.in_transaction(s))
+                 throw usage_error(
+                     "a transaction is open on the SOCI session given to sqlock: lease-based "
+                     "lock operations run in their own transactions; inside yours use "
+                     "sqlock::soci::try_lock_xact()");
+               auto& list = l.cache->ops[op.key];
+               if (list.empty()) {
+                 for (const auto& text : op.statements)
+                   for (const auto& piece : flavor_.split(text))
+                     list.push_back(std::make_unique<cached_statement>(flavor_, s, piece, false));
+               }
+               const bool tx = list.size() > 1;
+               if (tx) prepared(l, flavor_, "(sqlock begin)", flavor_.begin_statement()).execute(p);
+               try {
+                 for (auto& st : list) {
+                   out = st->execute(p);
+                   flavor_.after_statement(s);
+                 }
+                 if (tx) prepared(l, flavor_, "(sqlock commit)", "COMMIT").execute(p);
+               } catch (...) {
+                 if (tx) {
+                   try {
+                     s.once << "ROLLBACK";
+                   } catch (...) {
+                   }
+                 }
+                 throw;
+               }
+             });
   return out;
 }
 
 void soci_connection::execute_script(std::string_view script) {
-  auto l = src_->take();
-  guarded(flavor_, "SQL script through SOCI " + flavor_.soci_name(),
-          [&] { flavor_.execute_script(*l.session, script); });
+  // Migrations are explicit administration: bounded only by the clients' own read timeouts.
+  on_session("SQL script through SOCI " + flavor_.soci_name(), steady_time::max(),
+             [&](session_source::lease& l) { flavor_.execute_script(*l.session, script); });
 }
 
 sql::rows soci_connection::query(std::string_view text) {
-  auto l = src_->take();
   sql::rows out;
-  guarded(flavor_, "query through SOCI " + flavor_.soci_name(),
-          [&] { out = run_once(flavor_, *l.session, std::string(text), sql::params{}); });
+  on_session("query through SOCI " + flavor_.soci_name(),
+             std::chrono::steady_clock::now() + opts_.io_timeout, [&](session_source::lease& l) {
+               out = run_once(flavor_, *l.session, std::string(text), sql::params{});
+             });
   return out;
 }
 

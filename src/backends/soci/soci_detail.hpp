@@ -22,7 +22,7 @@
 namespace sqlock::soci::detail {
 
 /// How a native error is treated.
-enum class error_kind { transient, connection, config, backend };
+enum class error_kind { transient, connection, auth, config, backend };
 
 /// An embedded SQL file of this backend (src/backends/soci/sql/<db>/).
 std::string_view own_sql(std::string_view db, std::string_view file);
@@ -61,8 +61,9 @@ class flavor {
   virtual const sql::bundle& bundle() const = 0;
   /// The engine dialect for `o.mode` (config_error for modes this flavor cannot run).
   virtual sql::dialect dialect(const options& o) const = 0;
-  /// SOCI connection string for a soci+<db> URL (the URL's sqlock parameters already taken).
-  virtual std::string connect_string(const url& u) const = 0;
+  /// SOCI connection string for a soci+<db> URL (the URL's sqlock parameters already taken);
+  /// the client's own connect/read timeouts follow `o.io_timeout` unless the URL sets them.
+  virtual std::string connect_string(const url& u, const options& o) const = 0;
   /// URL parameters passed to the driver (beyond mode/pool/migrate).
   virtual std::vector<std::string> driver_params() const { return {}; }
   /// Applies the URL's driver parameters to `o` (busy_timeout, schema).
@@ -71,6 +72,12 @@ class flavor {
   virtual std::unique_ptr<::soci::session> open(const std::string& connect) const = 0;
   /// Sets up a session sqlock opened or was given (SQLite: SQL functions, busy timeout).
   virtual void prepare_session(::soci::session&, const options&, bool /*owned*/) const {}
+  /// The session's socket, which the watchdog shuts down at a call's deadline; -1 when the
+  /// database is not reached through a socket (SQLite).
+  virtual int socket_of(::soci::session&) const { return -1; }
+  /// Before a call on a session sqlock opened: bounds the client's own waits by `deadline`
+  /// (SQLite: the busy timeout, at most `o.busy_timeout`).
+  virtual void limit_wait(::soci::session&, steady_time /*deadline*/, const options&) const {}
   /// True when a transaction is open on the session.
   virtual bool in_transaction(::soci::session& s) const = 0;
   /// Runs a migration or routine file as the database's own client would.
@@ -125,7 +132,8 @@ class session_source {
     ::soci::session* session = nullptr;
     statement_cache* cache = nullptr;
     std::function<void()> done;
-    bool borrowed = false;  ///< the session is the caller's: check for an open transaction
+    bool borrowed = false;  ///< the session is the caller's: check for an open transaction,
+                            ///< never shut its socket down (it is not ours to break)
     lease() = default;
     lease(lease&&) = default;
     lease& operator=(lease&&) = delete;
@@ -141,7 +149,8 @@ class session_source {
   virtual void reset(lease& l);
 };
 
-/// A session sqlock opened itself (one per engine connection).
+/// A session sqlock opened itself (one per engine connection): calls on it are bounded by
+/// their deadline (the watchdog shuts a late call's socket down).
 std::unique_ptr<session_source> owned_source(const flavor& f, const std::string& connect,
                                              const options& o);
 /// The caller's session, shared by every engine connection under one mutex.
@@ -150,17 +159,28 @@ std::shared_ptr<session_source> borrowed_source(::soci::session& s);
 std::shared_ptr<session_source> pool_source(::soci::connection_pool& p, const flavor& f,
                                             const options& o);
 
-/// The engine's driver over a session source.
+/// The engine's driver over a session source. Calls on sessions sqlock opened return by their
+/// deadline (query() by now + `io_timeout`); the caller's own sessions are bounded only by
+/// the caller's client settings.
 class soci_connection final : public sql::connection {
  public:
-  soci_connection(const flavor& f, std::shared_ptr<session_source> src);
-  sql::rows run(const sql::operation& op, const sql::params& p) override;
+  soci_connection(const flavor& f, std::shared_ptr<session_source> src, const options& o);
+  sql::rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override;
   void execute_script(std::string_view script) override;
   sql::rows query(std::string_view text) override;
 
  private:
+  /// Runs `fn` on a session of the source, bounded by `deadline`.
+  void on_session(const std::string& what, steady_time deadline,
+                  const std::function<void(session_source::lease&)>& fn);
+
   const flavor& flavor_;
   std::shared_ptr<session_source> src_;
+  options opts_;
 };
+
+/// `o.io_timeout` in whole seconds, rounded up, at least `min_s`: for the clients' own
+/// connect/read timeouts.
+std::string timeout_seconds(const options& o, int min_s);
 
 }  // namespace sqlock::soci::detail

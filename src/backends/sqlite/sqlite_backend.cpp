@@ -6,9 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <thread>
 
@@ -24,26 +22,15 @@ namespace {
 
 using sql::rows;
 
-// ---- the database's clock: CLOCK_BOOTTIME tagged with the boot id ----
+// ---- the database's clock (sqlock_now_ms, sqlock_boot_id), computed by the dialect ----
 
 void now_ms_fn(sqlite3_context* ctx, int, sqlite3_value**) {
-  timespec ts{};
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
-}
-
-const std::string& boot_id() {
-  static const std::string id = [] {
-    std::ifstream f("/proc/sys/kernel/random/boot_id");
-    std::string s;
-    std::getline(f, s);
-    return s.empty() ? std::string("unknown-boot") : s;
-  }();
-  return id;
+  sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(now_ms()));
 }
 
 void boot_id_fn(sqlite3_context* ctx, int, sqlite3_value**) {
-  sqlite3_result_text(ctx, boot_id().c_str(), static_cast<int>(boot_id().size()), SQLITE_STATIC);
+  const auto& id = boot_id();
+  sqlite3_result_text(ctx, id.c_str(), static_cast<int>(id.size()), SQLITE_STATIC);
 }
 
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
@@ -55,6 +42,16 @@ void boot_id_fn(sqlite3_context* ctx, int, sqlite3_value**) {
       primary == SQLITE_PERM || primary == SQLITE_AUTH)
     throw config_error(msg);
   throw backend_error(msg, std::to_string(rc));
+}
+
+// Registers sqlock_now_ms() and sqlock_boot_id() on `db`.
+void install_functions(sqlite3* db) {
+  int rc = sqlite3_create_function(db, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr,
+                                   nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "sqlock_boot_id", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                 nullptr, boot_id_fn, nullptr, nullptr);
+  if (rc != SQLITE_OK) fail(db, rc, "cannot register sqlock's SQLite functions");
 }
 
 class sqlite_connection final : public sql::connection {
@@ -215,44 +212,6 @@ class sqlite_connection final : public sql::connection {
   sqlite3* db_ = nullptr;
   std::map<std::string, std::vector<sqlite3_stmt*>, std::less<>> cache_;
 };
-
-}  // namespace
-
-sql::dialect make_dialect(const std::string& mode) {
-  if (mode != "pessimistic" && mode != "optimistic")
-    throw config_error("SQLite mode must be pessimistic or optimistic (got '" + mode +
-                       "'; advisory locks need a server database)");
-  const auto& b = sql::bundle_sqlite();
-  auto op = [&](const std::string& key, const std::string& file) {
-    return sql::operation{key, {std::string(b.routine(file))}};
-  };
-  sql::dialect d;
-  d.kind = "sqlite";
-  d.mode = mode;
-  d.acquire = op("acquire", "acquire_" + mode + ".sql");
-  d.renew = op("renew", "renew.sql");
-  d.release = op("release", "release_" + mode + ".sql");
-  d.list = op("list", "list.sql");
-  d.force_release = op("force_release", "force_release.sql");
-  d.sweep = op("sweep", "sweep.sql");
-  d.fence_check = op("fence_check", "fence_check.sql");
-  d.version_table_query =
-      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlock_schema_version'";
-  d.version_query = "SELECT max(version) FROM sqlock_schema_version";
-  d.notify = true;
-  return d;
-}
-
-void install_functions(sqlite3* db) {
-  int rc = sqlite3_create_function(db, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr,
-                                   nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function(db, "sqlock_boot_id", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                                 nullptr, boot_id_fn, nullptr, nullptr);
-  if (rc != SQLITE_OK) fail(db, rc, "cannot register sqlock's SQLite functions");
-}
-
-namespace {
 
 // One acquire() call's wait: any commit appends to the WAL file, so an inotify watch on it,
 // set up before the call's first attempt, wakes on every release after that attempt. The

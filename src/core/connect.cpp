@@ -1,0 +1,13 @@
+// connect(url): a client over the backend the registry makes for the URL (a backend linked
+// into the program, or a backend module loaded for its scheme).
+#include "sqlock/client.hpp"
+
+namespace sqlock {
+
+client connect(const std::string& url, client_options opts) {
+  auto b = make_backend(url);
+  b->verify();
+  return client(std::move(b), std::move(opts));
+}
+
+}  // namespace sqlock

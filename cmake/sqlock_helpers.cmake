@@ -21,6 +21,12 @@ function(sqlock_target_defaults target)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON
                         CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   get_target_property(type ${target} TYPE)
+  # Libraries, modules and the command run from the build tree with their install RPATH
+  # ($ORIGIN-relative: the layouts match), which leaves no placeholder entries for the loader
+  # to search at every start.
+  if(type MATCHES "^(SHARED|MODULE)_LIBRARY$" OR target STREQUAL "sqlock_cli")
+    set_target_properties(${target} PROPERTIES BUILD_WITH_INSTALL_RPATH ON)
+  endif()
   if(type STREQUAL "SHARED_LIBRARY")
     set_target_properties(${target} PROPERTIES
       VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
@@ -110,8 +116,11 @@ SQLOCK_BACKEND_MODULE(&sqlock::backends::register_${name})\n")
     add_library(sqlock_${name}_module MODULE ${mod})
     set_target_properties(sqlock_${name}_module PROPERTIES
       PREFIX "lib" OUTPUT_NAME sqlock-backend-${name}
-      LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/${SQLOCK_MODULE_DIR}
-      INSTALL_RPATH "$ORIGIN/${SQLOCK_MODULE_TO_LIBDIR}")
+      LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/${SQLOCK_MODULE_DIR})
+    if(BUILD_SHARED_LIBS)  # the backend library in LIBDIR, wherever installed
+      set_target_properties(sqlock_${name}_module PROPERTIES
+                            INSTALL_RPATH "$ORIGIN/${SQLOCK_MODULE_TO_LIBDIR}")
+    endif()
     target_link_libraries(sqlock_${name}_module PRIVATE sqlock_${name})
     # Every symbol resolved at link time; in a static build the module carries its own copy
     # of the static libraries it uses, bound inside the module (--exclude-libs).

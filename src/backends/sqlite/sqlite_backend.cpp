@@ -67,6 +67,11 @@ class sqlite_connection final : public sql::connection {
       throw config_error("cannot open SQLite database '" + path + "': " + msg);
     }
     sqlite3_extended_result_codes(db_, 1);
+    // Closing does not checkpoint: a short-lived process (`sqlock run`) would otherwise sync
+    // the WAL, the database and the directory on every exit. Commits checkpoint the WAL
+    // every 64 pages instead (wal_autocheckpoint below), which keeps it small: the next
+    // process to open the file reads all of it.
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_busy_timeout(db_,
                          static_cast<int>(std::min<std::int64_t>(busy_timeout.count(), 1 << 30)));
     try {
@@ -74,7 +79,11 @@ class sqlite_connection final : public sql::connection {
       // Switching a new file to WAL needs an exclusive lock, for which SQLite may answer
       // "busy" at once instead of waiting: retry within the busy timeout.
       sql::retry_transient(
-          [&] { execute_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); },
+          [&] {
+            execute_script(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                "PRAGMA wal_autocheckpoint=64;");
+          },
           busy_timeout);
     } catch (...) {
       sqlite3_close(db_);

@@ -124,6 +124,8 @@ class mysql_flavor_impl final : public flavor {
     return out;
   }
 
+  bool remote() const override { return true; }
+
   error_kind classify(const ::soci::soci_error& e, std::string& code) const override {
     if (int n = error_number(e)) {
       code = std::to_string(n);

@@ -105,6 +105,17 @@ class postgresql_flavor_impl final : public flavor {
     return {std::string(text)};  // every operation of the dialect is one statement
   }
 
+  bool remote() const override { return true; }
+
+  // libpq reports a refused password in the message of the failed connection (no SQLSTATE).
+  error_kind classify_open(const ::soci::soci_error& e, std::string& code) const override {
+    std::string m = e.what();
+    for (const char* s : {"password authentication failed", "no password supplied",
+                          "authentication failed", "no pg_hba.conf entry"})
+      if (m.find(s) != std::string::npos) return error_kind::auth;
+    return flavor::classify_open(e, code);
+  }
+
   error_kind classify(const ::soci::soci_error& e, std::string& code) const override {
     if (auto* pe = dynamic_cast<const ::soci::postgresql_soci_error*>(&e)) {
       std::string st = pe->sqlstate();

@@ -12,6 +12,11 @@ namespace sqlock::soci::detail {
 
 void flavor::apply_params(const url&, options&) const {}
 
+error_kind flavor::classify_open(const ::soci::soci_error& e, std::string& code) const {
+  auto k = classify(e, code);
+  return k == error_kind::backend ? error_kind::connection : k;
+}
+
 std::string quoted(const std::string& v) {
   std::string out = "'";
   for (char c : v) {
@@ -53,14 +58,15 @@ void refuse_advisory(const std::string& holds, const std::string& scheme) {
                      "(sqlock::soci::try_lock_xact)");
 }
 
-void guarded(const flavor& f, const std::string& what, const std::function<void()>& fn) {
+void guarded(const flavor& f, const std::string& what, const std::function<void()>& fn,
+             bool opening) {
   try {
     fn();
   } catch (const sqlock::error&) {
     throw;
   } catch (const ::soci::soci_error& e) {
     std::string code;
-    error_kind k = f.classify(e, code);
+    error_kind k = opening ? f.classify_open(e, code) : f.classify(e, code);
     std::string msg = what + ": " + e.what();
     while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
     switch (k) {
@@ -236,16 +242,13 @@ namespace {
 
 class owned final : public session_source {
  public:
-  owned(const flavor& f, const std::string& connect, const options& o) {
-    guarded(f, "cannot open SOCI " + f.soci_name() + " session", [&] {
-      session_ = f.open(connect);
-      f.prepare_session(*session_, o, true);
-    });
-  }
+  owned(const flavor& f, std::string connect, const options& o)
+      : flavor_(f), connect_(std::move(connect)), opts_(o) {}
   ~owned() override {
     cache_.ops.clear();  // statements before their session
   }
-  lease take() override {
+  lease take(steady_time deadline) override {
+    if (!session_) session_ = open_session(flavor_, connect_, opts_, deadline);
     lease l;
     l.session = session_.get();
     l.cache = &cache_;
@@ -253,6 +256,9 @@ class owned final : public session_source {
   }
 
  private:
+  const flavor& flavor_;
+  std::string connect_;
+  options opts_;
   std::unique_ptr<::soci::session> session_;
   statement_cache cache_;
 };
@@ -260,7 +266,7 @@ class owned final : public session_source {
 class borrowed final : public session_source {
  public:
   explicit borrowed(::soci::session& s) : session_(s) {}
-  lease take() override {
+  lease take(steady_time) override {
     auto g = std::make_shared<std::unique_lock<std::mutex>>(mutex_);
     lease l;
     l.session = &session_;
@@ -280,7 +286,7 @@ class pooled final : public session_source {
  public:
   pooled(::soci::connection_pool& p, const flavor& f, const options& o)
       : pool_(p), flavor_(f), opts_(o) {}
-  lease take() override {
+  lease take(steady_time) override {
     std::size_t pos = pool_.lease();
     lease l;
     l.session = &pool_.at(pos);
@@ -347,7 +353,7 @@ soci_connection::soci_connection(const flavor& f, std::shared_ptr<session_source
 
 void soci_connection::on_session(const std::string& what, steady_time deadline,
                                  const std::function<void(session_source::lease&)>& fn) {
-  auto l = src_->take();
+  auto l = src_->take(deadline);
   if (std::chrono::steady_clock::now() >= deadline)
     throw connection_error(what + ": the deadline passed before the call started");
   int fd = -1;

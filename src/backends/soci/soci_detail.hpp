@@ -95,6 +95,12 @@ class flavor {
   virtual sql::rows read_rows(::soci::statement&) const { return {}; }
   /// Classifies a SOCI exception; `code` receives the SQLSTATE or native code.
   virtual error_kind classify(const ::soci::soci_error& e, std::string& code) const = 0;
+  /// Classifies a failure to open a session: refused credentials are auth, what is not
+  /// configuration is a connection error (the server may come back).
+  virtual error_kind classify_open(const ::soci::soci_error& e, std::string& code) const;
+  /// True when sessions reach a server over the network: opening one may hang, so it runs
+  /// on a helper thread the caller stops waiting for at its deadline.
+  virtual bool remote() const { return false; }
   /// One attempt at a transaction-scoped lock in the session's open transaction.
   /// `wait_ok`: false when waiting would block a lease-based holder (stop retrying).
   virtual bool try_xact(::soci::session& s, std::string_view name, const options& o,
@@ -113,8 +119,15 @@ const flavor* postgresql_flavor();  ///< nullptr unless built with the PostgreSQ
 const flavor* mysql_flavor();       ///< nullptr unless built with the MySQL dialect
 
 /// Runs `fn`, translating every exception into a sqlock error (the one place native errors
-/// are mapped). `what` prefixes the message.
-void guarded(const flavor& f, const std::string& what, const std::function<void()>& fn);
+/// are mapped). `what` prefixes the message; `opening`: `fn` opens a session.
+void guarded(const flavor& f, const std::string& what, const std::function<void()>& fn,
+             bool opening = false);
+
+/// Opens and prepares a session sqlock owns, by `deadline` (connection_error after it: a
+/// remote open still under way is abandoned to its helper thread, which closes the session
+/// when it completes).
+std::unique_ptr<::soci::session> open_session(const flavor& f, const std::string& connect,
+                                              const options& o, steady_time deadline);
 
 /// Prepared statements of one session, by operation key.
 class statement_cache;
@@ -143,14 +156,15 @@ class session_source {
     }
   };
   virtual ~session_source() = default;
-  /// Takes a session (may block while every pooled session is in use).
-  virtual lease take() = 0;
+  /// Takes a session (may block while every pooled session is in use); a source that opens
+  /// its session on first use does so by `deadline`.
+  virtual lease take(steady_time deadline) = 0;
   /// Forgets the cached statements of a session after an error.
   virtual void reset(lease& l);
 };
 
-/// A session sqlock opened itself (one per engine connection): calls on it are bounded by
-/// their deadline (the watchdog shuts a late call's socket down).
+/// A session sqlock opens itself on first use (one per engine connection): opening and calls
+/// are bounded by their deadline (the watchdog shuts a late call's socket down).
 std::unique_ptr<session_source> owned_source(const flavor& f, const std::string& connect,
                                              const options& o);
 /// The caller's session, shared by every engine connection under one mutex.

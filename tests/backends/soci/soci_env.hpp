@@ -39,7 +39,7 @@ inline void ensure_schema(const std::string& soci_url) {
     try {
       b->verify();
     } catch (const config_error&) {
-      dynamic_cast<sql::engine_backend&>(*b).migrate();
+      b->migrate();
     }
   } catch (...) {
     if (fd >= 0) ::close(fd);

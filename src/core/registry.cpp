@@ -19,6 +19,7 @@
 #include <set>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
 

@@ -28,7 +28,7 @@ mkdir -p "$tmp/empty"
 # ---- 1. the build under test ----
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
-libdir=$(cd "$prefix" && ls -d lib/x86_64-linux-gnu lib 2>/dev/null | head -1)
+libdir=$(dirname "$(dirname "$(find "$prefix" -name sqlock.pc)")")  # LIBDIR, absolute
 [ -z "$(find "$prefix/include" -name sql_engine.hpp -o -name dialect.hpp)" ] ||
   fail "engine/dialect headers are installed"
 # Installed headers include only installed headers.
@@ -53,15 +53,15 @@ done
 out=$(SQLOCK_BACKEND_PATH=$tmp/empty "$tmp/cmake-build/component_sqlite" "$tmp/c.db" | tail -1)
 [ "$out" = "fence 1" ] || fail "sqlock::sqlite alone printed '$out'"
 echo "ok: each component links alone and registers its backend"
-out=$(SQLOCK_BACKEND_PATH=$prefix/$libdir/sqlock/backends "$tmp/cmake-build/core_consumer" "$tmp/d.db")
+out=$(SQLOCK_BACKEND_PATH=$libdir/sqlock/backends "$tmp/cmake-build/core_consumer" "$tmp/d.db")
 [ "$out" = "fence 1" ] || fail "sqlock::core consumer with the SQLite module printed '$out'"
 echo "ok: sqlock::core alone loads the SQLite backend module"
 
-export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
 # shellcheck disable=SC2046
 g++ -o "$tmp/pc-consumer" "$src/main.cpp" $(pkg-config --cflags --libs sqlock) ||
   fail "plain pkg-config --libs sqlock does not link"
-out=$(SQLOCK_BACKEND_PATH=$prefix/$libdir/sqlock/backends "$tmp/pc-consumer" "$tmp/b.db")
+out=$(SQLOCK_BACKEND_PATH=$libdir/sqlock/backends "$tmp/pc-consumer" "$tmp/b.db")
 [ "$out" = "fence 1" ] || fail "pkg-config consumer printed '$out'"
 # shellcheck disable=SC2046
 g++ -o "$tmp/pc-static" "$src/main.cpp" $(pkg-config --cflags --libs --static sqlock) ||
@@ -83,18 +83,19 @@ cmake -S "$source_dir" -B "$sbuild" -DBUILD_SHARED_LIBS=ON -DSQLOCK_BUILD_TESTS=
 cmake --build "$sbuild" -j2 >"$tmp/shared-build.log" 2>&1 ||
   { tail -50 "$tmp/shared-build.log"; fail "shared build"; }
 cmake --install "$sbuild" --prefix "$sprefix" >/dev/null
-slib=$(cd "$sprefix" && ls -d lib/x86_64-linux-gnu lib 2>/dev/null | head -1)
+slib=$(dirname "$(dirname "$(find "$sprefix" -name sqlock.pc)")")
 for l in core sqlite; do
-  so=$sprefix/$slib/libsqlock_$l.so
+  so=$slib/libsqlock_$l.so
   soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
   [ "$soname" = "libsqlock_$l.so.0.1" ] || fail "libsqlock_$l.so has SONAME '$soname'"
-  [ -e "$sprefix/$slib/libsqlock_$l.so.0.1.0" ] || fail "libsqlock_$l.so.0.1.0 not installed"
+  [ -e "$slib/libsqlock_$l.so.0.1.0" ] || fail "libsqlock_$l.so.0.1.0 not installed"
 done
-exported=$(nm -DC --defined-only "$sprefix/$slib/libsqlock_core.so")
+exported=$(nm -DC --defined-only "$slib/libsqlock_core.so")
 echo "$exported" | grep -q 'sqlock::connect(' || fail "sqlock::connect is not exported"
 echo "$exported" | grep -q 'sqlock::url::parse(' || fail "sqlock::url::parse is not exported"
-! echo "$exported" | grep -qE 'client_impl|memory_store|the_registry|run_pending' ||
-  fail "internal symbols are exported: $(echo "$exported" | grep -E 'client_impl|the_registry' | head -3)"
+internal='sqlock::detail::client_impl::|the_registry|run_pending|module_dirs|sqlock::sql::'
+! echo "$exported" | grep -qE "$internal" ||
+  fail "internal symbols are exported: $(echo "$exported" | grep -E "$internal" | head -3)"
 echo "ok: shared build: versioned SONAMEs, internal symbols hidden"
 
 cmake -S "$src" -B "$tmp/shared-consumer" -DCMAKE_PREFIX_PATH="$sprefix" \
@@ -104,10 +105,10 @@ env -u SQLOCK_BACKEND_PATH "$tmp/shared-consumer/core_consumer" "$tmp/f.db" | gr
   fail "shared sqlock::core consumer did not find the SQLite module in its prefix"
 "$tmp/shared-consumer/component_sqlite" "$tmp/g.db" | grep -qx "fence 1" ||
   fail "shared sqlock::sqlite consumer"
-export PKG_CONFIG_PATH="$sprefix/$slib/pkgconfig"
+export PKG_CONFIG_PATH="$slib/pkgconfig"
 # shellcheck disable=SC2046
 g++ -o "$tmp/spc-consumer" "$src/main.cpp" $(pkg-config --cflags --libs sqlock) \
-  -Wl,-rpath,"$sprefix/$slib" || fail "plain pkg-config on the shared build does not link"
+  -Wl,-rpath,"$slib" || fail "plain pkg-config on the shared build does not link"
 env -u SQLOCK_BACKEND_PATH "$tmp/spc-consumer" "$tmp/h.db" | grep -qx "fence 1" ||
   fail "pkg-config consumer of the shared build"
 env -u SQLOCK_BACKEND_PATH "$sprefix/bin/sqlock" run install-test -- true ||

@@ -17,27 +17,8 @@ sqlite_api::sqlite3* raw(::soci::session& s) {
   return native_handle<::soci::sqlite3_session_backend>(s, "sqlite3");
 }
 
-void now_ms_fn(sqlite_api::sqlite3_context* ctx, int, sqlite_api::sqlite3_value**) {
-  sqlite_api::sqlite3_result_int64(ctx, static_cast<sqlite_api::sqlite3_int64>(sqlite::now_ms()));
-}
-
-void boot_id_fn(sqlite_api::sqlite3_context* ctx, int, sqlite_api::sqlite3_value**) {
-  const auto& id = sqlite::boot_id();
-  sqlite_api::sqlite3_result_text(ctx, id.c_str(), static_cast<int>(id.size()), SQLITE_STATIC);
-}
-
-// The dialect's two SQL functions, registered on the handle SOCI holds.
-void install_functions(sqlite_api::sqlite3* h) {
-  int rc = sqlite_api::sqlite3_create_function(h, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr,
-                                               now_ms_fn, nullptr, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite_api::sqlite3_create_function(h, "sqlock_boot_id", 0,
-                                             SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
-                                             boot_id_fn, nullptr, nullptr);
-  if (rc != SQLITE_OK)
-    throw ::soci::sqlite3_soci_error(
-        std::string("SQLite: cannot register sqlock's functions: ") + sqlite_api::sqlite3_errmsg(h),
-        rc);
+::sqlite3* for_dialect(sqlite_api::sqlite3* h) {
+  return reinterpret_cast<::sqlite3*>(h);
 }
 
 void exec(sqlite_api::sqlite3* h, const std::string& text) {
@@ -89,7 +70,7 @@ class sqlite3_flavor_impl final : public flavor {
 
   void prepare_session(::soci::session& s, const options& o, bool owned) const override {
     auto* h = raw(s);
-    install_functions(h);
+    sqlite::install_functions(for_dialect(h));
     if (owned) {
       sqlite_api::sqlite3_busy_timeout(
           h, static_cast<int>(std::min<std::int64_t>(o.busy_timeout.count(), 1 << 30)));
@@ -159,7 +140,7 @@ class sqlite3_flavor_impl final : public flavor {
 
   bool try_xact(::soci::session& s, std::string_view name, const options&,
                 bool& wait_ok) const override {
-    install_functions(raw(s));
+    sqlite::install_functions(for_dialect(raw(s)));
     auto stmts = split(own_sql("sqlite", "xact_lock.sql"));
     sql::params p;
     p.name = std::string(name);

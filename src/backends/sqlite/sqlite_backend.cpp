@@ -22,17 +22,6 @@ namespace {
 
 using sql::rows;
 
-// ---- the database's clock (sqlock_now_ms, sqlock_boot_id), computed by the dialect ----
-
-void now_ms_fn(sqlite3_context* ctx, int, sqlite3_value**) {
-  sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(now_ms()));
-}
-
-void boot_id_fn(sqlite3_context* ctx, int, sqlite3_value**) {
-  const auto& id = boot_id();
-  sqlite3_result_text(ctx, id.c_str(), static_cast<int>(id.size()), SQLITE_STATIC);
-}
-
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
   std::string msg = what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   int primary = rc & 0xff;
@@ -42,16 +31,6 @@ void boot_id_fn(sqlite3_context* ctx, int, sqlite3_value**) {
       primary == SQLITE_PERM || primary == SQLITE_AUTH)
     throw config_error(msg);
   throw backend_error(msg, std::to_string(rc));
-}
-
-// Registers sqlock_now_ms() and sqlock_boot_id() on `db`.
-void install_functions(sqlite3* db) {
-  int rc = sqlite3_create_function(db, "sqlock_now_ms", 0, SQLITE_UTF8, nullptr, now_ms_fn, nullptr,
-                                   nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function(db, "sqlock_boot_id", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                                 nullptr, boot_id_fn, nullptr, nullptr);
-  if (rc != SQLITE_OK) fail(db, rc, "cannot register sqlock's SQLite functions");
 }
 
 class sqlite_connection final : public sql::connection {

@@ -1,29 +1,7 @@
-// The SQLite dialect, vendor-free: the engine's operations over the embedded sql/sqlite/ files
-// and the values of the two SQL functions every SQLite driver registers on its connections
-// (the kernel's boot-time clock and this boot's id). No SQLite header: the SQLite backend and
-// the SOCI backend each register the functions with their own handle type.
-#include <ctime>
-#include <fstream>
-
+// The SQLite dialect: the engine's operations over the embedded sql/sqlite/ files.
 #include "sqlock/sqlite/dialect.hpp"
 
 namespace sqlock::sqlite {
-
-std::int64_t now_ms() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-const std::string& boot_id() {
-  static const std::string id = [] {
-    std::ifstream f("/proc/sys/kernel/random/boot_id");
-    std::string s;
-    std::getline(f, s);
-    return s.empty() ? std::string("unknown-boot") : s;
-  }();
-  return id;
-}
 
 sql::dialect make_dialect(const std::string& mode) {
   if (mode != "pessimistic" && mode != "optimistic")

@@ -1,14 +1,16 @@
 // The SQLite dialect of the shared SQL engine, for every driver of a SQLite database (the
 // SQLite backend, and the SOCI backend running the same statements through soci::session).
-// Vendor-free: the statements call two functions each driver registers on its connections
-// with its own SQLite API: sqlock_now_ms() (the kernel's boot-time clock in milliseconds,
-// now_ms()) and sqlock_boot_id() (boot_id()).
+// No SQLite header and no libsqlite3: the statements call two functions sqlock registers on
+// each connection, sqlock_now_ms() (the kernel's boot-time clock in milliseconds) and
+// sqlock_boot_id(); install_functions() adds them to a raw handle, with the libsqlite3 the
+// calling driver links.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "sqlock/sql_engine.hpp"
+
+struct sqlite3;
 
 namespace sqlock::sql {
 /// migrations/sqlite/ and sql/sqlite/, embedded.
@@ -20,11 +22,7 @@ namespace sqlock::sqlite {
 /// The dialect for "pessimistic" or "optimistic"; config_error for any other mode.
 sql::dialect make_dialect(const std::string& mode);
 
-/// The value of sqlock_now_ms(): CLOCK_BOOTTIME in milliseconds.
-std::int64_t now_ms();
-
-/// The value of sqlock_boot_id(): /proc/sys/kernel/random/boot_id (leases do not survive a
-/// reboot, whose clock starts again at 0).
-const std::string& boot_id();
+/// Registers sqlock_now_ms() and sqlock_boot_id() on `db`; throws backend_error on failure.
+void install_functions(sqlite3* db);
 
 }  // namespace sqlock::sqlite

@@ -11,7 +11,7 @@
 # Usage: run.sh BUILD_DIR "BACKENDS" SOURCE_DIR [COMPILER_LAUNCHER]
 set -euo pipefail
 build=$1
-backends=$2
+backends=$(echo "$2" | tr ";" " ")  # a CMake list or words
 source_dir=$3
 launcher=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)

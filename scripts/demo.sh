@@ -12,7 +12,7 @@ for b in postgres mysql soci redis zookeeper etcd; do off="$off -DSQLOCK_WITH_${
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSQLOCK_BUILD_TESTS=OFF \
   -DSQLOCK_BUILD_BENCHMARKS=OFF $off >/dev/null
 cmake --build "$build" -j2 --target sqlock_cli >/dev/null
-sqlock=$build/src/cli/sqlock
+sqlock=$build/bin/sqlock
 
 demo=$(mktemp -d)
 trap 'rm -rf "$demo"' EXIT

@@ -23,7 +23,7 @@ hosts=${zk#zookeeper://}; hosts=${hosts%%/*}
 for args in "" "--threads 4 --contended" "--threads 4"; do
   echo "\$ sqlock bench --url \$ZK --duration 5s $args --json"
   # shellcheck disable=SC2086
-  "$build/src/cli/sqlock" bench --url "$zk" --duration 5s $args --json 2>/dev/null
+  "$build/bin/sqlock" bench --url "$zk" --duration 5s $args --json 2>/dev/null
   echo "\$ kazoo_bench.py --duration 5 $args --json"
   # shellcheck disable=SC2086
   $py $k --hosts "$hosts" --duration 5 $args --json

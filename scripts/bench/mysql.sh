@@ -3,7 +3,7 @@
 # Usage: scripts/bench/mysql.sh BUILD_DIR   (needs SQLOCK_TEST_MYSQL_URL from env.sh)
 set -u
 build=${1:-build}
-sqlock=$build/src/cli/sqlock
+sqlock=$build/bin/sqlock
 url=${SQLOCK_TEST_MYSQL_URL:?start the servers and source env.sh}
 secs=${BENCH_SECONDS:-5}
 # mysql://user:pw@host:port/db

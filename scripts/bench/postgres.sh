@@ -5,7 +5,7 @@
 # $SQLOCK_RUN_DIR/env.sh after scripts/servers.sh start postgres)
 set -u
 build=${1:-build}
-sqlock=$build/src/cli/sqlock
+sqlock=$build/bin/sqlock
 url=${SQLOCK_TEST_POSTGRES_URL:?start the servers and source env.sh}
 secs=${BENCH_SECONDS:-10}
 dir=$(mktemp -d)

@@ -2,11 +2,12 @@
 # Benchmarks of the SQLite default beside the one-machine baselines, in one run:
 #  1. `sqlock bench` on sqlite: (both modes; 1 and 4 threads; uncontended and contended)
 #  2. Google Benchmark: lock/unlock pair vs flock(2) and raw SQLite running the same statements
-#  3. whole commands: N x `flock(1) FILE true` vs N x `sqlock run NAME -- true`
+#  3. whole commands with hyperfine, in one run: `flock(1) FILE true` beside `sqlock run NAME --
+#     true` and `sqlock --version` (the command loads only the SQLite backend module)
 # Usage: scripts/bench/sqlite.sh [build-dir]   (prints Markdown-ready raw output)
 set -euo pipefail
 build=${1:-build}
-sqlock=$build/src/cli/sqlock
+sqlock=$build/bin/sqlock
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 echo "## machine: $(nproc) cores, $(uname -r), $(date -u +%FT%TZ)"
@@ -22,15 +23,9 @@ echo
 echo "\$ sqlock_local_bench --benchmark_min_time=2"
 "$build/tests/benchmarks/sqlock_local_bench" --benchmark_min_time=2 2>/dev/null | grep -E '^[a-z_/]+ ' || true
 echo
-n=200
 touch "$dir/flock"
-start=$(date +%s.%N)
-for _ in $(seq $n); do flock "$dir/flock" true; done
-flock_s=$(echo "$(date +%s.%N) - $start" | bc)
 export SQLOCK_URL="sqlite:$dir/cmd.db"
 "$sqlock" run warmup -- true
-start=$(date +%s.%N)
-for _ in $(seq $n); do "$sqlock" run cmd -- true; done
-sqlock_s=$(echo "$(date +%s.%N) - $start" | bc)
-echo "$n x flock(1) FILE true:        ${flock_s}s  ($(echo "scale=2; $flock_s * 1000 / $n" | bc) ms each)"
-echo "$n x sqlock run NAME -- true:   ${sqlock_s}s  ($(echo "scale=2; $sqlock_s * 1000 / $n" | bc) ms each)"
+echo "\$ hyperfine -N -w 20 -r 300 'flock FILE true' 'sqlock run NAME -- true' 'sqlock --version'"
+hyperfine -N -w 20 -r 300 "flock $dir/flock true" "$sqlock run cmd -- true" "$sqlock --version" |
+  grep -E 'Benchmark|Time|Range'

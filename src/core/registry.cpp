@@ -43,7 +43,8 @@ struct registry {
   std::mutex m;
   std::map<std::string, backend_factory> factories;
   std::vector<void (*)()> pending{&backends::register_memory};  // builtins not yet run
-  std::mutex load_m;                    // serializes module loading (not held by lookups)
+  std::mutex pending_m;  // held while they run: no lookup passes them half-registered
+  std::mutex load_m;     // serializes module loading (not held by lookups)
   std::set<std::string> tried_modules;  // loaded, or found missing/broken once
 };
 
@@ -56,6 +57,7 @@ registry& the_registry() {
 // call register_backend()).
 void run_pending() {
   auto& r = the_registry();
+  std::lock_guard running(r.pending_m);
   std::vector<void (*)()> todo;
   {
     std::lock_guard g(r.m);

@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 
 #include "soci_databases.hpp"
@@ -46,6 +47,27 @@ inline void ensure_schema(const std::string& soci_url) {
     throw;
   }
   if (fd >= 0) ::close(fd);
+}
+
+/// Past a deadline a call may take this much more (scheduling, the watchdog's wake-up): a
+/// correctness bound, not a speed claim.
+inline constexpr std::chrono::seconds deadline_slack{2};
+
+/// Runs `fn` (a backend call given `deadline`) and expects it to end by deadline +
+/// deadline_slack, throwing connection_error (the server does not answer).
+template <class F>
+void ends_by(std::chrono::steady_clock::time_point deadline, F fn, const char* what) {
+  bool threw = false;
+  try {
+    fn();
+  } catch (const connection_error&) {
+    threw = true;
+  }
+  auto late = std::chrono::steady_clock::now() - deadline;
+  EXPECT_LT(late, deadline_slack)
+      << what << " returned " << std::chrono::duration_cast<std::chrono::milliseconds>(late).count()
+      << " ms after its deadline";
+  EXPECT_TRUE(threw) << what << " on a server that does not answer should throw connection_error";
 }
 
 }  // namespace sqlock::test

@@ -45,7 +45,7 @@ struct registry {
   std::vector<void (*)()> pending{&backends::register_memory};  // builtins not yet run
   std::mutex pending_m;  // held while they run: no lookup passes them half-registered
   std::mutex load_m;     // serializes module loading (not held by lookups)
-  std::set<std::string> tried_modules;  // loaded, or found missing/broken once
+  std::set<std::string> opened_modules;  // dlopen() tried once (loaded, or broken)
 };
 
 registry& the_registry() {
@@ -111,18 +111,19 @@ std::string module_file(const std::string& name) {
   return "libsqlock-backend-" + name + ".so";
 }
 
-// Loads the module serving `scheme` unless tried before; config_error when it exists but
-// cannot be loaded.
+// Loads the module serving `scheme` unless it was opened before; config_error when it exists
+// but cannot be loaded. A module not found is looked for again next time.
 void load_module_for(const std::string& scheme) {
   auto name = module_name(scheme);
   if (name.empty()) return;
   auto& r = the_registry();
   std::lock_guard g(r.load_m);
-  if (!r.tried_modules.insert(name).second) return;
+  if (r.opened_modules.count(name)) return;
   for (const auto& dir : module_dirs()) {
     auto path = dir / module_file(name);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;
+    r.opened_modules.insert(name);
     void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char* e = ::dlerror();

@@ -126,6 +126,9 @@ class mysql_flavor_impl final : public flavor {
 
   bool remote() const override { return true; }
 
+  // `name` is a TEXT column (keyed by a hash when long).
+  std::size_t max_name_bytes() const override { return 65535; }
+
   error_kind classify(const ::soci::soci_error& e, std::string& code) const override {
     if (int n = error_number(e)) {
       code = std::to_string(n);

@@ -107,6 +107,9 @@ class postgresql_flavor_impl final : public flavor {
 
   bool remote() const override { return true; }
 
+  // The native backend's limit: the name is the primary key, and a btree entry holds ~2700.
+  std::size_t max_name_bytes() const override { return 2600; }
+
   // libpq reports a refused password in the message of the failed connection (no SQLSTATE).
   error_kind classify_open(const ::soci::soci_error& e, std::string& code) const override {
     std::string m = e.what();

@@ -43,6 +43,17 @@ class soci_backend final : public sql::engine_backend {
 
   std::string kind() const override { return "soci+" + flavor_.soci_name(); }
 
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                        wait_state* ws) override {
+    flavor_.check_name(req.name);
+    return engine_backend::try_acquire(req, deadline, ws);
+  }
+
+  bool force_release(std::string_view name) override {
+    flavor_.check_name(name);
+    return engine_backend::force_release(name);
+  }
+
  private:
   const flavor& flavor_;
 };

@@ -5,12 +5,26 @@
 #include <ctime>
 #include <typeinfo>
 
+#include <utf8.h>
+
 #include "soci_detail.hpp"
 #include "socket_watchdog.hpp"
 
 namespace sqlock::soci::detail {
 
 void flavor::apply_params(const url&, options&) const {}
+
+void flavor::check_name(std::string_view name) const {
+  std::size_t max = max_name_bytes();
+  if (max == 0) return;
+  const std::string where = "soci+" + soci_name();
+  if (name.size() > max)
+    throw config_error("lock name is " + std::to_string(name.size()) + " bytes: " + where +
+                       " stores at most " + std::to_string(max));
+  if (name.find('\0') != std::string_view::npos || !utf8::is_valid(name.begin(), name.end()))
+    throw config_error("lock name is not valid UTF-8 text (" + where +
+                       " stores names as UTF-8, without NUL bytes)");
+}
 
 error_kind flavor::classify_open(const ::soci::soci_error& e, std::string& code) const {
   auto k = classify(e, code);

@@ -101,6 +101,11 @@ class flavor {
   /// True when sessions reach a server over the network: opening one may hang, so it runs
   /// on a helper thread the caller stops waiting for at its deadline.
   virtual bool remote() const { return false; }
+  /// The longest name the schema stores, in bytes; 0 = names are bytes of any length
+  /// (SQLite). Servers store names as UTF-8 text: they must be valid UTF-8 without NUL.
+  virtual std::size_t max_name_bytes() const { return 0; }
+  /// config_error for a name this database cannot store, before anything is sent.
+  void check_name(std::string_view name) const;
   /// One attempt at a transaction-scoped lock in the session's open transaction.
   /// `wait_ok`: false when waiting would block a lease-based holder (stop retrying).
   virtual bool try_xact(::soci::session& s, std::string_view name, const options& o,

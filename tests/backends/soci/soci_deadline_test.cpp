@@ -2,7 +2,8 @@
 // blackholed (tests/support/tcp_proxy.hpp: connections stay open, nothing answers) every call
 // on a session sqlock opened returns by its deadline (the socket watchdog), the broken session
 // is dropped and the next call works once the path is back; a wrong password is an auth_error;
-// no password appears in any error or describe().
+// no password appears in any error or describe(); a name the server cannot store is a
+// config_error before anything is sent.
 #include <chrono>
 #include <thread>
 
@@ -122,6 +123,19 @@ TEST_P(soci_server_db, passwords_appear_in_no_error_and_no_description) {
   EXPECT_EQ(b->describe().find(":" + *u.password + "@"), std::string::npos) << b->describe();
   auto info = sqlock::soci::connect_info_for(with_password(secret));
   EXPECT_NE(info.connection_string.find(secret), std::string::npos);  // it is the driver's input
+}
+
+TEST_P(soci_server_db, invalid_utf8_and_over_long_names_are_config_errors) {
+  auto c = sqlock::connect(base_);
+  std::string too_long(GetParam() == "postgresql" ? 2601 : 65536, 'n');
+  for (const std::string& bad : {std::string("bad\xff\xfe"), std::string("nul\0x", 5), too_long}) {
+    auto l = c.make_lock(bad);
+    EXPECT_THROW(l.try_lock(), config_error);
+    EXPECT_THROW(c.force_release(bad), config_error);
+  }
+  auto ok = c.make_lock(unique_name("ünïcödé"));  // valid UTF-8 is stored verbatim
+  EXPECT_TRUE(ok.try_lock());
+  ok.unlock();
 }
 
 std::vector<std::string> server_databases() {

@@ -43,11 +43,7 @@ class faults : public ::testing::TestWithParam<server> {
   }
   // The base URL with its host:port replaced by 127.0.0.1:port.
   std::string with_port(int port) const {
-    std::string from = url::parse(base_).hosts[0].host + ":" + std::to_string(port_);
-    std::string out = base_;
-    auto at = out.find(from);
-    EXPECT_NE(at, std::string::npos);
-    return out.replace(at, from.size(), "127.0.0.1:" + std::to_string(port));
+    return with_host_port(base_, url::parse(base_).hosts[0].host, port_, port);
   }
 
   std::string base_, host_, via_;

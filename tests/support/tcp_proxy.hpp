@@ -134,4 +134,13 @@ class tcp_proxy {
   std::thread acceptor_;
 };
 
+/// `url` with its "host:port" replaced by 127.0.0.1:`to_port` (to reach the server through a
+/// proxy); std::runtime_error when the URL does not contain them.
+inline std::string with_host_port(std::string url, const std::string& host, int port, int to_port) {
+  std::string from = host + ":" + std::to_string(port);
+  auto at = url.find(from);
+  if (at == std::string::npos) throw std::runtime_error("no " + from + " in the URL");
+  return url.replace(at, from.size(), "127.0.0.1:" + std::to_string(to_port));
+}
+
 }  // namespace sqlock::test

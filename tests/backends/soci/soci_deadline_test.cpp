@@ -30,11 +30,7 @@ class soci_server_db : public ::testing::TestWithParam<std::string> {
   }
   // The base URL with its host:port replaced by 127.0.0.1:port.
   std::string with_port(int port) const {
-    std::string from = url::parse(base_).hosts[0].host + ":" + std::to_string(port_);
-    std::string out = base_;
-    auto at = out.find(from);
-    EXPECT_NE(at, std::string::npos);
-    return out.replace(at, from.size(), "127.0.0.1:" + std::to_string(port));
+    return with_host_port(base_, url::parse(base_).hosts[0].host, port_, port);
   }
   // The base URL with its password replaced by `pw`.
   std::string with_password(const std::string& pw) const {

@@ -201,16 +201,17 @@ class sqlite_connection final : public sql::connection {
   std::map<std::string, std::vector<sqlite3_stmt*>, std::less<>> cache_;
 };
 
-// One acquire() call's wait: any commit appends to the WAL file, so an inotify watch on it,
-// set up before the call's first attempt, wakes on every release after that attempt. The
-// watch is re-checked at a bounded interval: the WAL file may not exist yet (no commit since
-// the database was opened) or be reset after a checkpoint.
+// One acquire() call's wait: any commit appends to the WAL file, so an inotify watch on it
+// wakes on every release after the watch was set. The watch is set by the first wait() (after
+// the first busy attempt), which returns at once so that the core's next attempt runs with the
+// watch in place: a release is never missed, and an acquisition that succeeds at once creates
+// no inotify instance (closing one waits for the kernel's SRCU grace period, 7-22 ms, which
+// `sqlock run` would otherwise pay on every lock). The watch is re-checked at a bounded
+// interval: the WAL file may not exist yet (no commit since the database was opened) or be
+// reset after a checkpoint.
 class wal_watch final : public wait_state {
  public:
-  explicit wal_watch(std::string path) : path_(std::move(path)) {
-    fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    arm();
-  }
+  explicit wal_watch(std::string path) : path_(std::move(path)) {}
   ~wal_watch() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -218,6 +219,12 @@ class wal_watch final : public wait_state {
   wal_watch& operator=(const wal_watch&) = delete;
 
   void wait(steady_time until) override {
+    if (!opened_) {  // first busy attempt: watch from now on, then let the core try again
+      opened_ = true;
+      fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+      arm();
+      return;
+    }
     auto now = std::chrono::steady_clock::now();
     auto limit = std::min<steady_time>(until, now + (armed_ ? recheck_armed : recheck_unarmed));
     if (!armed_ || fd_ < 0) {
@@ -242,6 +249,7 @@ class wal_watch final : public wait_state {
   }
 
   std::string path_;
+  bool opened_ = false;
   int fd_ = -1;
   bool armed_ = false;
 };

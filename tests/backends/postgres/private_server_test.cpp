@@ -46,7 +46,7 @@ class pg_private : public ::testing::Test {
   // Every process of the instance: the postmaster and its children (backends, workers).
   std::vector<pid_t> processes() const {
     std::vector<pid_t> out;
-    std::ifstream pidfile(std::string(SQLOCK_PG_PRIVATE_DIR) + "/data/postmaster.pid");
+    std::ifstream pidfile(std::string(SQLOCK_PG_PRIVATE_DIR) + "/postgres/data/postmaster.pid");
     pid_t postmaster = 0;
     if (!(pidfile >> postmaster)) return out;
     out.push_back(postmaster);

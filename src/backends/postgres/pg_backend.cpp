@@ -13,7 +13,6 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
           bundle(), std::move(d),
           [conninfo, t = o.timeout] { return std::make_unique<pg_connection>(conninfo, t); }, shown,
           o.pool),
-      conninfo_(conninfo),
       shown_(shown) {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);

@@ -28,8 +28,6 @@ class pg_backend : public sql::engine_backend {
   /// Marks the start of an attempt in the acquire() call's wait state (may be null).
   static void attempt_starts(wait_state* ws);
 
-  const std::string conninfo_;
-
  private:
   const std::string shown_;
   std::unique_ptr<notifier> notifier_;

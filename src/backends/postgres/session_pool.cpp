@@ -16,7 +16,7 @@ struct session_pool::session {
   std::timed_mutex m;                        // one call at a time
   std::unique_ptr<session_connection> conn;  // null until opened
   std::atomic<bool> busy{false};             // a call has it: the watcher leaves it alone
-  bool dead = false;                         // killed; the pool replaces it
+  std::atomic<bool> dead{false};             // killed; the pool replaces it (read unlocked)
   struct hold {
     std::string owner;
     std::uint64_t fence = 0;

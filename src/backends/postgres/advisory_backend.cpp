@@ -95,6 +95,13 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
   }
 }
 
+void advisory_backend::verify() {
+  pg_backend::verify();
+  // A first try_lock() has only wait_policy::min_attempt when it must also connect and
+  // authenticate; connecting here, within the I/O timeout, spares it that.
+  sessions_.open_next(std::chrono::steady_clock::now() + io_timeout());
+}
+
 capabilities advisory_backend::caps() const noexcept {
   auto c = pg_backend::caps();
   c.session_bound = true;

@@ -33,48 +33,47 @@ std::vector<std::string> pg_connection::notifications() {
   return link_ ? link_->notifications() : std::vector<std::string>{};
 }
 
-const std::vector<pg_connection::statement>& pg_connection::prepared(const sql::operation& op,
-                                                                     steady_time deadline) {
+std::vector<pg_connection::statement>& pg_connection::compiled(const sql::operation& op) {
   auto it = cache_.find(op.key);
   if (it != cache_.end()) return it->second;
   std::vector<statement> list;
   for (const auto& text : op.statements) {
     auto c = sql::compile(text, sql::placeholder::dollar);
-    statement s{"sqlock_" + std::to_string(++counter_), std::move(c.names)};
-    ready(deadline).prepare(s.name, c.text, static_cast<int>(s.names.size()), deadline,
-                            "PostgreSQL prepare of operation '" + op.key + "' failed");
-    list.push_back(std::move(s));
+    list.push_back({"sqlock_" + std::to_string(++counter_), std::move(c.text), std::move(c.names)});
   }
   return cache_.emplace(op.key, std::move(list)).first->second;
+}
+
+sql::rows pg_connection::exec(link& l, statement& s, const sql::params& p, steady_time deadline,
+                              const std::string& what) {
+  std::vector<std::string> values;
+  values.reserve(s.names.size());
+  for (const auto& n : s.names) {
+    auto v = sql::lookup(p, n);
+    if (v.is_int) {
+      values.push_back(std::to_string(v.i));
+    } else {
+      if (v.s.find('\0') != std::string_view::npos)
+        throw config_error("PostgreSQL text cannot contain NUL bytes (parameter :" + n + ")");
+      values.emplace_back(v.s);
+    }
+  }
+  if (s.on_server) return l.run_prepared(s.name, values, deadline, what);
+  return l.prepare_and_run(s.name, s.text, values, deadline, what, s.on_server);
 }
 
 sql::rows pg_connection::run(const sql::operation& op, const sql::params& p, steady_time deadline) {
   // Names are checked here, before anything is sent: a bad one is a short config_error.
   if (!p.name.empty()) check_name(p.name);
   if (!p.prefix.empty()) check_name(p.prefix, "name prefix");
-  const auto& stmts = prepared(op, deadline);
+  auto& stmts = compiled(op);
   auto& l = ready(deadline);
   const std::string what = "PostgreSQL operation '" + op.key + "' failed";
-  auto values_of = [&](const statement& s) {
-    std::vector<std::string> values;
-    values.reserve(s.names.size());
-    for (const auto& n : s.names) {
-      auto v = sql::lookup(p, n);
-      if (v.is_int) {
-        values.push_back(std::to_string(v.i));
-      } else {
-        if (v.s.find('\0') != std::string_view::npos)
-          throw config_error("PostgreSQL text cannot contain NUL bytes (parameter :" + n + ")");
-        values.emplace_back(v.s);
-      }
-    }
-    return values;
-  };
-  if (stmts.size() == 1) return l.run_prepared(stmts[0].name, values_of(stmts[0]), deadline, what);
+  if (stmts.size() == 1) return exec(l, stmts[0], p, deadline, what);
   l.run_simple("BEGIN", deadline, what);
   try {
     sql::rows last;
-    for (const auto& s : stmts) last = l.run_prepared(s.name, values_of(s), deadline, what);
+    for (auto& s : stmts) last = exec(l, s, p, deadline, what);
     l.run_simple("COMMIT", deadline, what);
     return last;
   } catch (const connection_error&) {

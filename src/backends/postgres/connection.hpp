@@ -42,9 +42,15 @@ class pg_connection final : public session_connection {
  private:
   struct statement {
     std::string name;                // prepared statement name on this connection
+    std::string text;                // with $1, $2, ... placeholders
     std::vector<std::string> names;  // parameter names for $1, $2, ...
+    bool on_server = false;          // prepared on this connection already
   };
-  const std::vector<statement>& prepared(const sql::operation& op, steady_time deadline);
+  // The statements of an operation, compiled on first use.
+  std::vector<statement>& compiled(const sql::operation& op);
+  // Runs one statement: prepared and run in one round trip on its first use, then by name.
+  sql::rows exec(link& l, statement& s, const sql::params& p, steady_time deadline,
+                 const std::string& what);
 
   // The link, connected by the first call's deadline.
   link& ready(steady_time deadline);

@@ -118,24 +118,47 @@ void link::wait_socket(short events, steady_time deadline, const std::string& wh
   }
 }
 
-sql::rows link::finish(steady_time deadline, const std::string& what) {
-  for (;;) {  // send the request (the socket buffer may take it in parts)
+void link::flush(steady_time deadline, const std::string& what) {
+  for (;;) {  // the socket buffer may take the request in parts
     int f = PQflush(c_);
-    if (f == 0) break;
+    if (f == 0) return;
     if (f < 0) fail(what);
     wait_socket(POLLIN | POLLOUT, deadline, what);
     if (!PQconsumeInput(c_)) fail(what);
   }
-  sql::rows out;
-  std::string state, message;
+}
+
+PGresult* link::next_result(steady_time deadline, const std::string& what) {
+  while (PQisBusy(c_)) {
+    wait_socket(POLLIN, deadline, what);
+    if (!PQconsumeInput(c_)) fail(what);
+  }
+  return PQgetResult(c_);
+}
+
+namespace {
+
+// The first error among the results of one request: SQLSTATE and primary message (CONTEXT and
+// QUERY would quote function source).
+struct first_error {
   bool failed = false;
-  for (;;) {
-    while (PQisBusy(c_)) {
-      wait_socket(POLLIN, deadline, what);
-      if (!PQconsumeInput(c_)) fail(what);
-    }
-    PGresult* r = PQgetResult(c_);
-    if (!r) break;
+  std::string state, message;
+  void note(const PGresult* r) {
+    if (failed) return;
+    failed = true;
+    state = field(r, PG_DIAG_SQLSTATE);
+    message = field(r, PG_DIAG_MESSAGE_PRIMARY);
+    if (message.empty()) message = PQresultErrorMessage(r);
+  }
+};
+
+}  // namespace
+
+sql::rows link::finish(steady_time deadline, const std::string& what) {
+  flush(deadline, what);
+  sql::rows out;
+  first_error err;
+  while (PGresult* r = next_result(deadline, what)) {
     switch (PQresultStatus(r)) {
       case PGRES_TUPLES_OK:
         out = to_rows(r);
@@ -145,26 +168,60 @@ sql::rows link::finish(steady_time deadline, const std::string& what) {
         out.clear();
         break;
       default:
-        if (!failed) {
-          failed = true;
-          state = field(r, PG_DIAG_SQLSTATE);
-          // The primary message only: CONTEXT and QUERY would quote function source.
-          message = field(r, PG_DIAG_MESSAGE_PRIMARY);
-          if (message.empty()) message = PQresultErrorMessage(r);
-        }
+        err.note(r);
     }
     PQclear(r);
   }
   if (PQstatus(c_) == CONNECTION_BAD) fail(what);
-  if (failed) throw_mapped(what, state, scrub_(message));
+  if (err.failed) throw_mapped(what, err.state, scrub_(err.message));
   return out;
 }
 
-void link::prepare(const std::string& name, const std::string& text, int params,
-                   steady_time deadline, const std::string& what) {
+sql::rows link::prepare_and_run(const std::string& name, const std::string& text,
+                                const std::vector<std::string>& values, steady_time deadline,
+                                const std::string& what, bool& prepared) {
   if (!c_) throw connection_error(what + ": the connection is closed");
-  if (!PQsendPrepare(c_, name.c_str(), text.c_str(), params, nullptr)) fail(what);
-  finish(deadline, what);
+  std::vector<const char*> ptrs;
+  ptrs.reserve(values.size());
+  for (const auto& v : values) ptrs.push_back(v.c_str());
+  const int n = static_cast<int>(values.size());
+  if (!PQenterPipelineMode(c_) || !PQsendPrepare(c_, name.c_str(), text.c_str(), n, nullptr) ||
+      !PQsendQueryPrepared(c_, name.c_str(), n, ptrs.data(), nullptr, nullptr, 0) ||
+      !PQpipelineSync(c_))
+    fail(what);
+  flush(deadline, what);
+  // Results: the prepare's, a null, the query's (or "aborted" after an error), a null, then the
+  // pipeline's sync.
+  constexpr int queries = 2;
+  sql::rows out;
+  first_error err;
+  int index = 0;  // which query the next result belongs to
+  for (bool synced = false; !synced;) {
+    PGresult* r = next_result(deadline, what);
+    if (!r) {
+      if (PQstatus(c_) == CONNECTION_BAD || ++index > queries) fail(what);
+      continue;
+    }
+    switch (PQresultStatus(r)) {
+      case PGRES_PIPELINE_SYNC:
+        synced = true;
+        break;
+      case PGRES_COMMAND_OK:
+        if (index == 0) prepared = true;
+        break;
+      case PGRES_TUPLES_OK:
+        out = to_rows(r);
+        break;
+      case PGRES_PIPELINE_ABORTED:
+        break;
+      default:
+        err.note(r);
+    }
+    PQclear(r);
+  }
+  if (!PQexitPipelineMode(c_)) fail(what);
+  if (err.failed) throw_mapped(what, err.state, scrub_(err.message));
+  return out;
 }
 
 sql::rows link::run_prepared(const std::string& name, const std::vector<std::string>& values,

@@ -34,9 +34,12 @@ class link {
   /// Closes the connection now.
   void close();
 
-  /// Prepares `text` as statement `name` with `params` text parameters.
-  void prepare(const std::string& name, const std::string& text, int params, steady_time deadline,
-               const std::string& what);
+  /// Prepares `text` as statement `name` and runs it with text `values`, in one round trip
+  /// (libpq's pipeline mode); `prepared` is set once the server has the statement, even when
+  /// running it then fails. The rows of its result.
+  sql::rows prepare_and_run(const std::string& name, const std::string& text,
+                            const std::vector<std::string>& values, steady_time deadline,
+                            const std::string& what, bool& prepared);
   /// Runs prepared statement `name` with text `values`; the rows of its result.
   sql::rows run_prepared(const std::string& name, const std::vector<std::string>& values,
                          steady_time deadline, const std::string& what);
@@ -53,6 +56,11 @@ class link {
  private:
   // Waits until the socket is ready for `events` or the deadline (then closes and throws).
   void wait_socket(short events, steady_time deadline, const std::string& what);
+  // Sends the buffered request by the deadline.
+  void flush(steady_time deadline, const std::string& what);
+  // Waits for the next result by the deadline (null between the queries of a pipeline and
+  // after the last result).
+  PGresult* next_result(steady_time deadline, const std::string& what);
   // Sends the buffered request and collects every result; the rows of the last one.
   sql::rows finish(steady_time deadline, const std::string& what);
   [[noreturn]] void fail(const std::string& what);

@@ -201,6 +201,20 @@ session_pool::call session_pool::pick(steady_time deadline) {
   }
 }
 
+void session_pool::open_next(steady_time deadline) {
+  std::shared_ptr<session> s;
+  {
+    std::lock_guard g(sh_->m);
+    auto& slot = sh_->sessions[sh_->next % sh_->sessions.size()];
+    if (!slot || slot->dead) slot = std::make_shared<session>();
+    s = slot;
+  }
+  std::unique_lock lk(s->m, std::defer_lock);
+  if (!lk.try_lock_until(deadline) || s->dead || s->conn) return;
+  call c(s, std::move(lk), sh_);
+  s->conn = sh_->open(deadline);
+}
+
 std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<void>& token,
                                                         const std::string& name,
                                                         const std::string& owner,

@@ -82,6 +82,9 @@ class session_pool {
   /// The next session in turn, locked by `deadline` and connected (connection_error when it
   /// cannot be, by then).
   call pick(steady_time deadline);
+  /// Connects the session the next pick() takes, by `deadline`, so that a first lock need not
+  /// connect within its own (possibly short) deadline.
+  void open_next(steady_time deadline);
   /// The session of a lease (its token()) locked, if it still carries the hold of `name` for
   /// `owner`; nullopt when the hold is gone. connection_error when the session stays busy
   /// past `deadline`.

@@ -38,8 +38,8 @@ TEST_F(postgres, terminated_advisory_session_frees_the_lock_and_the_holder_sees_
   };
   l1.on_lost(on_lost);
   l2.on_lost(on_lost);
-  ASSERT_TRUE(l1.try_lock());
-  ASSERT_TRUE(l2.try_lock());  // multiplexed on the same (only) session
+  ASSERT_TRUE(l1.try_lock_for(10s));
+  ASSERT_TRUE(l2.try_lock_for(10s));  // multiplexed on the same (only) session
 
   int pid = 0;
   {

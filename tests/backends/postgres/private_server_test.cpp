@@ -96,10 +96,12 @@ TEST_P(pg_private_modes, frozen_server_every_call_returns_by_its_deadline) {
     lost_at = clock::now();
     lost = true;
   });
-  ASSERT_TRUE(held.try_lock());
-  ASSERT_TRUE(other.try_lock());
+  // Short waits rather than single attempts: on a loaded machine one attempt may run out of its
+  // own time (wait_policy::min_attempt) and be retried.
+  ASSERT_TRUE(held.try_lock_for(10s));
+  ASSERT_TRUE(other.try_lock_for(10s));
   auto lb = b.make_lock(n);
-  EXPECT_FALSE(lb.try_lock());  // b's connections are open before the freeze
+  EXPECT_FALSE(lb.try_lock_for(300ms));  // b's connections are open before the freeze
 
   freeze();
   const auto frozen_at = clock::now();
@@ -140,7 +142,7 @@ TEST_P(pg_private_modes, restart_during_a_wait_the_waiter_gets_the_lock) {
   auto b = sqlock::connect(pg::with(url_, "mode=" + mode));
   auto n = unique_name("restart");
   auto la = a.make_lock(n, {.lease = 2s, .auto_renew = false});
-  ASSERT_TRUE(la.try_lock());
+  ASSERT_TRUE(la.try_lock_for(10s));
   std::atomic<bool> got{false};
   std::thread waiter([&] {
     auto lb = b.make_lock(n);

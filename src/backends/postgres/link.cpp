@@ -44,6 +44,14 @@ link::link(const std::string& conninfo, steady_time deadline, int stop_fd)
   const std::string what = "cannot connect to PostgreSQL";
   c_ = PQconnectStart(conninfo.c_str());
   if (!c_) throw connection_error(what + ": out of memory");
+  // Server notices stay off stderr; a FATAL one while idle means the session is ending.
+  PQsetNoticeReceiver(
+      c_,
+      [](void* self, const PGresult* r) {
+        if (field(r, PG_DIAG_SEVERITY_NONLOCALIZED) == "FATAL")
+          static_cast<link*>(self)->fatal_ = true;
+      },
+      this);
   try {
     if (PQstatus(c_) == CONNECTION_BAD) fail(what);
     // Before the first poll libpq wants the socket writable (the TCP connect in progress).
@@ -58,14 +66,6 @@ link::link(const std::string& conninfo, steady_time deadline, int stop_fd)
     close();
     throw;
   }
-  // Server notices stay off stderr; a FATAL one while idle means the session is ending.
-  PQsetNoticeReceiver(
-      c_,
-      [](void* self, const PGresult* r) {
-        if (field(r, PG_DIAG_SEVERITY_NONLOCALIZED) == "FATAL")
-          static_cast<link*>(self)->fatal_ = true;
-      },
-      this);
 }
 
 link::~link() {

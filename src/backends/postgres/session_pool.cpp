@@ -6,16 +6,69 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {
 
+namespace {
+
+// One call at a time on a session: a flag under a mutex, waited for by a deadline. (A
+// std::timed_mutex would do, but ThreadSanitizer does not see its timed lock and then reports
+// races that are not there.)
+class turn {
+ public:
+  bool take_until(steady_time deadline) {
+    std::unique_lock lk(m_);
+    if (!cv_.wait_until(lk, deadline, [this] { return !taken_; })) return false;
+    taken_ = true;
+    return true;
+  }
+  bool try_take() {
+    std::lock_guard g(m_);
+    if (taken_) return false;
+    taken_ = true;
+    return true;
+  }
+  void give() {
+    {
+      std::lock_guard g(m_);
+      taken_ = false;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool taken_ = false;
+};
+
+// The watcher's turn on a session, given back at the end of the scope.
+class watcher_turn {
+ public:
+  explicit watcher_turn(turn& t) : t_(t.try_take() ? &t : nullptr) {}
+  ~watcher_turn() {
+    if (t_) t_->give();
+  }
+  watcher_turn(const watcher_turn&) = delete;
+  watcher_turn& operator=(const watcher_turn&) = delete;
+  explicit operator bool() const { return t_ != nullptr; }
+
+ private:
+  turn* t_;
+};
+
+}  // namespace
+
 struct session_pool::session {
-  std::timed_mutex m;                        // one call at a time
+  turn t;                                    // one call (or the watcher's look) at a time
   std::unique_ptr<session_connection> conn;  // null until opened
-  std::atomic<bool> busy{false};             // a call has it: the watcher leaves it alone
   std::atomic<bool> dead{false};             // killed; the pool replaces it (read unlocked)
   struct hold {
     std::string owner;
@@ -44,7 +97,7 @@ struct session_pool::shared {
     char b = 1;
     [[maybe_unused]] auto n = ::write(pipe[1], &b, 1);  // a full pipe is awake already
   }
-  // Closes a session whose mutex the caller holds; its holds but `except` are to be reported.
+  // Closes a session whose turn the caller has; its holds but `except` are to be reported.
   void kill(session& s, const std::string& except) {
     s.dead = true;
     s.conn.reset();
@@ -57,6 +110,14 @@ struct session_pool::shared {
     poke();
   }
   void watch();
+  // The session in slot `next` (a new one if empty or dead); then advances `next` by `step`.
+  std::shared_ptr<session> slot(std::size_t step) {
+    std::lock_guard g(m);
+    auto& s = sessions[next % sessions.size()];
+    next += step;
+    if (!s || s->dead) s = std::make_shared<session>();
+    return s;
+  }
 };
 
 namespace {
@@ -94,8 +155,8 @@ void session_pool::shared::watch() {
     std::vector<session*> polled;
     for (auto& s : all) {
       if (!s) continue;  // not opened yet
-      std::unique_lock lk(s->m, std::try_to_lock);
-      if (!lk || s->dead || !s->conn || s->conn->socket() < 0) continue;
+      watcher_turn t(s->t);
+      if (!t || s->dead || !s->conn || s->conn->socket() < 0) continue;
       fds.push_back({s->conn->socket(), POLLIN | POLLRDHUP, 0});
       polled.push_back(s.get());
     }
@@ -104,8 +165,8 @@ void session_pool::shared::watch() {
     for (std::size_t i = 1; i < fds.size() && rc > 0; ++i) {
       if (fds[i].revents == 0) continue;
       auto* s = polled[i - 1];
-      std::unique_lock lk(s->m, std::try_to_lock);
-      if (!lk || s->busy || s->dead || !s->conn || s->conn->socket() != fds[i].fd) continue;
+      watcher_turn t(s->t);
+      if (!t || s->dead || !s->conn || s->conn->socket() != fds[i].fd) continue;
       if (!s->conn->alive()) kill(*s, {});
     }
   }
@@ -134,20 +195,16 @@ session_pool::~session_pool() {
     watcher_.join();
 }
 
-session_pool::call::call(std::shared_ptr<session> s, std::unique_lock<std::timed_mutex> lk,
-                         std::shared_ptr<shared> sh)
-    : s_(std::move(s)), lk_(std::move(lk)), sh_(std::move(sh)) {
-  s_->busy = true;
-}
+session_pool::call::call(std::shared_ptr<session> s, std::shared_ptr<shared> sh)
+    : s_(std::move(s)), sh_(std::move(sh)) {}
 
-session_pool::call::call(call&& o) noexcept = default;
+session_pool::call::call(call&& o) noexcept : s_(std::move(o.s_)), sh_(std::move(o.sh_)) {}
 
 session_pool::call::~call() {
-  if (!s_ || !lk_) return;
+  if (!s_) return;
   // The server may have closed the session while the call ran or just after: look now.
   if (s_->conn && readable_now(s_->conn->socket()) && !s_->conn->alive()) sh_->kill(*s_, {});
-  s_->busy = false;
-  lk_.unlock();
+  s_->t.give();
   sh_->poke();  // idle again: back in the watcher's poll set
 }
 
@@ -177,18 +234,11 @@ void session_pool::call::kill(const std::string& except) {
 
 session_pool::call session_pool::pick(steady_time deadline) {
   for (;;) {
-    std::shared_ptr<session> s;
-    {
-      std::lock_guard g(sh_->m);
-      auto& slot = sh_->sessions[sh_->next++ % sh_->sessions.size()];
-      if (!slot || slot->dead) slot = std::make_shared<session>();
-      s = slot;
-    }
-    std::unique_lock lk(s->m, std::defer_lock);
-    if (!lk.try_lock_until(deadline))
+    auto s = sh_->slot(1);
+    if (!s->t.take_until(deadline))
       throw connection_error("every call on the lock session ran past the deadline");
+    call c(s, sh_);
     if (s->dead) continue;  // killed while we waited: take the next one
-    call c(s, std::move(lk), sh_);
     if (!s->conn) {
       try {
         s->conn = sh_->open(deadline);
@@ -202,17 +252,10 @@ session_pool::call session_pool::pick(steady_time deadline) {
 }
 
 void session_pool::open_next(steady_time deadline) {
-  std::shared_ptr<session> s;
-  {
-    std::lock_guard g(sh_->m);
-    auto& slot = sh_->sessions[sh_->next % sh_->sessions.size()];
-    if (!slot || slot->dead) slot = std::make_shared<session>();
-    s = slot;
-  }
-  std::unique_lock lk(s->m, std::defer_lock);
-  if (!lk.try_lock_until(deadline) || s->dead || s->conn) return;
-  call c(s, std::move(lk), sh_);
-  s->conn = sh_->open(deadline);
+  auto s = sh_->slot(0);
+  if (!s->t.take_until(deadline)) return;  // in use: it is open or opening
+  call c(s, sh_);
+  if (!s->dead && !s->conn) s->conn = sh_->open(deadline);
 }
 
 std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<void>& token,
@@ -221,12 +264,12 @@ std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<vo
                                                         steady_time deadline) {
   auto s = std::static_pointer_cast<session>(token);
   if (!s) return std::nullopt;
-  std::unique_lock lk(s->m, std::defer_lock);
-  if (!lk.try_lock_until(deadline))
+  if (!s->t.take_until(deadline))
     throw connection_error("the lock session stayed busy past the deadline");
+  call c(s, sh_);
   auto it = s->holds.find(name);
   if (s->dead || !s->conn || it == s->holds.end() || it->second.owner != owner) return std::nullopt;
-  return call(std::move(s), std::move(lk), sh_);
+  return c;
 }
 
 }  // namespace sqlock::postgres

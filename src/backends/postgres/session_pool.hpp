@@ -7,12 +7,9 @@
 // the watcher thread only, with no lock held, so a listener may call back into the backend.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -51,7 +48,7 @@ class session_pool {
   session_pool(const session_pool&) = delete;
   session_pool& operator=(const session_pool&) = delete;
 
-  /// A session taken for one call (its mutex held); checks the session when the call ends.
+  /// A session taken for one call (its turn held); checks the session when the call ends.
   class call {
    public:
     call(call&&) noexcept;
@@ -72,10 +69,9 @@ class session_pool {
 
    private:
     friend class session_pool;
-    call(std::shared_ptr<session> s, std::unique_lock<std::timed_mutex> lk,
-         std::shared_ptr<shared> sh);
-    std::shared_ptr<session> s_;
-    std::unique_lock<std::timed_mutex> lk_;
+    // Takes over the turn of `s`, which the caller has taken.
+    call(std::shared_ptr<session> s, std::shared_ptr<shared> sh);
+    std::shared_ptr<session> s_;  // null once moved from
     std::shared_ptr<shared> sh_;
   };
 

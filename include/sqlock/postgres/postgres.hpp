@@ -4,16 +4,19 @@
 //   optimistic   a row per name with a version; acquire is a compare-and-set of the version
 //   advisory     pg_try_advisory_lock on a 64-bit key the server computes from the name
 //                (sqlock.lock_key), held by a small pool of dedicated sessions; the hold dies
-//                with its session, which the client notices at renewal and reports as a loss
+//                with its session, which a watcher thread notices at once and reports lost
 // URL: postgresql://user:pass@host:port/db?mode=...&schema=...  (or postgres://). Every libpq
 // parameter (sslmode, connect_timeout, application_name, ...) is passed through to libpq;
 // sqlock's own parameters are:
 //   mode=pessimistic|optimistic|advisory   (default pessimistic)
 //   schema=NAME      schema of the tables and functions (default sqlock)
 //   migrate=auto     apply `sqlock migrate` at connect (default: check the version and fail)
-//   pool=N           idle connections kept for lock operations (default 4)
-//   sessions=N       advisory mode: dedicated sessions the locks are multiplexed over (default 2)
+//   pool=N           idle connections kept for lock operations (default 4, at least 1)
+//   sessions=N       advisory mode: dedicated sessions the locks are multiplexed over (default 2,
+//                    at least 1)
 //   listen=off       do not LISTEN; waiters poll (for poolers that drop notifications)
+//   timeout=D        the longest one exchange with the server may take, connecting included
+//                    (default 5s): every call also returns by its caller's deadline
 // The schema is created by `sqlock migrate` (or the SQL files applied with psql), never
 // silently: connect() fails with a config_error that names the command to run.
 #pragma once
@@ -33,14 +36,16 @@ struct options {
   std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
   std::string schema = "sqlock";     ///< schema holding the sqlock tables and functions
   bool auto_migrate = false;         ///< migrate at verify() instead of failing when outdated
-  std::size_t pool = 4;              ///< idle connections kept for lock operations; 0 = 1
-  std::size_t sessions = 2;          ///< advisory mode: dedicated lock sessions; 0 = 1
+  std::size_t pool = 4;              ///< idle connections kept for lock operations (>= 1)
+  std::size_t sessions = 2;          ///< advisory mode: dedicated lock sessions (>= 1)
   bool listen = true;                ///< wake waiters with LISTEN/NOTIFY (false: poll)
+  milliseconds timeout{5000};        ///< I/O timeout: longest one exchange may take (> 0)
 };
 
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without
 /// sqlock's own parameters). Connects lazily: the first connection is made by verify() or the
-/// first operation. Throws config_error for a bad mode, schema or connection string.
+/// first operation. Throws config_error for a bad mode, schema, count, timeout or connection
+/// string (never quoting a password).
 SQLOCK_API std::shared_ptr<backend> open(const std::string& conninfo, const options& opts = {});
 
 /// Splits a postgresql:// URL into libpq's part (sqlock's parameters removed, defaults for

@@ -1,8 +1,8 @@
-// The one place where libpqxx/libpq failures become sqlock errors.
-#include <pqxx/except>
-#include <string_view>
+// The one place where libpq and libpqxx failures become sqlock errors.
+#include "errors.hpp"
 
-#include "postgres_internal.hpp"
+#include <pqxx/except>
+
 #include "sqlock/errors.hpp"
 #include "sqlock/sql_engine.hpp"
 
@@ -19,24 +19,15 @@ bool starts_with(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-// Connection failures that retrying cannot fix.
-bool is_config_failure(const std::string& msg) {
-  static const char* needles[] = {"password authentication failed",
-                                  "no password supplied",
-                                  "does not exist",
-                                  "invalid URI",
-                                  "invalid connection option",
-                                  "invalid sslmode",
-                                  "pg_hba.conf",
-                                  "permission denied for database",
-                                  "is not permitted to log in",
-                                  "invalid integer value"};
+bool contains_any(const std::string& msg, std::initializer_list<const char*> needles) {
   for (const char* n : needles)
     if (msg.find(n) != std::string::npos) return true;
   return false;
 }
 
+// libpqxx 6.4 leaves sqlstate() empty on some of its subclasses: recover it from the type.
 std::string code_of(const pqxx::sql_error& e) {
+  if (!e.sqlstate().empty()) return e.sqlstate();
   if (dynamic_cast<const pqxx::insufficient_privilege*>(&e)) return "42501";
   if (dynamic_cast<const pqxx::undefined_function*>(&e)) return "42883";
   if (dynamic_cast<const pqxx::undefined_table*>(&e)) return "42P01";
@@ -51,10 +42,51 @@ std::string code_of(const pqxx::sql_error& e) {
   if (dynamic_cast<const pqxx::feature_not_supported*>(&e)) return "0A000";
   if (dynamic_cast<const pqxx::plpgsql_raise*>(&e)) return "P0001";
   if (dynamic_cast<const pqxx::plpgsql_error*>(&e)) return "P0000";
+  if (dynamic_cast<const pqxx::deadlock_detected*>(&e)) return "40P01";
+  if (dynamic_cast<const pqxx::transaction_rollback*>(&e)) return "40001";
   return "XX000";
 }
 
 }  // namespace
+
+void throw_mapped(const std::string& what, const std::string& st, const std::string& message) {
+  std::string msg = what + ": " + trimmed(message);
+  if (st == "40001" || st == "40P01" || st == "55P03")
+    throw sql::transient_error(msg + " [SQLSTATE " + st + "]", st);
+  if (starts_with(st, "08") || st == "57P01" || st == "57P02" || st == "57P03" || st == "53300" ||
+      st.empty())
+    throw connection_error(msg);
+  if (st == "28000" || st == "28P01") throw auth_error(msg + " [SQLSTATE " + st + "]");
+  if (st == "42501")
+    throw auth_error(msg +
+                     " — the connecting role needs the schema's group role: GRANT "
+                     "<schema>_execute TO <role> (sqlock_execute for schema sqlock)"
+                     " [SQLSTATE 42501]");
+  if (st == "3D000") throw config_error(msg);
+  if (st == "3F000" || st == "42883" || st == "42P01")
+    throw config_error(msg +
+                       " — the sqlock schema is missing or outdated: run `sqlock migrate --url "
+                       "'<your url>'` (or apply `sqlock migrate --print` with psql)");
+  if (st == "22021" || st == "22P05" || st == "54000")
+    throw config_error(msg + " (lock names must be valid UTF-8 text of at most " +
+                       std::to_string(max_name_bytes) + " bytes)");
+  if (st == "22023" || st == "22008" || st == "22003") throw config_error(msg);
+  throw backend_error(msg + " [SQLSTATE " + st + "]", st);
+}
+
+void throw_connect_failure(const std::string& what, const std::string& message) {
+  std::string msg = what + ": " + trimmed(message);
+  if (contains_any(msg, {"password authentication failed", "no password supplied", "pg_hba.conf",
+                         "permission denied for database", "is not permitted to log in",
+                         "authentication failed", "SSL authentication", "certificate"}))
+    throw auth_error(msg);
+  if (msg.find("role \"") != std::string::npos && msg.find("does not exist") != std::string::npos)
+    throw auth_error(msg);  // an unknown user is refused credentials
+  if (contains_any(msg, {"does not exist", "invalid URI", "invalid connection option",
+                         "invalid sslmode", "invalid integer value", "invalid port number"}))
+    throw config_error(msg);
+  throw connection_error(msg);
+}
 
 void rethrow_mapped(const std::string& what) {
   try {
@@ -62,42 +94,13 @@ void rethrow_mapped(const std::string& what) {
   } catch (const error&) {
     throw;
   } catch (const pqxx::broken_connection& e) {
-    std::string msg = what + ": " + trimmed(e.what());
-    if (is_config_failure(msg)) throw config_error(msg);
-    throw connection_error(msg);
+    throw_connect_failure(what, e.what());
   } catch (const pqxx::statement_completion_unknown& e) {
     throw connection_error(what + " (outcome unknown): " + trimmed(e.what()));
-  } catch (const pqxx::deadlock_detected& e) {
-    throw sql::transient_error(what + ": " + trimmed(e.what()) + " [SQLSTATE 40P01]", "40P01");
-  } catch (const pqxx::transaction_rollback& e) {  // serialization_failure and the like
-    throw sql::transient_error(what + ": " + trimmed(e.what()) + " [SQLSTATE 40001]", "40001");
   } catch (const pqxx::in_doubt_error& e) {
     throw connection_error(what + " (outcome unknown): " + trimmed(e.what()));
   } catch (const pqxx::sql_error& e) {
-    // libpqxx 6.4 leaves sqlstate() empty on some of its subclasses: recover it from the type.
-    std::string st = e.sqlstate();
-    if (st.empty()) st = code_of(e);
-    std::string msg = what + ": " + trimmed(e.what());
-    if (st == "40001" || st == "40P01" || st == "55P03")
-      throw sql::transient_error(msg + " [SQLSTATE " + st + "]", st);
-    if (starts_with(st, "08") || st == "57P01" || st == "57P02" || st == "57P03" || st == "53300" ||
-        st.empty())
-      throw connection_error(msg);
-    if (st == "28000" || st == "28P01" || st == "3D000") throw config_error(msg);
-    if (st == "3F000" || st == "42883" || st == "42P01")
-      throw config_error(msg +
-                         " — the sqlock schema is missing or outdated: run `sqlock migrate --url "
-                         "'<your url>'` (or apply `sqlock migrate --print` with psql)");
-    if (st == "22021" || st == "22P05" || st == "54000")
-      throw config_error(msg + " (lock names must be valid UTF-8 text, under ~2700 bytes)");
-    if (st == "22023" || st == "22008" || st == "22003") throw config_error(msg);
-    if (st == "42501")
-      throw backend_error(msg +
-                              " — the connecting role needs the schema's group role: GRANT "
-                              "<schema>_execute TO <role> (sqlock_execute for schema sqlock)"
-                              " [SQLSTATE 42501]",
-                          st);
-    throw backend_error(msg + " [SQLSTATE " + st + "]", st);
+    throw_mapped(what, code_of(e), e.what());
   } catch (const std::exception& e) {
     throw backend_error(what + ": " + trimmed(e.what()));
   } catch (...) {

@@ -3,7 +3,7 @@
 
 #include <pqxx/pqxx>
 
-#include "postgres_internal.hpp"
+#include "errors.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/postgres/dialect.hpp"
 
@@ -13,8 +13,7 @@ namespace {
 
 std::string checked_name(std::string_view name) {
   if (name.empty()) throw config_error("lock name must not be empty");
-  if (name.find('\0') != std::string_view::npos)
-    throw config_error("PostgreSQL lock names cannot contain NUL bytes");
+  check_name(name);
   return std::string(name);
 }
 

@@ -1,10 +1,12 @@
-// Shared by the PostgreSQL test files: server URLs, one migration per test process, direct
-// libpqxx sessions for checks a DBA would make.
+// Shared by the PostgreSQL test files: server URLs, one migration per test process, the
+// fixture with direct libpqxx sessions for checks a DBA would make, a liveness wait.
 #pragma once
 
+#include <chrono>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <string>
+#include <thread>
 
 #include "sqlock/client.hpp"
 #include "test_env.hpp"
@@ -29,3 +31,54 @@ inline std::string with(const std::string& base, const std::string& params) {
 }
 
 }  // namespace sqlock::test::pg
+
+namespace sqlock::test {
+
+/// Tests on the shared server: the schema owner's and the EXECUTE-only role's URLs.
+class postgres : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SQLOCK_REQUIRE_URL(pg::url_var, owner_);
+    SQLOCK_REQUIRE_URL(pg::app_url_var, app_);
+    pg::ensure_migrated();
+  }
+
+  // A direct session as the schema owner, for what a DBA would look at.
+  pqxx::connection dba() { return pqxx::connection(owner_); }
+
+  std::string owner_, app_;
+};
+
+/// Drops a test's own schema (and its group role) at the end of the test.
+class schema_guard {
+ public:
+  schema_guard(std::string owner_url, std::string schema)
+      : url_(std::move(owner_url)), schema_(std::move(schema)) {}
+  ~schema_guard() {
+    try {
+      pqxx::connection c(url_);
+      pqxx::nontransaction tx(c);
+      tx.exec("DROP SCHEMA IF EXISTS " + schema_ + " CASCADE");
+      tx.exec("DROP ROLE IF EXISTS " + schema_ + "_execute");
+    } catch (...) {
+    }
+  }
+  schema_guard(const schema_guard&) = delete;
+  schema_guard& operator=(const schema_guard&) = delete;
+
+ private:
+  std::string url_, schema_;
+};
+
+/// Waits (liveness bound only) until `pred` holds.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(20)) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+}  // namespace sqlock::test

@@ -1,10 +1,10 @@
-// What only the PostgreSQL backend has: session death in advisory mode, schema checks and
-// upgrades, the EXECUTE-only role, names as the server sees them, sweeping, fencing inside the
-// application's own transaction, transaction-scoped locks, NOTIFY wake-ups, URL handling.
+// What only the PostgreSQL backend has, part 1: session death in advisory mode (loss reported
+// at once), schema checks and upgrades, the EXECUTE-only role.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "pg_env.hpp"
@@ -18,31 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class postgres : public ::testing::Test {
- protected:
-  void SetUp() override {
-    SQLOCK_REQUIRE_URL(pg::url_var, owner_);
-    SQLOCK_REQUIRE_URL(pg::app_url_var, app_);
-    pg::ensure_migrated();
-  }
-
-  // A direct session as the schema owner, for what a DBA would look at.
-  pqxx::connection dba() { return pqxx::connection(owner_); }
-
-  std::string owner_, app_;
-};
-
-// Waits (liveness bound only) until `pred` holds.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 20s) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
-
 // ---- advisory mode: the hold dies with its session ----
 
 TEST_F(postgres, terminated_advisory_session_frees_the_lock_and_the_holder_sees_the_loss) {
@@ -51,13 +26,20 @@ TEST_F(postgres, terminated_advisory_session_frees_the_lock_and_the_holder_sees_
   ASSERT_TRUE(a.caps().session_bound);
   auto n1 = unique_name("adv-kill");
   auto n2 = unique_name("adv-kill-2");
-  auto l1 = a.make_lock(n1, {.lease = 900ms});
-  auto l2 = a.make_lock(n2, {.lease = 900ms});
+  // Long leases: the first renewal is 20 s away, so only the session watcher can report the
+  // loss within the bound below.
+  auto l1 = a.make_lock(n1, {.lease = 60s});
+  auto l2 = a.make_lock(n2, {.lease = 60s});
   std::atomic<int> lost{0};
-  l1.on_lost([&](const std::string&) { ++lost; });
-  l2.on_lost([&](const std::string&) { ++lost; });
-  ASSERT_TRUE(l1.try_lock());
-  ASSERT_TRUE(l2.try_lock());  // multiplexed on the same (only) session
+  std::atomic<std::chrono::steady_clock::rep> last_loss{0};  // steady clock ticks
+  auto on_lost = [&](const std::string&) {
+    last_loss = std::chrono::steady_clock::now().time_since_epoch().count();
+    ++lost;
+  };
+  l1.on_lost(on_lost);
+  l2.on_lost(on_lost);
+  ASSERT_TRUE(l1.try_lock_for(10s));
+  ASSERT_TRUE(l2.try_lock_for(10s));  // multiplexed on the same (only) session
 
   int pid = 0;
   {
@@ -75,13 +57,26 @@ TEST_F(postgres, terminated_advisory_session_frees_the_lock_and_the_holder_sees_
         "(classid::bigint << 32 | objid::bigint) = sqlock.lock_key($2)",
         pid, n1);
     EXPECT_EQ(held[0][0].as<int>(), 1);
-    tx.exec_params("SELECT pg_terminate_backend($1, 5000)", pid);
     tx.commit();
   }
+  // Measured from before the terminate call, which returns once the session has ended (the
+  // loss may be reported before it returns).
+  auto killer = dba();
+  const auto killed = std::chrono::steady_clock::now();
+  {
+    pqxx::nontransaction tx(killer);
+    tx.exec_params("SELECT pg_terminate_backend($1, 5000)", pid);
+  }
+  // The session watcher notices the death at once and reports both holds lost (a correctness
+  // bound of 2 s; the goal is 250 ms).
+  EXPECT_TRUE(eventually([&] { return lost.load() == 2; }, 5s));
+  auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::duration(last_loss.load()) - killed.time_since_epoch());
+  EXPECT_LE(latency.count(), 2000);
+  std::printf("[figures] advisory session terminated: both holds reported lost after %lld ms\n",
+              static_cast<long long>(latency.count()));
   auto lb = b.make_lock(n1);
   EXPECT_TRUE(lb.try_lock_for(20s));  // freed with the session
-  // The renewal thread notices the dead session by itself and reports both holds lost.
-  EXPECT_TRUE(eventually([&] { return lost.load() == 2; }));
   EXPECT_TRUE(l1.lost());
   EXPECT_TRUE(l2.lost());
   EXPECT_FALSE(l1.renew());
@@ -139,26 +134,6 @@ TEST_F(postgres, missing_schema_is_a_clear_error_naming_sqlock_migrate) {
     }
   }
 }
-
-class schema_guard {
- public:
-  schema_guard(std::string owner_url, std::string schema)
-      : url_(std::move(owner_url)), schema_(std::move(schema)) {}
-  ~schema_guard() {
-    try {
-      pqxx::connection c(url_);
-      pqxx::nontransaction tx(c);
-      tx.exec("DROP SCHEMA IF EXISTS " + schema_ + " CASCADE");
-      tx.exec("DROP ROLE IF EXISTS " + schema_ + "_execute");
-    } catch (...) {
-    }
-  }
-  schema_guard(const schema_guard&) = delete;
-  schema_guard& operator=(const schema_guard&) = delete;
-
- private:
-  std::string url_, schema_;
-};
 
 TEST_F(postgres, upgrade_from_v001_to_latest_keeps_existing_holds) {
   const auto& b = sqlock::postgres::bundle();
@@ -291,330 +266,6 @@ TEST_F(postgres, execute_only_role_can_lock_but_cannot_read_or_write_the_tables)
       "WHERE n.nspname = 'sqlock' AND p.prosecdef AND NOT EXISTS (SELECT 1 FROM "
       "unnest(p.proconfig) c WHERE c LIKE 'search_path=%pg_temp')");
   EXPECT_EQ(definer[0][0].as<int>(), 0) << "a SECURITY DEFINER function without a safe search_path";
-}
-
-// ---- names ----
-
-TEST_F(postgres, odd_names_are_stored_and_keyed_verbatim_on_the_server) {
-  auto tag = random_token().substr(0, 8);
-  std::vector<std::string> names = {"it's " + tag, "\"; DROP SCHEMA sqlock CASCADE; -- " + tag,
-                                    "$$; SELECT pg_sleep(10); $$ " + tag, "ключ-🔒-鍵 " + tag,
-                                    "sqlock.locks " + tag};
-  auto pc = sqlock::connect(pg::with(app_, "mode=pessimistic"));
-  auto ac = sqlock::connect(pg::with(app_, "mode=advisory"));
-  auto dc = dba();
-  for (const auto& n : names) {
-    auto lp = pc.make_lock(n);
-    auto la = ac.make_lock(n + " adv");
-    ASSERT_TRUE(lp.try_lock()) << n;
-    ASSERT_TRUE(la.try_lock()) << n;
-    pqxx::work tx(dc);
-    auto r = tx.exec_params("SELECT name, octet_length(name) FROM sqlock.locks WHERE owner = $1",
-                            lp.owner());
-    ASSERT_EQ(r.size(), 1u) << n;
-    EXPECT_EQ(r[0][0].as<std::string>(), n);
-    EXPECT_EQ(r[0][1].as<std::size_t>(), n.size());
-    auto k = tx.exec_params(
-        "SELECT count(*) FROM sqlock.advisory_holds h JOIN pg_locks l ON l.locktype = 'advisory' "
-        "AND l.pid = h.backend_pid AND (l.classid::bigint << 32 | l.objid::bigint) = h.key "
-        "WHERE h.name = $1 AND h.key = sqlock.lock_key($1)",
-        n + " adv");
-    EXPECT_EQ(k[0][0].as<int>(), 1) << n;
-    EXPECT_EQ(sqlock::postgres::lock_key(tx, n + " adv"),
-              tx.exec_params1("SELECT sqlock.lock_key($1)", n + " adv")[0].as<std::int64_t>());
-    tx.commit();
-    lp.unlock();
-    la.unlock();
-  }
-  // Text PostgreSQL cannot store is refused as a configuration error, not silently changed.
-  EXPECT_THROW(pc.make_lock(std::string("nul\0byte", 8)).try_lock(), config_error);
-  EXPECT_THROW(pc.make_lock("bad utf8 \xff\xfe " + tag).try_lock(), config_error);
-  EXPECT_THROW(ac.make_lock(std::string("nul\0byte", 8)).try_lock(), config_error);
-  auto l = pc.make_lock(unique_name("after-bad-names"));
-  EXPECT_TRUE(l.try_lock());
-  l.unlock();
-}
-
-// ---- sweeping ----
-
-TEST_F(postgres, sweep_deletes_expired_rows_and_dead_advisory_holds) {
-  // A schema of its own: sweeps by concurrently running tests cannot interfere.
-  std::string schema = "sqlock_sweep_" + random_token().substr(0, 8);
-  schema_guard guard(owner_, schema);
-  auto owner = pg::with(owner_, "schema=" + schema);
-  auto app = pg::with(app_, "schema=" + schema);
-  sqlock::connect(pg::with(owner, "migrate=auto"));
-  {
-    auto dc = dba();
-    pqxx::nontransaction tx(dc);
-    tx.exec("GRANT " + schema + "_execute TO sqlock_app");
-  }
-  auto prefix = unique_name("sweep") + ":";
-  auto c = sqlock::connect(pg::with(owner, "mode=pessimistic"));
-  auto o = sqlock::connect(pg::with(owner, "mode=optimistic"));
-  std::vector<mutex> held;
-  for (int i = 0; i < 5; ++i) {
-    held.push_back(
-        c.make_lock(prefix + "p" + std::to_string(i), {.lease = 100ms, .auto_renew = false}));
-    ASSERT_TRUE(held.back().try_lock());
-  }
-  auto released = o.make_lock(prefix + "o");
-  ASSERT_TRUE(released.try_lock());
-  released.unlock();  // an optimistic row stays, free
-  {
-    auto a = sqlock::connect(pg::with(owner, "mode=advisory&sessions=1"));
-    auto la = a.make_lock(prefix + "a");
-    ASSERT_TRUE(la.try_lock());
-    la.unlock();
-    ASSERT_TRUE(la.try_lock());
-    // The session ends without a release: the row stays behind, stale.
-    auto dc = dba();
-    pqxx::work tx(dc);
-    auto pid =
-        tx.exec_params1("SELECT backend_pid FROM " + schema + ".advisory_holds WHERE name = $1",
-                        prefix + "a")[0]
-            .as<int>();
-    tx.exec_params("SELECT pg_terminate_backend($1, 5000)", pid);
-    tx.commit();
-  }
-  auto count_rows = [&] {
-    auto dc = dba();
-    pqxx::work tx(dc);
-    auto r = tx.exec("SELECT (SELECT count(*) FROM " + schema + ".locks) + (SELECT count(*) FROM " +
-                     schema + ".advisory_holds)");
-    return r[0][0].as<int>();
-  };
-  EXPECT_EQ(count_rows(), 7);
-  ASSERT_TRUE(eventually([&] { return c.list(prefix).empty(); }));  // leases ran out
-  // The EXECUTE-only role may sweep; a batch size of 2 shows the batching.
-  {
-    pqxx::connection ac(app_);
-    pqxx::work tx(ac);
-    EXPECT_EQ(tx.exec("SELECT " + schema + ".sweep(2)")[0][0].as<int>(), 2);
-    tx.commit();
-  }
-  EXPECT_EQ(count_rows(), 5);
-  // A client sweeping in the background (client_options.sweep_every) clears the rest.
-  auto s = sqlock::connect(pg::with(app, "mode=pessimistic"), {.sweep_every = 100ms});
-  EXPECT_TRUE(eventually([&] { return count_rows() == 0; }));
-  for (auto& l : held) l.unlock();  // long gone: unlock records the failure, never throws
-  auto dc = dba();
-  pqxx::work tx(dc);
-  auto ev =
-      tx.exec("SELECT count(*) FROM " + schema + ".events WHERE event = 'sweep'")[0][0].as<int>();
-  EXPECT_GE(ev, 2);
-}
-
-// ---- fencing in the application's transaction ----
-
-TEST_F(postgres, fence_check_in_the_applications_own_transaction) {
-  auto a = sqlock::connect(pg::with(owner_, "mode=pessimistic"));
-  auto b = sqlock::connect(pg::with(owner_, "mode=pessimistic"));
-  auto n = unique_name("fenced");
-  auto la = a.make_lock(n, {.lease = 300ms, .auto_renew = false});
-  ASSERT_TRUE(la.try_lock());
-  auto fence = la.fence();
-
-  pqxx::connection app(app_);  // the application's own connection, EXECUTE-only role
-  {
-    pqxx::nontransaction tx(app);
-    tx.exec("CREATE TEMP TABLE orders (id int PRIMARY KEY, v int)");
-    tx.exec("INSERT INTO orders VALUES (42, 0)");
-  }
-  std::atomic<bool> b_done{false};
-  std::thread taker;
-  {
-    pqxx::work tx(app);
-    EXPECT_TRUE(sqlock::postgres::fence_check(tx, n, fence));
-    EXPECT_FALSE(sqlock::postgres::fence_check(tx, n, fence + 1000));
-    auto r =
-        tx.exec_params("UPDATE orders SET v = v + 1 WHERE id = 42 AND sqlock.fence_check($1, $2)",
-                       n, static_cast<long long>(fence));
-    EXPECT_EQ(r.affected_rows(), 1u);
-    // The lease runs out while the transaction is open, but the share lock fence_check took
-    // keeps a new holder from taking over before this transaction ends.
-    ASSERT_TRUE(eventually([&] { return a.list(n).empty(); }));
-    taker = std::thread([&] {
-      auto lb = b.make_lock(n);
-      EXPECT_TRUE(lb.try_lock_for(30s));
-      b_done = true;
-      EXPECT_GT(lb.fence(), fence);
-      lb.unlock();
-    });
-    std::this_thread::sleep_for(300ms);
-    EXPECT_FALSE(b_done.load()) << "a new holder took over during the fenced transaction";
-    tx.commit();
-  }
-  taker.join();
-  EXPECT_TRUE(b_done.load());
-  {
-    // Now the old holder's token is stale: its fenced write changes nothing.
-    auto lb = b.make_lock(n);
-    ASSERT_TRUE(lb.try_lock());
-    pqxx::work tx(app);
-    auto r =
-        tx.exec_params("UPDATE orders SET v = v + 1 WHERE id = 42 AND sqlock.fence_check($1, $2)",
-                       n, static_cast<long long>(fence));
-    EXPECT_EQ(r.affected_rows(), 0u);
-    EXPECT_TRUE(sqlock::postgres::fence_check(tx, n, lb.fence()));
-    tx.commit();
-    lb.unlock();
-  }
-  EXPECT_FALSE(la.renew());
-  la.unlock();
-}
-
-TEST_F(postgres, fence_check_sees_advisory_holds) {
-  auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
-  auto n = unique_name("fenced-adv");
-  auto l = a.make_lock(n);
-  ASSERT_TRUE(l.try_lock());
-  auto fence = l.fence();
-  pqxx::connection app(app_);
-  {
-    pqxx::work tx(app);
-    EXPECT_TRUE(sqlock::postgres::fence_check(tx, n, fence));
-    EXPECT_FALSE(sqlock::postgres::fence_check(tx, n, fence - 1));
-    tx.commit();
-  }
-  l.unlock();
-  pqxx::work tx2(app);
-  EXPECT_FALSE(sqlock::postgres::fence_check(tx2, n, fence));  // released: no longer current
-}
-
-// ---- transaction-scoped locks ----
-
-TEST_F(postgres, transaction_scoped_locks_end_with_the_transaction) {
-  auto n = unique_name("xact");
-  pqxx::connection c1(app_), c2(app_);
-  auto adv = sqlock::connect(pg::with(app_, "mode=advisory"));
-  {
-    pqxx::work t1(c1);
-    sqlock::postgres::xact_lock(t1, n);
-    {
-      pqxx::work t2(c2);
-      EXPECT_FALSE(sqlock::postgres::try_xact_lock(t2, n));
-      EXPECT_FALSE(sqlock::postgres::try_xact_lock(t2, n, {.shared = true}));
-      // Bounded blocking wait: lock_timeout turns into backend_error 55P03 (or a transient
-      // error, which is a backend_error too).
-      t2.exec("SET LOCAL lock_timeout = '100ms'");
-      EXPECT_THROW(sqlock::postgres::xact_lock(t2, n), backend_error);
-    }
-    EXPECT_FALSE(adv.make_lock(n).try_lock());  // same key space as advisory mode
-    t1.commit();
-  }
-  {
-    pqxx::work t2(c2);
-    EXPECT_TRUE(sqlock::postgres::try_xact_lock(t2, n));
-    t2.abort();  // rollback releases too
-  }
-  auto l = adv.make_lock(n);
-  ASSERT_TRUE(l.try_lock());
-  {
-    pqxx::work t1(c1);
-    EXPECT_FALSE(sqlock::postgres::try_xact_lock(t1, n));
-  }
-  l.unlock();
-  {
-    pqxx::work a1(c1);
-    EXPECT_TRUE(sqlock::postgres::try_xact_lock(a1, n, {.shared = true}));
-    pqxx::work b2(c2);
-    EXPECT_TRUE(sqlock::postgres::try_xact_lock(b2, n, {.shared = true}));  // shared + shared
-    EXPECT_FALSE(sqlock::postgres::try_xact_lock(b2, n));
-  }
-  pqxx::work t(c1);
-  EXPECT_THROW(sqlock::postgres::xact_lock(t, ""), config_error);
-  EXPECT_THROW(sqlock::postgres::xact_lock(t, "x", {.schema = "Bad-Schema"}), config_error);
-}
-
-// ---- waiting ----
-
-class postgres_notify : public postgres, public ::testing::WithParamInterface<const char*> {};
-
-// With the periodic re-check pushed out to a minute, only a NOTIFY can hand the lock over
-// within the 30 s the waiter allows itself.
-TEST_P(postgres_notify, release_wakes_a_waiter_by_notify) {
-  std::string mode = GetParam();
-  client_options slow_recheck{.waiting = {.initial = 2ms, .cap = 100ms, .notify_recheck = 60s}};
-  auto a = sqlock::connect(pg::with(app_, "mode=" + mode));
-  auto b = sqlock::connect(pg::with(app_, "mode=" + mode), slow_recheck);
-  ASSERT_TRUE(b.caps().notify);
-  for (int round = 0; round < 3; ++round) {
-    auto n = unique_name("notify");
-    auto la = a.make_lock(n);
-    ASSERT_TRUE(la.try_lock());
-    std::atomic<bool> got{false};
-    std::thread waiter([&] {
-      auto lb = b.make_lock(n);
-      got = lb.try_lock_for(30s);
-      if (got) lb.unlock();
-    });
-    std::this_thread::sleep_for(200ms);  // let the waiter start waiting (not required)
-    la.unlock();
-    waiter.join();
-    EXPECT_TRUE(got.load()) << mode << " round " << round;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(modes, postgres_notify,
-                         ::testing::Values("pessimistic", "optimistic", "advisory"));
-
-// ---- URLs ----
-
-TEST(postgres_url, sqlock_parameters_are_taken_and_libpq_ones_passed_through) {
-  sqlock::postgres::options o;
-  auto ci = sqlock::postgres::parse_url(
-      "postgresql://u:p%40ss@db.example:6432/app?sslmode=disable&mode=advisory&schema=locks"
-      "&connect_timeout=3&sessions=3&pool=2&migrate=auto&listen=off",
-      o);
-  EXPECT_EQ(o.mode, "advisory");
-  EXPECT_EQ(o.schema, "locks");
-  EXPECT_EQ(o.sessions, 3u);
-  EXPECT_EQ(o.pool, 2u);
-  EXPECT_TRUE(o.auto_migrate);
-  EXPECT_FALSE(o.listen);
-  EXPECT_EQ(ci,
-            "postgresql://u:p%40ss@db.example:6432/app?sslmode=disable&connect_timeout=3"
-            "&client_encoding=UTF8&fallback_application_name=sqlock");
-  sqlock::postgres::options o2;
-  EXPECT_EQ(sqlock::postgres::parse_url("postgres:///app", o2),
-            "postgres:///app?client_encoding=UTF8&fallback_application_name=sqlock");
-}
-
-TEST(postgres_url, bad_urls_are_config_errors_without_a_server) {
-  register_builtin_backends();
-  for (const char* u : {"postgresql://h/db?mode=exclusive", "postgresql://h/db?schema=Bad",
-                        "postgresql://h/db?schema=pg_x", "postgresql://h/db?no_such_option=1",
-                        "postgresql://h/db?pool=many", "postgresql://h/db?migrate=maybe",
-                        "postgres://h:99999/db"}) {
-    EXPECT_THROW(make_backend(u), config_error) << u;
-  }
-  // make_backend() does not connect: printing the script needs no server.
-  auto be = make_backend("postgresql://nobody@127.0.0.1:1/none?schema=other");
-  auto* eng = dynamic_cast<sql::engine_backend*>(be.get());
-  ASSERT_NE(eng, nullptr);
-  EXPECT_NE(eng->migration_script().find("other.acquire_advisory"), std::string::npos);
-  EXPECT_EQ(be->kind(), "postgresql");
-  EXPECT_EQ(be->mode(), "pessimistic");
-}
-
-TEST(postgres_url, unreachable_server_is_a_connection_error) {
-  EXPECT_THROW(sqlock::connect("postgresql://u@127.0.0.1:1/db?connect_timeout=2"),
-               connection_error);
-}
-
-TEST_F(postgres, wrong_password_is_a_config_error_and_redacted) {
-  auto bad = owner_;
-  auto at = bad.find('@');
-  auto colon = bad.rfind(':', at);
-  ASSERT_NE(at, std::string::npos);
-  bad = bad.substr(0, colon + 1) + "wrong-secret" + bad.substr(at);
-  try {
-    sqlock::connect(bad);
-    ADD_FAILURE() << "connected with a wrong password";
-  } catch (const config_error& e) {
-    EXPECT_EQ(std::string(e.what()).find("wrong-secret"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

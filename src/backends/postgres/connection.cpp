@@ -1,0 +1,118 @@
+// The engine's operations on one libpq link: prepared once per connection, run with text
+// parameters, several statements wrapped in a transaction.
+#include "connection.hpp"
+
+#include "errors.hpp"
+#include "sqlock/errors.hpp"
+
+namespace sqlock::postgres {
+
+namespace {
+
+// Serializes concurrent migrations of one database ("sqlock" + 0x0001 as a 64-bit key).
+constexpr const char* migrate_lock_key = "8318004226567127041";
+
+// A migration script may rebuild tables: it gets far longer than one lock operation.
+constexpr milliseconds script_timeout{5 * 60 * 1000};
+
+}  // namespace
+
+pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd)
+    : conninfo_(std::move(conninfo)), io_timeout_(io_timeout), stop_fd_(stop_fd) {}
+
+void pg_connection::connect(steady_time deadline) {
+  ready(deadline);
+}
+
+link& pg_connection::ready(steady_time deadline) {
+  if (!link_) link_ = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+  return *link_;
+}
+
+std::vector<std::string> pg_connection::notifications() {
+  return link_ ? link_->notifications() : std::vector<std::string>{};
+}
+
+std::vector<pg_connection::statement>& pg_connection::compiled(const sql::operation& op) {
+  auto it = cache_.find(op.key);
+  if (it != cache_.end()) return it->second;
+  std::vector<statement> list;
+  for (const auto& text : op.statements) {
+    auto c = sql::compile(text, sql::placeholder::dollar);
+    list.push_back({"sqlock_" + std::to_string(++counter_), std::move(c.text), std::move(c.names)});
+  }
+  return cache_.emplace(op.key, std::move(list)).first->second;
+}
+
+sql::rows pg_connection::exec(link& l, statement& s, const sql::params& p, steady_time deadline,
+                              const std::string& what) {
+  std::vector<std::string> values;
+  values.reserve(s.names.size());
+  for (const auto& n : s.names) {
+    auto v = sql::lookup(p, n);
+    if (v.is_int) {
+      values.push_back(std::to_string(v.i));
+    } else {
+      if (v.s.find('\0') != std::string_view::npos)
+        throw config_error("PostgreSQL text cannot contain NUL bytes (parameter :" + n + ")");
+      values.emplace_back(v.s);
+    }
+  }
+  if (s.on_server) return l.run_prepared(s.name, values, deadline, what);
+  return l.prepare_and_run(s.name, s.text, values, deadline, what, s.on_server);
+}
+
+sql::rows pg_connection::run(const sql::operation& op, const sql::params& p, steady_time deadline) {
+  // Names are checked here, before anything is sent: a bad one is a short config_error.
+  if (!p.name.empty()) check_name(p.name);
+  if (!p.prefix.empty()) check_name(p.prefix, "name prefix");
+  auto& stmts = compiled(op);
+  auto& l = ready(deadline);
+  const std::string what = "PostgreSQL operation '" + op.key + "' failed";
+  if (stmts.size() == 1) return exec(l, stmts[0], p, deadline, what);
+  l.run_simple("BEGIN", deadline, what);
+  try {
+    sql::rows last;
+    for (auto& s : stmts) last = exec(l, s, p, deadline, what);
+    l.run_simple("COMMIT", deadline, what);
+    return last;
+  } catch (const connection_error&) {
+    throw;
+  } catch (...) {
+    if (!l.closed()) l.run_simple("ROLLBACK", deadline, what);
+    throw;
+  }
+}
+
+void pg_connection::execute_script(std::string_view script) {
+  const std::string what = "PostgreSQL migration script failed";
+  auto deadline = std::chrono::steady_clock::now() + std::max(script_timeout, io_timeout_);
+  auto& l = ready(deadline);
+  const std::string lock = std::string("SELECT pg_advisory_lock(") + migrate_lock_key + ")";
+  const std::string unlock = std::string("SELECT pg_advisory_unlock(") + migrate_lock_key + ")";
+  l.run_simple(lock, deadline, what);
+  try {
+    l.run_simple(std::string(script), deadline, what);
+  } catch (...) {
+    if (!l.closed()) {
+      try {
+        l.run_simple(unlock, deadline, what);
+      } catch (const error&) {
+        // The connection broke: the session lock went with it.
+      }
+    }
+    throw;
+  }
+  l.run_simple(unlock, deadline, what);
+}
+
+sql::rows pg_connection::query(std::string_view text) {
+  auto deadline = std::chrono::steady_clock::now() + io_timeout_;
+  return ready(deadline).run_simple(std::string(text), deadline, "PostgreSQL query failed");
+}
+
+void pg_connection::exec(const std::string& text, steady_time deadline) {
+  ready(deadline).run_simple(text, deadline, "PostgreSQL statement failed");
+}
+
+}  // namespace sqlock::postgres

@@ -1,0 +1,44 @@
+// open() and the URL factory: one class per lock model, picked by mode.
+#include "advisory_backend.hpp"
+#include "conninfo.hpp"
+#include "row_backend.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/postgres/dialect.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock::postgres {
+
+namespace {
+
+std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::string& shown,
+                                      const options& o) {
+  auto d = make_dialect(o.mode, o.schema);  // validates mode and schema
+  if (o.pool == 0) throw config_error("PostgreSQL pool must be at least 1 connection");
+  if (o.sessions == 0) throw config_error("PostgreSQL sessions must be at least 1");
+  if (o.timeout <= milliseconds(0)) throw config_error("PostgreSQL timeout must be positive");
+  d.notify = o.listen;
+  check_conninfo(conninfo);
+  if (o.mode == "advisory")
+    return std::make_shared<advisory_backend>(conninfo, shown, o, std::move(d));
+  return std::make_shared<row_backend>(conninfo, shown, o, std::move(d));
+}
+
+}  // namespace
+
+std::shared_ptr<backend> open(const std::string& conninfo, const options& o) {
+  return open_backend(conninfo, conninfo, o);
+}
+
+}  // namespace sqlock::postgres
+
+namespace sqlock::backends {
+void register_postgres() {
+  auto factory = [](const url& u) -> std::shared_ptr<backend> {
+    postgres::options o;
+    auto conninfo = postgres::parse_url(u.original, o);
+    return postgres::open_backend(conninfo, u.original, o);
+  };
+  register_backend("postgresql", factory);
+  register_backend("postgres", factory);
+}
+}  // namespace sqlock::backends

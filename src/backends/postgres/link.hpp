@@ -1,0 +1,74 @@
+// One libpq connection driven asynchronously, so that nothing waits past a deadline: the
+// connection is made with PQconnectStart/PQconnectPoll and every exchange is sent without
+// blocking and its answer awaited with poll() on the socket until the caller's deadline. A
+// connection that runs out of time is closed at once (its state is unknown) and never used
+// again. Errors become sqlock errors through errors.hpp, with every password scrubbed.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <string>
+#include <vector>
+
+#include "conninfo.hpp"
+#include "sqlock/backend.hpp"
+#include "sqlock/sql_engine.hpp"
+
+namespace sqlock::postgres {
+
+/// A libpq connection whose every call returns by its deadline.
+class link {
+ public:
+  /// Connects by `deadline` (connection_error when it cannot; auth_error or config_error when
+  /// retrying will not help). While waiting, `stop_fd` (if >= 0) becoming readable ends the
+  /// wait with connection_error: the owner is shutting down.
+  link(const std::string& conninfo, steady_time deadline, int stop_fd = -1);
+  ~link();
+  link(const link&) = delete;
+  link& operator=(const link&) = delete;
+
+  /// The socket, or -1 once closed.
+  int socket() const;
+  /// True once the connection is closed (timed out, broken): it must not be used again.
+  bool closed() const { return c_ == nullptr; }
+  /// Closes the connection now.
+  void close();
+
+  /// Prepares `text` as statement `name` and runs it with text `values`, in one round trip
+  /// (libpq's pipeline mode); `prepared` is set once the server has the statement, even when
+  /// running it then fails. The rows of its result.
+  sql::rows prepare_and_run(const std::string& name, const std::string& text,
+                            const std::vector<std::string>& values, steady_time deadline,
+                            const std::string& what, bool& prepared);
+  /// Runs prepared statement `name` with text `values`; the rows of its result.
+  sql::rows run_prepared(const std::string& name, const std::vector<std::string>& values,
+                         steady_time deadline, const std::string& what);
+  /// Runs `text` as one simple query (several statements allowed: one implicit transaction);
+  /// the rows of the last statement.
+  sql::rows run_simple(const std::string& text, steady_time deadline, const std::string& what);
+
+  /// For an idle connection whose socket became readable: reads what the server sent and says
+  /// whether the session is still usable (false once the server closed it or sent a FATAL).
+  bool alive();
+  /// Notification payloads received so far (after alive() or an exchange read them).
+  std::vector<std::string> notifications();
+
+ private:
+  // Waits until the socket is ready for `events` or the deadline (then closes and throws).
+  void wait_socket(short events, steady_time deadline, const std::string& what);
+  // Sends the buffered request by the deadline.
+  void flush(steady_time deadline, const std::string& what);
+  // Waits for the next result by the deadline (null between the queries of a pipeline and
+  // after the last result).
+  PGresult* next_result(steady_time deadline, const std::string& what);
+  // Sends the buffered request and collects every result; the rows of the last one.
+  sql::rows finish(steady_time deadline, const std::string& what);
+  [[noreturn]] void fail(const std::string& what);
+
+  PGconn* c_ = nullptr;
+  int stop_fd_;
+  scrubber scrub_;
+  bool fatal_ = false;  // the server sent a FATAL notice while idle: the session is ending
+};
+
+}  // namespace sqlock::postgres

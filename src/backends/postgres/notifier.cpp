@@ -1,0 +1,136 @@
+// The listener thread: LISTEN on its own connection, poll its socket (and a stop pipe), log
+// what arrives, prove the connection alive when idle, reconnect with backoff.
+#include "notifier.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <functional>
+
+#include "connection.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/random.hpp"
+
+namespace sqlock::postgres {
+
+namespace {
+
+// Notifications kept for waiters that have not looked yet; older ones are dropped (a waiter
+// that missed some wakes up, as for "anything may have changed").
+constexpr std::size_t log_capacity = 4096;
+// An idle listener proves its connection alive this often (a dead one is replaced).
+constexpr milliseconds keepalive_every{30000};
+// Reconnection backoff of the listener.
+constexpr milliseconds reconnect_initial{50};
+constexpr milliseconds reconnect_cap{2000};
+
+// Hash of a notified name; 0 is reserved for "anything may have changed".
+std::size_t name_hash(std::string_view name) {
+  auto h = std::hash<std::string_view>{}(name);
+  return h == 0 ? 1 : h;
+}
+
+std::string quoted_identifier(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+notifier::notifier(std::string conninfo, std::string channel, milliseconds io_timeout)
+    : conninfo_(std::move(conninfo)), channel_(std::move(channel)), io_timeout_(io_timeout) {}
+
+notifier::~notifier() {
+  {
+    std::lock_guard g(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (pipe_[1] >= 0) {
+    char b = 1;
+    [[maybe_unused]] auto n = ::write(pipe_[1], &b, 1);
+  }
+  if (th_.joinable()) th_.join();
+  for (int fd : pipe_)
+    if (fd >= 0) ::close(fd);
+}
+
+void notifier::ensure_started() {
+  std::lock_guard g(m_);
+  if (started_ || stop_) return;
+  if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return;  // waiters fall back to re-checks
+  started_ = true;
+  th_ = std::thread([this] { run(); });
+}
+
+void notifier::wait(std::string_view name, std::uint64_t since, steady_time until) {
+  const auto h = name_hash(name);
+  std::unique_lock lk(m_);
+  for (;;) {
+    if (!log_.empty() && log_.front().first > since + 1) return;  // some were dropped
+    for (auto it = log_.rbegin(); it != log_.rend() && it->first > since; ++it)
+      if (it->second == h || it->second == 0) return;
+    if (stop_) return;
+    if (cv_.wait_until(lk, until) == std::cv_status::timeout) return;
+  }
+}
+
+void notifier::push(std::size_t h) {
+  {
+    std::lock_guard g(m_);
+    auto s = seq_.load(std::memory_order_relaxed) + 1;
+    log_.emplace_back(s, h);
+    if (log_.size() > log_capacity) log_.pop_front();
+    seq_.store(s, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+void notifier::listen_once(unsigned& attempt) {
+  auto bound = [&] { return std::chrono::steady_clock::now() + io_timeout_; };
+  pg_connection c(conninfo_, io_timeout_, pipe_[0]);
+  c.connect(bound());
+  c.exec("LISTEN " + quoted_identifier(channel_), bound());
+  push(0);  // (re)connected: a release may have been missed meanwhile
+  attempt = 0;
+  for (;;) {
+    pollfd fds[2] = {{c.socket(), POLLIN, 0}, {pipe_[0], POLLIN, 0}};
+    int rc = ::poll(fds, 2, static_cast<int>(keepalive_every.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    if (fds[1].revents != 0) return;  // stopping
+    if (rc == 0) {
+      c.exec("SELECT 1", bound());  // idle: prove the connection alive
+    } else if (!c.alive()) {
+      throw connection_error("the listener connection closed");
+    }
+    for (const auto& payload : c.notifications()) push(payload.empty() ? 0 : name_hash(payload));
+  }
+}
+
+void notifier::run() {
+  for (unsigned attempt = 0;; ++attempt) {
+    {
+      std::lock_guard g(m_);
+      if (stop_) return;
+    }
+    try {
+      listen_once(attempt);
+      return;  // stopping
+    } catch (const error&) {
+      // Reconnect with backoff; waiters meanwhile re-check at their bounded interval.
+    }
+    std::unique_lock lk(m_);
+    cv_.wait_for(lk, backoff_delay(attempt, reconnect_initial, reconnect_cap),
+                 [this] { return stop_; });
+  }
+}
+
+notify_wait::notify_wait(notifier& n, std::string name) : n_(n), name_(std::move(name)) {
+  n_.ensure_started();
+  since_ = n_.seq();
+}
+
+}  // namespace sqlock::postgres

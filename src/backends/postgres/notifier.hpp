@@ -1,0 +1,72 @@
+// LISTEN/NOTIFY for waiters: one listener connection and thread per backend object, started by
+// the first wait, keeping a bounded log of recent notifications (sequence number, name hash).
+// Each acquire() call gets a notify_wait (its wait_state) holding the sequence number it has
+// seen: it is taken when the wait is opened and again before every attempt, so a release that
+// lands between a busy attempt and the wait wakes the wait at once. The listener connection is
+// bounded like every other (connect and keep-alive by the I/O timeout) and waiters never wait
+// on it: they wait on a condition variable until their own deadline.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "sqlock/backend.hpp"
+
+namespace sqlock::postgres {
+
+/// The listener of one backend object.
+class notifier {
+ public:
+  /// Listens on `channel` through connections to `conninfo`; exchanges bounded by `io_timeout`.
+  notifier(std::string conninfo, std::string channel, milliseconds io_timeout);
+  ~notifier();
+  notifier(const notifier&) = delete;
+  notifier& operator=(const notifier&) = delete;
+
+  /// The sequence number of the newest notification.
+  std::uint64_t seq() const { return seq_.load(std::memory_order_acquire); }
+  /// Starts the listener thread if it is not running (idempotent).
+  void ensure_started();
+  /// Returns when a notification for `name` (or for anything) newer than `since` is known, or
+  /// at `until`.
+  void wait(std::string_view name, std::uint64_t since, steady_time until);
+
+ private:
+  void push(std::size_t hash);
+  void run();
+  void listen_once(unsigned& attempt);
+
+  const std::string conninfo_;
+  const std::string channel_;
+  const milliseconds io_timeout_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::uint64_t, std::size_t>> log_;
+  std::atomic<std::uint64_t> seq_{0};
+  bool stop_ = false;
+  bool started_ = false;
+  int pipe_[2] = {-1, -1};
+  std::thread th_;
+};
+
+/// The wait state of one acquire() call on a notifying backend.
+class notify_wait final : public wait_state {
+ public:
+  /// Starts the listener and takes the first snapshot.
+  notify_wait(notifier& n, std::string name);
+  /// Called at the start of every attempt: notifications before it are seen by the attempt.
+  void attempt_starts() { since_ = n_.seq(); }
+  void wait(steady_time until) override { n_.wait(name_, since_, until); }
+
+ private:
+  notifier& n_;
+  std::string name_;
+  std::uint64_t since_ = 0;
+};
+
+}  // namespace sqlock::postgres

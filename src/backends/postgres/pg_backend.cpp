@@ -1,0 +1,43 @@
+// The shared base of the PostgreSQL backends: engine, notifier, description.
+#include "pg_backend.hpp"
+
+#include "connection.hpp"
+#include "conninfo.hpp"
+#include "sqlock/postgres/dialect.hpp"
+
+namespace sqlock::postgres {
+
+pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
+                       sql::dialect d)
+    : engine_backend(
+          bundle(), std::move(d),
+          [conninfo, t = o.timeout] { return std::make_unique<pg_connection>(conninfo, t); }, shown,
+          o.pool),
+      shown_(shown) {
+  set_io_timeout(o.timeout);
+  set_auto_migrate(o.auto_migrate);
+  if (o.listen)
+    notifier_ = std::make_unique<notifier>(conninfo, notify_channel(o.schema), o.timeout);
+}
+
+std::unique_ptr<wait_state> pg_backend::open_wait(const lock_request& req) {
+  if (!notifier_) return nullptr;
+  return std::make_unique<notify_wait>(*notifier_, req.name);
+}
+
+void pg_backend::attempt_starts(wait_state* ws) {
+  // Only open_wait() above makes the wait states this backend is given.
+  if (ws) static_cast<notify_wait*>(ws)->attempt_starts();
+}
+
+capabilities pg_backend::caps() const noexcept {
+  auto c = engine_backend::caps();
+  c.notify = notifier_ != nullptr;
+  return c;
+}
+
+std::string pg_backend::describe() const {
+  return redact_conninfo(shown_) + " (" + dialect_.mode + ")";
+}
+
+}  // namespace sqlock::postgres

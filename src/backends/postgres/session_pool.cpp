@@ -1,0 +1,275 @@
+// The dedicated sessions of session-bound holds and the watcher thread that notices their
+// death while they are idle.
+#include "session_pool.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "sqlock/errors.hpp"
+
+namespace sqlock::postgres {
+
+namespace {
+
+// One call at a time on a session: a flag under a mutex, waited for by a deadline. (A
+// std::timed_mutex would do, but ThreadSanitizer does not see its timed lock and then reports
+// races that are not there.)
+class turn {
+ public:
+  bool take_until(steady_time deadline) {
+    std::unique_lock lk(m_);
+    if (!cv_.wait_until(lk, deadline, [this] { return !taken_; })) return false;
+    taken_ = true;
+    return true;
+  }
+  bool try_take() {
+    std::lock_guard g(m_);
+    if (taken_) return false;
+    taken_ = true;
+    return true;
+  }
+  void give() {
+    {
+      std::lock_guard g(m_);
+      taken_ = false;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool taken_ = false;
+};
+
+// The watcher's turn on a session, given back at the end of the scope.
+class watcher_turn {
+ public:
+  explicit watcher_turn(turn& t) : t_(t.try_take() ? &t : nullptr) {}
+  ~watcher_turn() {
+    if (t_) t_->give();
+  }
+  watcher_turn(const watcher_turn&) = delete;
+  watcher_turn& operator=(const watcher_turn&) = delete;
+  explicit operator bool() const { return t_ != nullptr; }
+
+ private:
+  turn* t_;
+};
+
+}  // namespace
+
+struct session_pool::session {
+  turn t;                                    // one call (or the watcher's look) at a time
+  std::unique_ptr<session_connection> conn;  // null until opened
+  std::atomic<bool> dead{false};             // killed; the pool replaces it (read unlocked)
+  struct hold {
+    std::string owner;
+    std::uint64_t fence = 0;
+  };
+  std::map<std::string, hold, std::less<>> holds;  // name -> hold carried by this session
+};
+
+// What the watcher thread shares with the pool: it outlives the pool when the pool is
+// destroyed from the watcher thread itself (a loss listener dropping the last reference).
+struct session_pool::shared {
+  std::mutex m;  // guards sessions, next, lost, stop
+  std::vector<std::shared_ptr<session>> sessions;
+  std::size_t next = 0;
+  std::vector<std::pair<std::string, std::string>> lost;  // (name, owner) not yet reported
+  bool stop = false;
+  int pipe[2] = {-1, -1};  // wakes the watcher: a session changed, a loss to report, stop
+  session_opener open;
+  session_loss on_lost;
+
+  ~shared() {
+    for (int fd : pipe)
+      if (fd >= 0) ::close(fd);
+  }
+  void poke() const {
+    char b = 1;
+    [[maybe_unused]] auto n = ::write(pipe[1], &b, 1);  // a full pipe is awake already
+  }
+  // Closes a session whose turn the caller has; its holds but `except` are to be reported.
+  void kill(session& s, const std::string& except) {
+    s.dead = true;
+    s.conn.reset();
+    {
+      std::lock_guard g(m);
+      for (auto& [name, h] : s.holds)
+        if (name != except) lost.emplace_back(name, h.owner);
+    }
+    s.holds.clear();
+    poke();
+  }
+  void watch();
+  // The session in slot `next` (a new one if empty or dead); then advances `next` by `step`.
+  std::shared_ptr<session> slot(std::size_t step) {
+    std::lock_guard g(m);
+    auto& s = sessions[next % sessions.size()];
+    next += step;
+    if (!s || s->dead) s = std::make_shared<session>();
+    return s;
+  }
+};
+
+namespace {
+
+// True when `fd` has something to read right now.
+bool readable_now(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  return fd >= 0 && ::poll(&p, 1, 0) > 0;
+}
+
+}  // namespace
+
+void session_pool::shared::watch() {
+  for (;;) {
+    char buf[64];
+    while (::read(pipe[0], buf, sizeof buf) > 0) {
+    }
+    std::vector<std::shared_ptr<session>> all;
+    std::vector<std::pair<std::string, std::string>> gone;
+    {
+      std::lock_guard g(m);
+      if (stop) return;
+      gone.swap(lost);
+      all = sessions;
+    }
+    for (auto& [name, owner] : gone) {
+      {
+        std::lock_guard g(m);
+        if (stop) return;  // the pool is being destroyed (maybe by this very listener)
+      }
+      on_lost(name, owner);
+    }
+    // Poll the idle sessions; a busy one is checked by its call, which pokes us at its end.
+    std::vector<pollfd> fds{{pipe[0], POLLIN, 0}};
+    std::vector<session*> polled;
+    for (auto& s : all) {
+      if (!s) continue;  // not opened yet
+      watcher_turn t(s->t);
+      if (!t || s->dead || !s->conn || s->conn->socket() < 0) continue;
+      fds.push_back({s->conn->socket(), POLLIN | POLLRDHUP, 0});
+      polled.push_back(s.get());
+    }
+    int rc = ::poll(fds.data(), fds.size(), -1);
+    if (rc < 0 && errno != EINTR) return;  // cannot happen with valid arguments
+    for (std::size_t i = 1; i < fds.size() && rc > 0; ++i) {
+      if (fds[i].revents == 0) continue;
+      auto* s = polled[i - 1];
+      watcher_turn t(s->t);
+      if (!t || s->dead || !s->conn || s->conn->socket() != fds[i].fd) continue;
+      if (!s->conn->alive()) kill(*s, {});
+    }
+  }
+}
+
+session_pool::session_pool(std::size_t size, session_opener open, session_loss lost)
+    : sh_(std::make_shared<shared>()) {
+  if (size == 0) throw config_error("a session pool needs at least one session");
+  sh_->sessions.resize(size);
+  sh_->open = std::move(open);
+  sh_->on_lost = std::move(lost);
+  if (::pipe2(sh_->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw connection_error("cannot create the session watcher's pipe");
+  watcher_ = std::thread([sh = sh_] { sh->watch(); });
+}
+
+session_pool::~session_pool() {
+  {
+    std::lock_guard g(sh_->m);
+    sh_->stop = true;
+  }
+  sh_->poke();
+  if (watcher_.get_id() == std::this_thread::get_id())
+    watcher_.detach();  // destroyed by a loss listener: the thread ends when it returns
+  else
+    watcher_.join();
+}
+
+session_pool::call::call(std::shared_ptr<session> s, std::shared_ptr<shared> sh)
+    : s_(std::move(s)), sh_(std::move(sh)) {}
+
+session_pool::call::call(call&& o) noexcept : s_(std::move(o.s_)), sh_(std::move(o.sh_)) {}
+
+session_pool::call::~call() {
+  if (!s_) return;
+  // The server may have closed the session while the call ran or just after: look now.
+  if (s_->conn && readable_now(s_->conn->socket()) && !s_->conn->alive()) sh_->kill(*s_, {});
+  s_->t.give();
+  sh_->poke();  // idle again: back in the watcher's poll set
+}
+
+session_connection& session_pool::call::conn() {
+  return *s_->conn;
+}
+
+std::optional<std::pair<std::string, std::uint64_t>> session_pool::call::held(
+    const std::string& name) const {
+  auto it = s_->holds.find(name);
+  if (it == s_->holds.end()) return std::nullopt;
+  return std::make_pair(it->second.owner, it->second.fence);
+}
+
+void session_pool::call::keep(const std::string& name, const std::string& owner,
+                              std::uint64_t fence) {
+  s_->holds[name] = {owner, fence};
+}
+
+void session_pool::call::forget(const std::string& name) {
+  s_->holds.erase(name);
+}
+
+void session_pool::call::kill(const std::string& except) {
+  sh_->kill(*s_, except);
+}
+
+session_pool::call session_pool::pick(steady_time deadline) {
+  for (;;) {
+    auto s = sh_->slot(1);
+    if (!s->t.take_until(deadline))
+      throw connection_error("every call on the lock session ran past the deadline");
+    call c(s, sh_);
+    if (s->dead) continue;  // killed while we waited: take the next one
+    if (!s->conn) {
+      try {
+        s->conn = sh_->open(deadline);
+      } catch (...) {
+        s->dead = true;  // never opened: nothing to report
+        throw;
+      }
+    }
+    return c;
+  }
+}
+
+void session_pool::open_next(steady_time deadline) {
+  auto s = sh_->slot(0);
+  if (!s->t.take_until(deadline)) return;  // in use: it is open or opening
+  call c(s, sh_);
+  if (!s->dead && !s->conn) s->conn = sh_->open(deadline);
+}
+
+std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<void>& token,
+                                                        const std::string& name,
+                                                        const std::string& owner,
+                                                        steady_time deadline) {
+  auto s = std::static_pointer_cast<session>(token);
+  if (!s) return std::nullopt;
+  if (!s->t.take_until(deadline))
+    throw connection_error("the lock session stayed busy past the deadline");
+  call c(s, sh_);
+  auto it = s->holds.find(name);
+  if (s->dead || !s->conn || it == s->holds.end() || it->second.owner != owner) return std::nullopt;
+  return c;
+}
+
+}  // namespace sqlock::postgres

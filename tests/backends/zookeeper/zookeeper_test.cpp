@@ -176,11 +176,17 @@ TEST(zookeeper_url, bad_options_are_config_errors) {
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?bogus=1"), config_error);
 }
 
-TEST(zookeeper_url, no_server_is_a_connection_error) {
+TEST(zookeeper_url, no_server_is_a_connection_error_by_the_deadline) {
   register_builtin_backends();
+  // Making the backend does not wait for a session; the first call waits within its deadline.
+  auto b = make_backend("zookeeper://127.0.0.1:1/x");
+  lock_request req{unique_name("noserver"), random_token(), 30s, "test"};
   auto start = clock_type::now();
-  EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?connect_timeout=500ms"), connection_error);
-  EXPECT_LT(clock_type::now() - start, 30s);  // liveness: it gives up
+  EXPECT_THROW(b->try_acquire(req, start + 500ms, nullptr), connection_error);
+  EXPECT_LT(clock_type::now() - start, 500ms + 2s);  // by the deadline, with a generous slack
+  start = clock_type::now();
+  EXPECT_THROW(b->acquire(req, start + 1s, {}), connection_error);
+  EXPECT_LT(clock_type::now() - start, 1s + 2s);
 }
 
 // ---- on the standalone server ----
@@ -193,7 +199,7 @@ TEST_F(zk, caps_describe_and_session) {
   EXPECT_TRUE(caps.session_bound);
   EXPECT_TRUE(caps.fencing);
   EXPECT_EQ(c.get_backend().kind(), "zookeeper");
-  auto cred = zookeeper::current_session(c.get_backend());
+  auto cred = zookeeper::current_session(c.get_backend());  // waits for the session
   EXPECT_NE(cred.id, 0);
   EXPECT_EQ(cred.password.size(), 16u);
   EXPECT_GT(cred.timeout_ms, 0);
@@ -207,9 +213,9 @@ TEST_F(zk, acquire_is_idempotent_per_owner_token) {
   raw_zk raw(url_);
   auto n = unique_name("idem");
   lock_request req{n, random_token(), 30s, "test"};
-  auto first = b->try_acquire(req);
+  auto first = b->try_acquire(req, sqlock::test::soon(), nullptr);
   ASSERT_TRUE(first);
-  auto again = b->try_acquire(req);  // a retry after a lost reply
+  auto again = b->try_acquire(req, sqlock::test::soon(), nullptr);  // a retry after a lost reply
   ASSERT_TRUE(again);
   EXPECT_EQ(again->fence, first->fence);
   auto waited = b->acquire(req, clock_type::now() + 1s, {});
@@ -217,8 +223,8 @@ TEST_F(zk, acquire_is_idempotent_per_owner_token) {
   EXPECT_EQ(waited->fence, first->fence);
   EXPECT_EQ(raw.queue_length(n), 1);
   EXPECT_EQ(zookeeper::stats(*b).nodes_created, 1u);
-  EXPECT_TRUE(b->release(*first));
-  EXPECT_FALSE(b->release(*first));
+  EXPECT_TRUE(b->release(*first, sqlock::test::soon()));
+  EXPECT_FALSE(b->release(*first, sqlock::test::soon()));
   EXPECT_TRUE(raw.no_orphans({n}));
 }
 
@@ -251,7 +257,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
   raw_zk raw(url_);
   auto n = unique_name("herd");
   lock_request hreq{n, random_token(), 30s, "holder"};
-  auto held = holder_backend->try_acquire(hreq);
+  auto held = holder_backend->try_acquire(hreq, sqlock::test::soon(), nullptr);
   ASSERT_TRUE(held);
 
   std::mutex m;
@@ -277,7 +283,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
           fences.push_back(got->fence);
         }
         --inside;
-        if (!b.release(*got)) ++failures;
+        if (!b.release(*got, sqlock::test::soon())) ++failures;
       } catch (const std::exception&) {
         ++failures;
       }
@@ -295,7 +301,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
   for (auto& b : bs) events_before += zookeeper::stats(*b).watch_events;
   EXPECT_EQ(events_before, 0u);  // nobody was woken while the holder held
 
-  ASSERT_TRUE(holder_backend->release(*held));
+  ASSERT_TRUE(holder_backend->release(*held, sqlock::test::soon()));
   for (auto& t : ts) t.join();
 
   EXPECT_EQ(failures.load(), 0);
@@ -361,7 +367,7 @@ TEST_F(zk, expired_session_reports_loss_and_next_waiter_acquires) {
   la.unlock();  // must not touch b's hold
   EXPECT_EQ(raw.queue_length(n), 1);
   // The client reconnects with a new session and keeps working.
-  EXPECT_FALSE(la.try_lock());
+  EXPECT_FALSE(la.try_lock_for(1s));  // a wait: rides out the new session's set-up
   release_b = true;
   waiter.join();
   EXPECT_TRUE(la.try_lock_for(10s));
@@ -452,10 +458,10 @@ TEST_F(zk, digest_acl_keeps_other_users_out) {
   auto alice2 = connect("zookeeper://alice:alice-pw@" + hosts + root);
   EXPECT_FALSE(alice2.make_lock(n).try_lock());  // same identity: shares the locks
   auto mallory = connect("zookeeper://mallory:guess@" + hosts + root);
-  EXPECT_THROW(mallory.make_lock(n).try_lock(), backend_error);  // no access to the queue
-  EXPECT_THROW(mallory.force_release(n), backend_error);         // nor to the holder's node
+  EXPECT_THROW(mallory.make_lock(n).try_lock(), auth_error);  // no access to the queue
+  EXPECT_THROW(mallory.force_release(n), auth_error);  // nor to the holder's node
   auto anon = connect("zookeeper://" + hosts + root);
-  EXPECT_THROW(anon.list(), backend_error);
+  EXPECT_THROW(anon.list(), auth_error);
   la.unlock();
   EXPECT_TRUE(alice2.make_lock(n).try_lock());
 }
@@ -583,7 +589,8 @@ TEST(zk_ensemble, quorum_loss_is_unknown_then_lost_after_the_session_timeout) {
   auto until = clock_type::now() + 60s;
   while (!lost && clock_type::now() < until) {
     try {
-      lost = !a.get_backend().renew(lease_info{n, la.owner(), la.fence(), nullptr}, 120s);
+      lost = !a.get_backend().renew(lease_info{n, la.owner(), la.fence(), nullptr}, 120s,
+                                    sqlock::test::soon());
       if (!lost) std::this_thread::sleep_for(100ms);  // still connected: not noticed yet
     } catch (const connection_error&) {
       ++unknown;  // suspended: state unknown until the session timeout has passed

@@ -64,6 +64,13 @@ struct session_credentials {
 /// The current session's credentials (see session_credentials).
 session_credentials current_session(backend& b);
 
+/// Ends the session of `b` at once: waits in progress end (connection_error), the session's
+/// queue nodes and holds are deleted on the server now rather than at the session timeout, and
+/// later calls throw connection_error. For a process that must exit while a thread waits (a
+/// signal-handling thread, before _exit()). Destroying the backend does the same. usage_error
+/// when `b` is not a ZooKeeper backend.
+void close(backend& b);
+
 /// The znode name a lock name is stored under: bytes outside [A-Za-z0-9_.:@+=,~-] become %XX
 /// (and a name of only dots is fully escaped); reversible with lock_name().
 std::string znode_name(std::string_view lock_name);

@@ -56,13 +56,23 @@ session::~session() {
 
 bool session::gone() {
   std::lock_guard g(m);
-  return expired || auth_failed;
+  return expired || auth_failed || closing;
+}
+
+void session::begin_close() {
+  {
+    std::lock_guard g(m);
+    closing = true;
+    ++state_gen;
+    for (auto& [id, w] : waiters) w->cv.notify_all();
+  }
+  cv.notify_all();
 }
 
 bool session::wait_connected(steady_time until) {
   std::unique_lock lk(m);
-  cv.wait_until(lk, until, [&] { return connected || expired || auth_failed; });
-  return connected;
+  cv.wait_until(lk, until, [&] { return connected || expired || auth_failed || closing; });
+  return connected && !closing;
 }
 
 milliseconds session::timeout() const {
@@ -125,7 +135,7 @@ waiter_slot::~waiter_slot() {
 bool waiter_slot::wait(steady_time until) {
   std::unique_lock lk(s_.m);
   auto gen = s_.state_gen;
-  w_.cv.wait_until(lk, until, [&] { return w_.fired || s_.state_gen != gen; });
+  w_.cv.wait_until(lk, until, [&] { return w_.fired || s_.state_gen != gen || s_.closing; });
   return w_.fired;
 }
 
@@ -218,23 +228,28 @@ void string_stat_cb(int rc, const char* value, const Stat* st, const void* data)
 }
 
 // Sends one request: `send(data)` returns the client's code; when it did not send, nothing
-// will complete, so the reference handed over is taken back.
+// will complete, so the reference handed over is taken back. Nothing is sent on a session
+// being closed.
 template <class F>
-int send(const reply_ptr& r, F&& f) {
+int send(session& s, const reply_ptr& r, F&& f) {
+  if (s.closing) return ZCLOSING;
   auto* ticket = new reply_ptr(r);
   int rc = f(static_cast<void*>(ticket));
   if (rc != ZOK) delete ticket;
   return rc;
 }
 
-// Waits for the answer until `until`; ZOPERATIONTIMEOUT (and the request abandoned) after.
-int await(reply& r, steady_time until) {
+// Waits for the answer until `until` (ZOPERATIONTIMEOUT after, the request abandoned) or until
+// the session is being closed (ZCLOSING), which is looked at every 50 ms.
+int await(session& s, reply& r, steady_time until) {
   std::unique_lock lk(r.m);
-  if (!r.cv.wait_until(lk, until, [&] { return r.done; })) {
+  for (;;) {
+    auto slice = std::min(until, clock::now() + milliseconds(50));
+    if (r.cv.wait_until(lk, slice, [&] { return r.done; })) return r.rc;
+    if (clock::now() < until && !s.closing) continue;
     r.abandoned = true;
-    return ZOPERATIONTIMEOUT;
+    return s.closing ? ZCLOSING : ZOPERATIONTIMEOUT;
   }
-  return r.rc;
 }
 
 // ---- janitors: finish in the background what an abandoned request left behind ----
@@ -294,12 +309,12 @@ std::function<void(reply&)> undo_create(zhandle_t* zh, const std::string& path,
 
 int exists(session& s, const std::string& path, steady_time until, Stat* st, void* watch_ctx) {
   auto r = std::make_shared<reply>();
-  int rc = send(r, [&](void* t) {
+  int rc = send(s, r, [&](void* t) {
     return watch_ctx ? zoo_awexists(s.zh, path.c_str(), node_watcher, watch_ctx, stat_cb, t)
                      : zoo_aexists(s.zh, path.c_str(), 0, stat_cb, t);
   });
   if (rc != ZOK) return rc;
-  rc = await(*r, until);
+  rc = await(s, *r, until);
   if (rc == ZOK && st) *st = r->stat;
   return rc;
 }
@@ -307,9 +322,9 @@ int exists(session& s, const std::string& path, steady_time until, Stat* st, voi
 int get_children(session& s, const std::string& path, steady_time until,
                  std::vector<std::string>& out) {
   auto r = std::make_shared<reply>();
-  int rc = send(r, [&](void* t) { return zoo_aget_children(s.zh, path.c_str(), 0, strings_cb, t); });
+  int rc = send(s, r, [&](void* t) { return zoo_aget_children(s.zh, path.c_str(), 0, strings_cb, t); });
   if (rc != ZOK) return rc;
-  rc = await(*r, until);
+  rc = await(s, *r, until);
   if (rc == ZOK) out = std::move(r->children);
   return rc;
 }
@@ -317,9 +332,9 @@ int get_children(session& s, const std::string& path, steady_time until,
 int get_data(session& s, const std::string& path, steady_time until, std::string& data,
              Stat& st) {
   auto r = std::make_shared<reply>();
-  int rc = send(r, [&](void* t) { return zoo_aget(s.zh, path.c_str(), 0, data_cb, t); });
+  int rc = send(s, r, [&](void* t) { return zoo_aget(s.zh, path.c_str(), 0, data_cb, t); });
   if (rc != ZOK) return rc;
-  rc = await(*r, until);
+  rc = await(s, *r, until);
   if (rc == ZOK) {
     data = std::move(r->value);
     st = r->stat;
@@ -332,12 +347,12 @@ int create(session& s, const std::string& path, const std::string& data, const A
            const std::string& owner_prefix) {
   auto r = std::make_shared<reply>();
   if (flags & ZOO_EPHEMERAL) r->after = undo_create(s.zh, path, owner_prefix);
-  int rc = send(r, [&](void* t) {
+  int rc = send(s, r, [&](void* t) {
     return zoo_acreate2(s.zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl, flags,
                         string_stat_cb, t);
   });
   if (rc != ZOK) return rc;
-  rc = await(*r, until);
+  rc = await(s, *r, until);
   if (rc == ZOK) {
     created = r->value;
     st = r->stat;
@@ -352,21 +367,21 @@ int create_and_list(session& s, const std::string& path, const std::string& data
   listed = false;
   auto c = std::make_shared<reply>();
   c->after = undo_create(s.zh, path, owner_prefix);
-  int rc = send(c, [&](void* t) {
+  int rc = send(s, c, [&](void* t) {
     return zoo_acreate2(s.zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl,
                         ZOO_EPHEMERAL_SEQUENTIAL, string_stat_cb, t);
   });
   if (rc != ZOK) return rc;
   const std::string parent = path.substr(0, path.rfind('/'));
   auto l = std::make_shared<reply>();
-  int lrc = send(l, [&](void* t) {
+  int lrc = send(s, l, [&](void* t) {
     return zoo_aget_children(s.zh, parent.c_str(), 0, strings_cb, t);
   });
-  rc = await(*c, until);
+  rc = await(s, *c, until);
   if (rc != ZOK) return rc;
   created = c->value;
   st = c->stat;
-  if (lrc == ZOK && await(*l, until) == ZOK) {
+  if (lrc == ZOK && await(s, *l, until) == ZOK) {
     children = std::move(l->children);
     listed = true;
   }
@@ -382,9 +397,9 @@ int remove(session& s, const std::string& path, steady_time until) {
   r->after = [zh = s.zh, path](reply& rr) {
     if (is_connection_loss(rr.rc)) remove_later(zh, path);
   };
-  int rc = send(r, [&](void* t) { return zoo_adelete(s.zh, path.c_str(), -1, void_cb, t); });
+  int rc = send(s, r, [&](void* t) { return zoo_adelete(s.zh, path.c_str(), -1, void_cb, t); });
   if (rc != ZOK) return rc;
-  return await(*r, until);
+  return await(s, *r, until);
 }
 
 struct auth_state {
@@ -393,15 +408,15 @@ struct auth_state {
 
 std::shared_ptr<auth_state> add_auth(session& s, const std::string& cert) {
   auto a = std::make_shared<auth_state>();
-  int rc = send(a->r, [&](void* t) {
+  int rc = send(s, a->r, [&](void* t) {
     return zoo_add_auth(s.zh, "digest", cert.data(), static_cast<int>(cert.size()), void_cb, t);
   });
   if (rc != ZOK) fail(rc, "add_auth(digest)");
   return a;
 }
 
-int wait_auth(const std::shared_ptr<auth_state>& a, steady_time until) {
-  return await(*a->r, until);
+int wait_auth(session& s, steady_time until) {
+  return await(s, *s.auth->r, until);
 }
 
 int call(session& s, steady_time until, const std::function<int()>& f) {

@@ -75,6 +75,7 @@ struct session {
   bool ever_connected = false;
   bool expired = false;  // expired or closed by the server
   bool auth_failed = false;
+  std::atomic<bool> closing{false};  // the backend is closing it: waits end, nothing is sent
   bool ready = false;  // authenticated and the base path exists (guarded by setup_m)
   std::timed_mutex setup_m;
   std::shared_ptr<auth_state> auth;  // the digest authentication's answer (null = none)
@@ -88,8 +89,10 @@ struct session {
   session& operator=(const session&) = delete;
   ~session();
 
-  /// Expired or refused: no call on it can succeed any more.
+  /// Expired, refused or closing: no call on it can succeed any more.
   bool gone();
+  /// Ends every wait on the session (ZCLOSING) and stops new requests; the destructor closes.
+  void begin_close();
   /// Waits until connected (true) or gone/`until` (false).
   bool wait_connected(steady_time until);
   /// The negotiated session timeout (0 before the first connection).
@@ -149,8 +152,8 @@ void remove_later(session& s, const std::string& path);
 /// addAuth("digest", cert), sent at once (the client re-sends it on every reconnect); wait for
 /// the answer with wait_auth().
 std::shared_ptr<auth_state> add_auth(session& s, const std::string& cert);
-/// The digest authentication's answer, waiting until `until` (ZOPERATIONTIMEOUT then).
-int wait_auth(const std::shared_ptr<auth_state>& a, steady_time until);
+/// The answer to the session's digest authentication, waiting until `until`.
+int wait_auth(session& s, steady_time until);
 
 /// Runs `f` (one request), retrying it after a connection loss once the session reconnected,
 /// until `until`. `f` must be safe to repeat.

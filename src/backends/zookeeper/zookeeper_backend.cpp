@@ -140,6 +140,7 @@ class zk_backend final : public backend {
         // A lost connection or a session that expired (its node went with it): try again
         // within the deadline, as the core does for other backends.
         if (dynamic_cast<const session_gone*>(&e)) book_.forget(req.owner);
+        if (closed_) throw;
         auto now = clock::now();
         if (failures == 0) failing_since = started;
         if (now >= deadline || now - failing_since >= policy.retry_for) throw;
@@ -292,6 +293,24 @@ class zk_backend final : public backend {
     return st;
   }
 
+  // Ends the session now (see zookeeper::close()).
+  void close_now() {
+    std::shared_ptr<session> s;
+    {
+      std::lock_guard g(sm_);
+      closed_ = true;
+      s = std::move(session_);
+    }
+    if (!s) return;
+    s->begin_close();
+    // Calls in flight keep the session until they notice (within 50 ms); the last reference
+    // closes the handle. Wait a little so that normally this call closes it.
+    auto until = clock::now() + std::chrono::seconds(2);
+    while (s.use_count() > 1 && clock::now() < until)
+      std::this_thread::sleep_for(milliseconds(5));
+    s.reset();
+  }
+
   session_credentials credentials() {
     auto s = live_session(admin_until());
     const clientid_t* id = zoo_client_id(s->zh);
@@ -367,6 +386,7 @@ class zk_backend final : public backend {
     std::shared_ptr<session> s;
     {
       std::lock_guard g(sm_);
+      if (closed_) throw connection_error("ZooKeeper backend was closed");
       if (!session_ || session_->gone()) {
         session_.reset();  // the old handle closes once no call uses it any more
         session_ = start_session();
@@ -390,7 +410,7 @@ class zk_backend final : public backend {
     if (!lk.owns_lock()) throw connection_error("ZooKeeper session set-up did not finish in time");
     if (s.ready) return;
     if (s.auth) {
-      int rc = wait_auth(s.auth, until);
+      int rc = wait_auth(s, until);
       if (rc == ZAUTHFAILED) throw auth_error("ZooKeeper digest authentication failed");
       if (rc != ZOK) fail(rc, "add_auth(digest)");
     }
@@ -463,6 +483,7 @@ class zk_backend final : public backend {
   std::mutex sm_;  // session_, epoch_
   std::shared_ptr<session> session_;
   std::uint64_t epoch_ = 0;
+  std::atomic<bool> closed_{false};  // close_now() was called
   std::shared_ptr<loss_queue> losses_;
   std::thread loss_thread_;
 };
@@ -496,6 +517,10 @@ statistics stats(const backend& b) {
 
 session_credentials current_session(backend& b) {
   return as_zk(b)->credentials();
+}
+
+void close(backend& b) {
+  as_zk(b)->close_now();
 }
 
 }  // namespace zookeeper

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "sqlock/url.hpp"
+#include "sqlock/zookeeper/zookeeper.hpp"
 
 namespace sqlock::zookeeper::detail {
 
@@ -27,13 +28,16 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
   unsigned char c = b(0);
   if (c < 0x80) return 1;
-  std::size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  std::size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+                  : c >= 0xE0 && c <= 0xEF ? 3
+                  : c >= 0xF0 && c <= 0xF4 ? 4
+                                           : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (std::size_t k = 1; k < n; ++k)
     if ((b(k) & 0xC0) != 0x80) return 0;
-  if (c == 0xE0 && b(1) < 0xA0) return 0;  // overlong
+  if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
   if (c == 0xED && b(1) >= 0xA0) return 0;  // UTF-16 surrogate
-  if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+  if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
   if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
   return n;
 }
@@ -178,8 +182,9 @@ void lock_queue::ensure_path(const std::string& path, steady_time until) {
     if (rc == ZNONODE) {
       std::string created;
       Stat st{};
-      rc = call(s_, until,
-                [&] { return detail::create(s_, part, {}, acl_, ZOO_PERSISTENT, until, created, st); });
+      rc = call(s_, until, [&] {
+        return detail::create(s_, part, {}, acl_, ZOO_PERSISTENT, until, created, st);
+      });
     }
     if (rc != ZOK && rc != ZNODEEXISTS) fail(rc, "create(" + part + ")");
     i = j + 1;
@@ -225,7 +230,8 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
       });
       if (prc == ZNONODE)
         ensure_path(locks_, until);
-        else if (prc != ZOK && prc != ZNODEEXISTS) fail(prc, "create(" + rec.parent + ")");
+      else if (prc != ZOK && prc != ZNODEEXISTS)
+        fail(prc, "create(" + rec.parent + ")");
       continue;
     }
     // At the deadline the create is given up; its node, if made, is deleted when it answers.
@@ -328,3 +334,18 @@ lease_info lock_queue::lease_of(const node_record& rec) {
 }
 
 }  // namespace sqlock::zookeeper::detail
+
+namespace sqlock::zookeeper {
+
+std::string znode_name(std::string_view name) {
+  return detail::escape(name);
+}
+
+std::optional<std::string> lock_name(std::string_view znode) {
+  if (znode.empty()) return std::nullopt;
+  auto n = detail::unescape(znode);
+  if (!n || n->empty() || detail::escape(*n) != znode) return std::nullopt;
+  return n;
+}
+
+}  // namespace sqlock::zookeeper

@@ -322,15 +322,15 @@ int exists(session& s, const std::string& path, steady_time until, Stat* st, voi
 int get_children(session& s, const std::string& path, steady_time until,
                  std::vector<std::string>& out) {
   auto r = std::make_shared<reply>();
-  int rc = send(s, r, [&](void* t) { return zoo_aget_children(s.zh, path.c_str(), 0, strings_cb, t); });
+  int rc =
+      send(s, r, [&](void* t) { return zoo_aget_children(s.zh, path.c_str(), 0, strings_cb, t); });
   if (rc != ZOK) return rc;
   rc = await(s, *r, until);
   if (rc == ZOK) out = std::move(r->children);
   return rc;
 }
 
-int get_data(session& s, const std::string& path, steady_time until, std::string& data,
-             Stat& st) {
+int get_data(session& s, const std::string& path, steady_time until, std::string& data, Stat& st) {
   auto r = std::make_shared<reply>();
   int rc = send(s, r, [&](void* t) { return zoo_aget(s.zh, path.c_str(), 0, data_cb, t); });
   if (rc != ZOK) return rc;
@@ -374,9 +374,8 @@ int create_and_list(session& s, const std::string& path, const std::string& data
   if (rc != ZOK) return rc;
   const std::string parent = path.substr(0, path.rfind('/'));
   auto l = std::make_shared<reply>();
-  int lrc = send(s, l, [&](void* t) {
-    return zoo_aget_children(s.zh, parent.c_str(), 0, strings_cb, t);
-  });
+  int lrc = send(
+      s, l, [&](void* t) { return zoo_aget_children(s.zh, parent.c_str(), 0, strings_cb, t); });
   rc = await(s, *c, until);
   if (rc != ZOK) return rc;
   created = c->value;

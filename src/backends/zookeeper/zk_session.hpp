@@ -76,7 +76,7 @@ struct session {
   bool expired = false;  // expired or closed by the server
   bool auth_failed = false;
   std::atomic<bool> closing{false};  // the backend is closing it: waits end, nothing is sent
-  bool ready = false;  // authenticated and the base path exists (guarded by setup_m)
+  bool ready = false;                // authenticated and the base path exists (guarded by setup_m)
   std::timed_mutex setup_m;
   std::shared_ptr<auth_state> auth;  // the digest authentication's answer (null = none)
   steady_time disconnected_since = clock::now();

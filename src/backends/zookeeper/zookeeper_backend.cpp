@@ -1,11 +1,8 @@
 // The ZooKeeper backend: the seam's calls on the lock queue (zk_queue.hpp) over one session per
 // backend object (zk_session.hpp), replaced when it expires; a fair acquire() that waits in the
 // queue and retries connection trouble within the caller's deadline and always leaves the queue
-// when it gives up; loss reported at once when a session expires; list and force_release; the
-// URL factory.
+// when it gives up; loss reported at once when a session expires; list and force_release.
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <deque>
 #include <thread>
 #include <type_traits>
@@ -13,6 +10,7 @@
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
+#include "zk_keeper.hpp"
 #include "zk_queue.hpp"
 
 namespace sqlock {
@@ -40,33 +38,21 @@ struct loss_queue {
 
 class zk_backend final : public backend {
  public:
-  explicit zk_backend(options o) : opts_(std::move(o)), losses_(std::make_shared<loss_queue>()) {
-    if (opts_.hosts.empty()) throw config_error("ZooKeeper hosts must not be empty");
-    if (opts_.session_timeout.count() <= 0)
-      throw config_error("ZooKeeper session_timeout must be > 0");
-    if (opts_.connect_timeout.count() < 0)
-      throw config_error("ZooKeeper connect_timeout must be >= 0");
-    if (opts_.timeout.count() <= 0) throw config_error("ZooKeeper timeout must be > 0");
-    if (opts_.creator_acl && opts_.user.empty())
-      throw config_error("ZooKeeper acl=creator needs a user:password in the URL");
-    if (!opts_.user.empty() && opts_.user.find(':') != std::string::npos)
-      throw config_error("ZooKeeper digest user must not contain ':'");
-    root_ = normalize_root(opts_.root);
-    locks_ = (root_ == "/" ? std::string() : root_) + "/locks";
-    {
-      std::lock_guard g(sm_);
-      session_ = start_session();
-    }
+  explicit zk_backend(options o)
+      : opts_(checked(std::move(o))),
+        root_(normalize_root(opts_.root)),
+        locks_((root_ == "/" ? std::string() : root_) + "/locks"),
+        losses_(std::make_shared<loss_queue>()),
+        sessions_(
+            opts_, stats_, [q = losses_](std::uint64_t epoch) { q->push(epoch); },
+            [this](session& s, steady_time until) { queue(s).ensure_path(locks_, until); }) {
     loss_thread_ = std::thread([this, q = losses_] { report_losses(q); });
   }
 
   ~zk_backend() override {
     // Closing the session ends it on the server at once: its ephemeral nodes (a waiter's
     // queue node, a hold) are deleted now, not at the session timeout.
-    {
-      std::lock_guard g(sm_);
-      session_.reset();
-    }
+    sessions_.close_now();
     {
       std::lock_guard g(losses_->m);
       losses_->stop = true;
@@ -88,7 +74,8 @@ class zk_backend final : public backend {
       lock_queue q = queue(s);
       if (auto rec = book_.of(req.owner, s.epoch)) {  // a retried attempt of this owner
         auto list = q.list(rec->parent, until);
-        if (!list.empty() && list.front().znode == rec->znode) return lease_sent(*rec, clock::now());
+        if (!list.empty() && list.front().znode == rec->znode)
+          return lease_sent(*rec, clock::now());
         if (std::none_of(list.begin(), list.end(), [&](auto& n) { return n.znode == rec->znode; }))
           book_.forget(req.owner);
         else
@@ -131,7 +118,7 @@ class zk_backend final : public backend {
     for (;;) {
       const auto started = clock::now();
       try {
-        auto s = live_session(
+        auto s = sessions_.live(
             exchange_bound(std::max(deadline, started + policy.min_attempt), connect_timeout()));
         auto got = queue(*s).wait_turn(req, deadline, policy, opts_.timeout);
         if (got) guard.armed = false;
@@ -140,7 +127,7 @@ class zk_backend final : public backend {
         // A lost connection or a session that expired (its node went with it): try again
         // within the deadline, as the core does for other backends.
         if (dynamic_cast<const session_gone*>(&e)) book_.forget(req.owner);
-        if (closed_) throw;
+        if (sessions_.closed()) throw;
         auto now = clock::now();
         if (failures == 0) failing_since = started;
         if (now >= deadline || now - failing_since >= policy.retry_for) throw;
@@ -153,7 +140,7 @@ class zk_backend final : public backend {
   bool renew(const lease_info& lease, milliseconds, steady_time deadline) override {
     auto rec = book_.find(lease.owner);
     if (!rec) return false;
-    auto s = current_session();
+    auto s = sessions_.current();
     if (!s || s->epoch != rec->epoch || s->gone()) {
       book_.forget(lease.owner);
       return false;
@@ -184,7 +171,7 @@ class zk_backend final : public backend {
   bool release(const lease_info& lease, steady_time deadline) override {
     auto rec = book_.find(lease.owner);
     if (rec) {
-      auto s = current_session();
+      auto s = sessions_.current();
       if (!s || s->epoch != rec->epoch) {  // gone with its session
         book_.forget(lease.owner);
         return false;
@@ -200,8 +187,8 @@ class zk_backend final : public backend {
         const std::string parent = q.parent_of(lease.name);
         for (auto& n : q.list(parent, until)) {
           if (n.owner != lease.owner) continue;
-          return q.remove({lease.name, n.owner, parent, parent + "/" + n.znode, n.znode, s.epoch, 0},
-                          until);
+          return q.remove(
+              {lease.name, n.owner, parent, parent + "/" + n.znode, n.znode, s.epoch, 0}, until);
         }
         return false;
       });
@@ -293,26 +280,10 @@ class zk_backend final : public backend {
     return st;
   }
 
-  // Ends the session now (see zookeeper::close()).
-  void close_now() {
-    std::shared_ptr<session> s;
-    {
-      std::lock_guard g(sm_);
-      closed_ = true;
-      s = std::move(session_);
-    }
-    if (!s) return;
-    s->begin_close();
-    // Calls in flight keep the session until they notice (within 50 ms); the last reference
-    // closes the handle. Wait a little so that normally this call closes it.
-    auto until = clock::now() + std::chrono::seconds(2);
-    while (s.use_count() > 1 && clock::now() < until)
-      std::this_thread::sleep_for(milliseconds(5));
-    s.reset();
-  }
+  void close() { sessions_.close_now(); }
 
   session_credentials credentials() {
-    auto s = live_session(admin_until());
+    auto s = sessions_.live(admin_until());
     const clientid_t* id = zoo_client_id(s->zh);
     if (!id) throw connection_error("ZooKeeper backend has no session");
     return session_credentials{id->client_id, std::string(id->passwd, sizeof id->passwd),
@@ -320,6 +291,18 @@ class zk_backend final : public backend {
   }
 
  private:
+  static options checked(options o) {
+    if (o.hosts.empty()) throw config_error("ZooKeeper hosts must not be empty");
+    if (o.session_timeout.count() <= 0) throw config_error("ZooKeeper session_timeout must be > 0");
+    if (o.connect_timeout.count() < 0) throw config_error("ZooKeeper connect_timeout must be >= 0");
+    if (o.timeout.count() <= 0) throw config_error("ZooKeeper timeout must be > 0");
+    if (o.creator_acl && o.user.empty())
+      throw config_error("ZooKeeper acl=creator needs a user:password in the URL");
+    if (!o.user.empty() && o.user.find(':') != std::string::npos)
+      throw config_error("ZooKeeper digest user must not contain ':'");
+    return o;
+  }
+
   static std::string normalize_root(std::string r) {
     if (r.empty()) r = "/sqlock";
     if (r.front() != '/') throw config_error("ZooKeeper root must start with '/'");
@@ -366,7 +349,7 @@ class zk_backend final : public backend {
     auto rec = book_.find(owner);
     if (!rec) return;
     book_.forget(owner);
-    auto s = current_session();
+    auto s = sessions_.current();
     if (!s || s->epoch != rec->epoch || s->gone()) return;  // the node went with its session
     try {
       queue(*s).remove(*rec, until);
@@ -375,79 +358,11 @@ class zk_backend final : public backend {
     }
   }
 
-  std::shared_ptr<session> current_session() {
-    std::lock_guard g(sm_);
-    return session_;
-  }
-
-  // A connected, set-up session by `until`, replacing an expired one. Throws connection_error
-  // (session_gone when it expired meanwhile), auth_error when refused.
-  std::shared_ptr<session> live_session(steady_time until) {
-    std::shared_ptr<session> s;
-    {
-      std::lock_guard g(sm_);
-      if (closed_) throw connection_error("ZooKeeper backend was closed");
-      if (!session_ || session_->gone()) {
-        session_.reset();  // the old handle closes once no call uses it any more
-        session_ = start_session();
-      }
-      s = session_;
-    }
-    if (!s->wait_connected(until)) {
-      if (s->auth_failed) throw auth_error("ZooKeeper refused the session's authentication");
-      if (s->gone()) throw session_gone("ZooKeeper session expired");
-      auto detail = last_client_error();
-      throw connection_error("no ZooKeeper session with " + opts_.hosts + " by the deadline" +
-                             (detail.empty() ? std::string() : "; client: " + detail));
-    }
-    set_up(*s, until);
-    return s;
-  }
-
-  // Once per session: the digest authentication's answer, and the base path.
-  void set_up(session& s, steady_time until) {
-    std::unique_lock lk(s.setup_m, until);
-    if (!lk.owns_lock()) throw connection_error("ZooKeeper session set-up did not finish in time");
-    if (s.ready) return;
-    if (s.auth) {
-      int rc = wait_auth(s, until);
-      if (rc == ZAUTHFAILED) throw auth_error("ZooKeeper digest authentication failed");
-      if (rc != ZOK) fail(rc, "add_auth(digest)");
-    }
-    queue(s).ensure_path(locks_, until);
-    s.ready = true;
-  }
-
-  // Starts a handle; the session is established in the background (calls wait for it).
-  std::shared_ptr<session> start_session() {
-    auto s = std::make_shared<session>();
-    s->epoch = ++epoch_;
-    s->stats = &stats_;
-    s->on_gone = [q = losses_](std::uint64_t epoch) { q->push(epoch); };
-    errno = 0;
-    s->zh = zookeeper_init2(opts_.hosts.c_str(), session_watcher,
-                            static_cast<int>(opts_.session_timeout.count()), nullptr, s.get(), 0,
-                            log_callback);
-    if (!s->zh) {
-      int e = errno;
-      if (e == EINVAL)
-        throw config_error("ZooKeeper hosts '" + opts_.hosts + "' are not valid host:port pairs");
-      throw connection_error("ZooKeeper client could not start for '" + opts_.hosts +
-                             "': " + std::strerror(e));
-    }
-    // By default the client re-resolves the host names every time it polls its socket: a
-    // getaddrinfo() per loop (a netlink query each) that also holds a glibc lock a fork() in
-    // another thread can inherit forever. Resolve at connect and on connection loss only.
-    zoo_set_servers_resolution_delay(s->zh, -1);
-    if (!opts_.user.empty()) s->auth = add_auth(*s, opts_.user + ":" + opts_.password);
-    return s;
-  }
-
   // Runs `f` on a live session; a session that turns out gone is replaced once.
   template <class F>
   std::invoke_result_t<F&, session&> with_session(steady_time until, F&& f) {
     for (int attempt = 0;; ++attempt) {
-      auto s = live_session(exchange_bound(until, connect_timeout()));
+      auto s = sessions_.live(exchange_bound(until, connect_timeout()));
       try {
         return f(*s);
       } catch (const session_gone&) {
@@ -480,11 +395,8 @@ class zk_backend final : public backend {
   std::string locks_;
   counters stats_;
   node_book book_;
-  std::mutex sm_;  // session_, epoch_
-  std::shared_ptr<session> session_;
-  std::uint64_t epoch_ = 0;
-  std::atomic<bool> closed_{false};  // close_now() was called
   std::shared_ptr<loss_queue> losses_;
+  session_keeper sessions_;
   std::thread loss_thread_;
 };
 
@@ -495,17 +407,6 @@ zk_backend* as_zk(const backend& b) {
 }
 
 }  // namespace
-
-std::string znode_name(std::string_view name) {
-  return escape(name);
-}
-
-std::optional<std::string> lock_name(std::string_view znode) {
-  if (znode.empty()) return std::nullopt;
-  auto n = unescape(znode);
-  if (!n || n->empty() || escape(*n) != znode) return std::nullopt;
-  return n;
-}
 
 std::shared_ptr<backend> open(const options& opts) {
   return std::make_shared<zk_backend>(opts);
@@ -520,40 +421,9 @@ session_credentials current_session(backend& b) {
 }
 
 void close(backend& b) {
-  as_zk(b)->close_now();
+  as_zk(b)->close();
 }
 
 }  // namespace zookeeper
-
-namespace backends {
-void register_zookeeper() {
-  register_backend("zookeeper", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"session_timeout", "connect_timeout", "timeout", "acl"});
-    if (u.hosts.empty())
-      throw config_error("ZooKeeper URL needs hosts: zookeeper://h1:2181,h2:2181/root (got '" +
-                         u.redacted() + "')");
-    zookeeper::options o;
-    o.hosts.clear();
-    for (const auto& h : u.hosts) {
-      if (h.host.empty()) throw config_error("ZooKeeper URL has an empty host: " + u.redacted());
-      if (!o.hosts.empty()) o.hosts += ",";
-      bool v6 = h.host.find(':') != std::string::npos;
-      o.hosts += (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port ? h.port : 2181);
-    }
-    o.root = u.path.empty() || u.path == "/" ? std::string("/sqlock") : u.path;
-    const milliseconds at_least(1);
-    if (auto t = u.duration_param("session_timeout", at_least)) o.session_timeout = *t;
-    if (auto t = u.duration_param("connect_timeout", at_least)) o.connect_timeout = *t;
-    if (auto t = u.duration_param("timeout", at_least)) o.timeout = *t;
-    if (u.user) o.user = *u.user;
-    if (u.password) o.password = *u.password;
-    if (!o.user.empty() && o.password.empty())
-      throw config_error("ZooKeeper digest authentication needs user:password@ (got only a user)");
-    auto acl = u.choice_param("acl", {"open", "creator"}).value_or(o.user.empty() ? "open" : "creator");
-    o.creator_acl = acl == "creator";
-    return zookeeper::open(o);
-  });
-}
-}  // namespace backends
 
 }  // namespace sqlock

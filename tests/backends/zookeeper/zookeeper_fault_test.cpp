@@ -167,8 +167,8 @@ TEST_F(zk_private, frozen_server_every_wait_renewal_and_release_returns_by_its_d
     (void)backend_a.release(held, clock_type::now() + 1s);
   } catch (const connection_error&) {
   }
-  std::cout << "[ info     ] frozen server: release(deadline 1s) returned after "
-            << ms_since(start) << " ms\n";
+  std::cout << "[ info     ] frozen server: release(deadline 1s) returned after " << ms_since(start)
+            << " ms\n";
   EXPECT_LE(ms_since(start), 1000 + 2000);
 
   server_->thaw();

@@ -383,6 +383,35 @@ TEST_F(zk, expired_session_reports_loss_and_next_waiter_acquires) {
   EXPECT_TRUE(raw.no_orphans({n}));
 }
 
+TEST_F(zk, expired_session_is_reported_lost_at_once_without_a_renewal) {
+  auto a = connect(url_);
+  auto n = unique_name("lost-at-once");
+  // No renewals and a long lease: only the backend's loss report can tell the holder.
+  auto la = a.make_lock(n, {.lease = 120s, .auto_renew = false});
+  std::atomic<bool> lost{false};
+  la.on_lost([&](const std::string&) { lost = true; });
+  la.lock();
+  auto cred = zookeeper::current_session(a.get_backend());
+  clientid_t id{};
+  id.client_id = cred.id;
+  std::memcpy(id.passwd, cred.password.data(), sizeof id.passwd);
+  auto ended = clock_type::now();
+  for (int attempt = 0; attempt < 30 && !lost; ++attempt) {
+    try {
+      ended = clock_type::now();
+      raw_zk dup(url_, &id, cred.timeout_ms);  // closing it ends the session on the server
+    } catch (const std::exception&) {
+      // The session is already gone.
+    }
+    eventually([&] { return lost.load(); }, 2s);
+  }
+  ASSERT_TRUE(eventually([&] { return lost.load(); }, 20s));
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - ended);
+  std::cout << "[ info     ] on_lost " << took.count() << " ms after the session was ended\n";
+  EXPECT_TRUE(la.lost());
+  la.unlock();
+}
+
 TEST_F(zk, killed_holder_process_frees_the_lock_within_the_session_timeout) {
   auto n = unique_name("killed");
   const std::string short_url = with_param(url_, "session_timeout=2s");
@@ -463,7 +492,7 @@ TEST_F(zk, digest_acl_keeps_other_users_out) {
   EXPECT_FALSE(alice2.make_lock(n).try_lock());  // same identity: shares the locks
   auto mallory = connect("zookeeper://mallory:guess@" + hosts + root);
   EXPECT_THROW(mallory.make_lock(n).try_lock(), auth_error);  // no access to the queue
-  EXPECT_THROW(mallory.force_release(n), auth_error);  // nor to the holder's node
+  EXPECT_THROW(mallory.force_release(n), auth_error);         // nor to the holder's node
   auto anon = connect("zookeeper://" + hosts + root);
   EXPECT_THROW(anon.list(), auth_error);
   la.unlock();

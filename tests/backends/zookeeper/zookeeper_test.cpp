@@ -170,6 +170,8 @@ TEST(zookeeper_url, bad_options_are_config_errors) {
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?acl=everyone"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?session_timeout=soon"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?session_timeout=0"), config_error);
+  EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?connect_timeout=0"), config_error);
+  EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?timeout=0"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?acl=creator"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/zookeeper"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/a//b"), config_error);
@@ -187,6 +189,56 @@ TEST(zookeeper_url, no_server_is_a_connection_error_by_the_deadline) {
   start = clock_type::now();
   EXPECT_THROW(b->acquire(req, start + 1s, {}), connection_error);
   EXPECT_LT(clock_type::now() - start, 1s + 2s);
+}
+
+TEST(zookeeper_url, passwords_never_appear_in_errors_or_describe) {
+  register_builtin_backends();
+  const std::string secret = "S3cr3t-pw";
+  for (const std::string& url : {
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?session_timeout=soon",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?session_timeout=0",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?timeout=0",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?bogus=1",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?acl=everyone",
+           "zookeeper://u:" + secret + "%zz@127.0.0.1:1/x",       // bad percent-escape
+           "zookeeper://u:" + secret + "@127.0.0.1:99999/x",      // bad port
+           "zookeeper://u:" + secret + "@[::1/x",                 // bad host
+           "zookeeper://u:" + secret + "@127.0.0.1:1/zookeeper",  // bad root
+       }) {
+    try {
+      make_backend(url);
+      ADD_FAILURE() << "accepted a bad URL";
+    } catch (const config_error& e) {
+      EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
+    }
+  }
+  auto b = make_backend("zookeeper://u:" + secret + "@127.0.0.1:1/x");
+  EXPECT_EQ(b->describe().find(secret), std::string::npos) << b->describe();
+  lock_request req{unique_name("pw"), random_token(), 30s, "test"};
+  try {
+    b->try_acquire(req, clock_type::now() + 300ms, nullptr);
+    ADD_FAILURE() << "no server, yet acquired";
+  } catch (const connection_error& e) {
+    EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
+  }
+}
+
+TEST(zookeeper_url, invalid_or_over_long_names_are_config_errors_before_sending) {
+  register_builtin_backends();
+  auto b = make_backend("zookeeper://127.0.0.1:1/x");  // no server: nothing may be sent
+  auto bad = [&](const std::string& name) {
+    lock_request req{name, random_token(), 30s, "test"};
+    auto start = clock_type::now();
+    EXPECT_THROW(b->try_acquire(req, start + 5s, nullptr), config_error);
+    EXPECT_THROW(b->acquire(req, start + 5s, {}), config_error);
+    EXPECT_LT(clock_type::now() - start, 1s);  // refused at once, not after a wait
+  };
+  bad("");
+  bad("bad \xff byte");
+  bad("overlong \xc0\xaf slash");
+  bad("surrogate \xed\xa0\x80");
+  bad(std::string(4097, 'x'));
+  EXPECT_THROW(b->force_release(std::string("\xfe")), config_error);
 }
 
 // ---- on the standalone server ----

@@ -63,6 +63,8 @@ void session_keeper::set_up(session& s, steady_time until) {
   std::unique_lock lk(s.setup_m, until);
   if (!lk.owns_lock()) throw connection_error("ZooKeeper session set-up did not finish in time");
   if (s.ready) return;
+  // Sent once connected (before, the client refuses it); it re-sends it on every reconnect.
+  if (!opts_.user.empty() && !s.auth) s.auth = add_auth(s, opts_.user + ":" + opts_.password);
   if (s.auth) {
     int rc = wait_auth(s, until);
     if (rc == ZAUTHFAILED) throw auth_error("ZooKeeper digest authentication failed");
@@ -93,7 +95,6 @@ std::shared_ptr<session> session_keeper::start() {
   // getaddrinfo() per loop (a netlink query each) that also holds a glibc lock a fork() in
   // another thread can inherit forever. Resolve at connect and on connection loss only.
   zoo_set_servers_resolution_delay(s->zh, -1);
-  if (!opts_.user.empty()) s->auth = add_auth(*s, opts_.user + ":" + opts_.password);
   return s;
 }
 

@@ -19,9 +19,11 @@
 #include "sqlock/errors.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
 #include "test_env.hpp"
+#include "zk_test_support.hpp"
 
 using namespace sqlock;
 using namespace std::chrono_literals;
+using sqlock::test::eventually;
 using sqlock::test::unique_name;
 
 namespace {
@@ -33,14 +35,25 @@ long long ms_since(clock_type::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
 }
 
+// Runs `call`, whose deadline is 1 s away, and checks that it returned by then + slack (an
+// unknown outcome, connection_error, is allowed); prints the real figure.
 template <class F>
-bool eventually(F&& f, std::chrono::milliseconds limit) {
-  auto until = clock_type::now() + limit;
-  while (clock_type::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(20ms);
+void returns_by_deadline(const std::string& what, F&& call) {
+  auto start = clock_type::now();
+  try {
+    call(start + 1s);
+  } catch (const connection_error&) {
+    // allowed: the outcome is unknown
   }
-  return f();
+  auto took = ms_since(start);
+  std::cout << "[ info     ] " << what << " (deadline 1 s) returned after " << took << " ms\n";
+  EXPECT_LE(std::chrono::milliseconds(took), 1s + slack) << what;
+}
+
+// try_lock_for(1s) on `l` returns by its deadline + slack, without the lock.
+void waits_by_deadline(mutex& l, const std::string& what) {
+  returns_by_deadline(what + ": try_lock_for",
+                      [&](steady_time) { EXPECT_FALSE(l.try_lock_for(1s)); });
 }
 
 // A standalone ZooKeeper of this test only, started like scripts/servers.d/40-zookeeper.sh
@@ -137,39 +150,13 @@ TEST_F(zk_private, frozen_server_every_wait_renewal_and_release_returns_by_its_d
   ASSERT_TRUE(eventually([&] { return !lb.try_lock(); }, 5s));  // the session is up
 
   server_->freeze();
-  auto waits_by = [&](mutex& l, const char* what) {
-    auto start = clock_type::now();
-    bool got = false;
-    try {
-      got = l.try_lock_for(1s);
-    } catch (const connection_error&) {
-      // allowed: the outcome is unknown
-    }
-    auto took = ms_since(start);
-    std::cout << "[ info     ] frozen server: " << what << " try_lock_for(1s) returned after "
-              << took << " ms\n";
-    EXPECT_LE(took, 1000 + 2000) << what;
-    EXPECT_FALSE(got) << what;
-  };
-  waits_by(lb, "busy lock");
-  waits_by(other, "free lock");
+  waits_by_deadline(lb, "frozen server, busy lock");
+  waits_by_deadline(other, "frozen server, free lock");
   auto& backend_a = a.get_backend();
-  auto start = clock_type::now();
-  try {
-    (void)backend_a.renew(held, 30s, clock_type::now() + 1s);
-  } catch (const connection_error&) {
-  }
-  std::cout << "[ info     ] frozen server: renew(deadline 1s) returned after " << ms_since(start)
-            << " ms\n";
-  EXPECT_LE(ms_since(start), 1000 + 2000);
-  start = clock_type::now();
-  try {
-    (void)backend_a.release(held, clock_type::now() + 1s);
-  } catch (const connection_error&) {
-  }
-  std::cout << "[ info     ] frozen server: release(deadline 1s) returned after " << ms_since(start)
-            << " ms\n";
-  EXPECT_LE(ms_since(start), 1000 + 2000);
+  returns_by_deadline("frozen server: renew",
+                      [&](steady_time deadline) { (void)backend_a.renew(held, 30s, deadline); });
+  returns_by_deadline("frozen server: release",
+                      [&](steady_time deadline) { (void)backend_a.release(held, deadline); });
 
   server_->thaw();
   // The release given up above finishes in the background: the lock frees without la.
@@ -184,19 +171,9 @@ TEST_F(zk_private, stopped_server_waits_end_by_their_deadline) {
   ASSERT_TRUE(la.try_lock_for(5s));
   la.unlock();
   server_->stop();
-  auto timed = [&](client& c, const char* what) {
+  auto timed = [&](client& c, const std::string& what) {
     auto l = c.make_lock(n);
-    auto start = clock_type::now();
-    bool got = false;
-    try {
-      got = l.try_lock_for(1s);
-    } catch (const connection_error&) {
-    }
-    auto took = ms_since(start);
-    std::cout << "[ info     ] stopped server: " << what << " try_lock_for(1s) returned after "
-              << took << " ms\n";
-    EXPECT_LE(took, 1000 + 2000) << what;
-    EXPECT_FALSE(got);
+    waits_by_deadline(l, "stopped server, " + what);
   };
   timed(a, "connected client");
   auto fresh = connect(server_->url());  // what `sqlock run --wait` does: connect, then wait

@@ -23,9 +23,11 @@
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
 #include "test_env.hpp"
+#include "zk_test_support.hpp"
 
 using namespace sqlock;
 using namespace std::chrono_literals;
+using sqlock::test::eventually;
 using sqlock::test::unique_name;
 
 namespace {
@@ -97,16 +99,6 @@ class raw_zk {
   std::condition_variable cv_;
   bool connected_ = false;
 };
-
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds limit) {
-  auto until = clock_type::now() + limit;
-  while (clock_type::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return f();
-}
 
 // Serializes the tests that stop ensemble members (ctest runs test cases in parallel).
 class ensemble_guard {

@@ -64,25 +64,25 @@ struct waiter {
 /// One ZooKeeper handle. Shared by the calls using it; the destructor closes it (which ends the
 /// session on the server at once, deleting its ephemeral nodes, and joins the client's threads).
 struct session {
-  zhandle_t* zh = nullptr;
-  std::uint64_t epoch = 0;
-  counters* stats = nullptr;
+  zhandle_t* zh = nullptr;    ///< the C client's handle
+  std::uint64_t epoch = 0;    ///< which session of the backend (1, 2, ... after expiries)
+  counters* stats = nullptr;  ///< the backend's counters
   /// Called (on the client's completion thread) once when the session expires or auth fails.
   std::function<void(std::uint64_t epoch)> on_gone;
-  std::mutex m;
-  std::condition_variable cv;  // state changes
-  bool connected = false;
-  bool ever_connected = false;
-  bool expired = false;  // expired or closed by the server
-  bool auth_failed = false;
-  std::atomic<bool> closing{false};  // the backend is closing it: waits end, nothing is sent
-  bool ready = false;                // authenticated and the base path exists (guarded by setup_m)
-  std::timed_mutex setup_m;
-  std::shared_ptr<auth_state> auth;  // the digest authentication's answer (null = none)
-  steady_time disconnected_since = clock::now();
-  std::uint64_t state_gen = 0;
-  std::map<std::uintptr_t, waiter*> waiters;
-  std::uintptr_t next_waiter = 1;
+  std::mutex m;                      ///< guards the state below (not `closing`, `ready`, `auth`)
+  std::condition_variable cv;        ///< state changes
+  bool connected = false;            ///< connected to a server now
+  bool ever_connected = false;       ///< was connected once (counted in stats->sessions)
+  bool expired = false;              ///< expired or closed by the server
+  bool auth_failed = false;          ///< the server refused the authentication
+  std::atomic<bool> closing{false};  ///< being closed: waits end, nothing more is sent
+  bool ready = false;                ///< authenticated, base path made (guarded by setup_m)
+  std::timed_mutex setup_m;          ///< one set-up at a time, waited for until a deadline
+  std::shared_ptr<auth_state> auth;  ///< the digest authentication's answer (null = none)
+  steady_time disconnected_since = clock::now();  ///< when the connection was last lost
+  std::uint64_t state_gen = 0;                    ///< counts state changes (wakes waiters)
+  std::map<std::uintptr_t, waiter*> waiters;      ///< threads blocked on a watch, by id
+  std::uintptr_t next_waiter = 1;                 ///< the next waiter id
 
   session() = default;
   session(const session&) = delete;

@@ -198,7 +198,7 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
   rec.owner = req.owner;
   rec.parent = parent_of(req.name);
   rec.epoch = s_.epoch;
-  const std::string prefix = "n-" + escape(req.owner) + "-";
+  const std::string prefix = owner_prefix(req.owner);
   const std::string path = rec.parent + "/" + prefix;
   auto adopt = [&](const std::string& created, const Stat& st) {
     rec.path = created;
@@ -235,7 +235,7 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
       continue;
     }
     // At the deadline the create is given up; its node, if made, is deleted when it answers.
-    if (rc == ZOPERATIONTIMEOUT || !is_connection_loss(rc)) fail(rc, "create(" + path + ")");
+    if (rc == deadline_passed || !is_connection_loss(rc)) fail(rc, "create(" + path + ")");
     stats_.connection_losses++;
     if (!s_.wait_connected(until)) fail(s_.gone() ? ZSESSIONEXPIRED : rc, "create(" + path + ")");
     // Did the create happen before the reply was lost? The owner token is in the node's name.
@@ -257,8 +257,28 @@ bool lock_queue::remove(const node_record& rec, steady_time until) {
   if (rc == ZNONODE) return false;
   // The outcome is unknown: the delete goes on in the background until the server answers
   // (or the session ends, which deletes the node too).
-  if (rc == ZCONNECTIONLOSS) remove_later(s_, rec.path);
+  if (is_connection_loss(rc)) remove_later(s_, rec.path);
   fail(rc, "delete(" + rec.path + ")");
+}
+
+void lock_queue::keep_one_node(node_record& rec, std::vector<queue_node>& q, steady_time until) {
+  auto first = std::find_if(q.begin(), q.end(), [&](auto& n) { return n.owner == rec.owner; });
+  if (first == q.end()) return;
+  if (first->znode != rec.znode) {
+    // An earlier create of this owner whose reply was lost made it: it is ours and ahead.
+    const std::string path = rec.parent + "/" + first->znode;
+    Stat st{};
+    if (call(s_, until, [&] { return exists(s_, path, until, &st); }) != ZOK) return;
+    remove_later(s_, rec.path);
+    rec.znode = first->znode;
+    rec.path = path;
+    rec.czxid = st.czxid;
+    book_.remember(rec);
+    stats_.lost_replies_found++;
+  }
+  for (const auto& n : q)
+    if (n.owner == rec.owner && n.znode != rec.znode) remove_later(s_, rec.parent + "/" + n.znode);
+  std::erase_if(q, [&](auto& n) { return n.owner == rec.owner && n.znode != rec.znode; });
 }
 
 std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_time deadline,
@@ -279,6 +299,7 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     if (!listing) sent = clock::now();
     auto q = listing ? std::move(*listing) : list(rec->parent, io());
     listing.reset();
+    keep_one_node(*rec, q, io());
     auto me = std::find_if(q.begin(), q.end(), [&](auto& n) { return n.znode == rec->znode; });
     if (me == q.end()) {
       // Our node vanished (force_release of a waiter, or the session died): queue again.
@@ -310,6 +331,7 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     auto recheck = std::max(policy.notify_recheck, milliseconds(30000));
     bool fired = slot.wait(std::min(deadline, clock::now() + recheck));
     stats_.waiting--;
+    if (!fired && clock::now() >= deadline) return std::nullopt;  // the predecessor is there
     if (!fired) continue;
     sent = clock::now();
     auto after = list(rec->parent, io());
@@ -322,6 +344,10 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     stats_.woken_not_first++;
     listing = std::move(after);
   }
+}
+
+std::string lock_queue::owner_prefix(const std::string& owner) {
+  return "n-" + escape(owner) + "-";
 }
 
 lease_info lock_queue::lease_of(const node_record& rec) {

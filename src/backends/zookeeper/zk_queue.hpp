@@ -88,6 +88,8 @@ class lock_queue {
                      std::optional<std::vector<queue_node>>* listing = nullptr);
   /// Deletes a node; true when this call deleted it. Forgets it in the book.
   bool remove(const node_record& rec, steady_time until);
+  /// The child-name prefix of an owner's nodes: "n-<escaped owner>-".
+  static std::string owner_prefix(const std::string& owner);
   /// Persistent nodes for every component of `path`.
   void ensure_path(const std::string& path, steady_time until);
 
@@ -104,6 +106,10 @@ class lock_queue {
   static lease_info lease_of(const node_record& rec);
 
  private:
+  // One node per owner in queue `q`: the owner's first node becomes `rec` (an earlier create
+  // whose reply was lost made it), the others are deleted in the background and left out of `q`.
+  void keep_one_node(node_record& rec, std::vector<queue_node>& q, steady_time until);
+
   session& s_;
   const ACL_vector* acl_;
   counters& stats_;

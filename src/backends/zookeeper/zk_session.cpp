@@ -9,7 +9,7 @@
 namespace sqlock::zookeeper::detail {
 
 bool is_connection_loss(int rc) {
-  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == deadline_passed;
 }
 
 bool is_session_gone(int rc) {
@@ -17,10 +17,11 @@ bool is_session_gone(int rc) {
 }
 
 void fail(int rc, const std::string& what) {
+  if (rc == deadline_passed)
+    throw connection_error("ZooKeeper " + what + ": no answer by the deadline");
   std::string msg = "ZooKeeper " + what + ": " + zerror(rc) + " (" + std::to_string(rc) + ")";
   if (rc == ZAUTHFAILED || rc == ZNOAUTH) throw auth_error(msg);
   if (is_session_gone(rc)) throw session_gone(msg);
-  if (rc == ZOPERATIONTIMEOUT) throw connection_error(msg + ": no answer by the deadline");
   if (is_connection_loss(rc)) {
     auto detail = last_client_error();
     throw connection_error(detail.empty() ? msg : msg + "; client: " + detail);
@@ -239,7 +240,7 @@ int send(session& s, const reply_ptr& r, F&& f) {
   return rc;
 }
 
-// Waits for the answer until `until` (ZOPERATIONTIMEOUT after, the request abandoned) or until
+// Waits for the answer until `until` (deadline_passed after, the request abandoned) or until
 // the session is being closed (ZCLOSING), which is looked at every 50 ms.
 int await(session& s, reply& r, steady_time until) {
   std::unique_lock lk(r.m);
@@ -248,7 +249,7 @@ int await(session& s, reply& r, steady_time until) {
     if (r.cv.wait_until(lk, slice, [&] { return r.done; })) return r.rc;
     if (clock::now() < until && !s.closing) continue;
     r.abandoned = true;
-    return s.closing ? ZCLOSING : ZOPERATIONTIMEOUT;
+    return s.closing ? ZCLOSING : deadline_passed;
   }
 }
 
@@ -389,6 +390,10 @@ int create_and_list(session& s, const std::string& path, const std::string& data
 
 void remove_later(session& s, const std::string& path) {
   remove_later(s.zh, path);
+}
+
+void purge_later(session& s, const std::string& parent, const std::string& prefix) {
+  purge_later(s.zh, parent, prefix);
 }
 
 int remove(session& s, const std::string& path, steady_time until) {

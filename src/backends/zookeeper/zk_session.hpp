@@ -34,8 +34,12 @@ class session_gone : public connection_error {
   using connection_error::connection_error;
 };
 
-/// The outcome of the request is unknown: the connection was lost, or the caller's deadline
-/// came first (then the code is ZOPERATIONTIMEOUT).
+/// The code a request gets when the caller's deadline came before its answer (not a ZooKeeper
+/// code: the client's own ZOPERATIONTIMEOUT means the connection was given up).
+inline constexpr int deadline_passed = -999;
+
+/// The outcome of the request is unknown: the connection was lost or timed out, or the
+/// caller's deadline came first (deadline_passed).
 bool is_connection_loss(int rc);
 /// The session is unusable: expired, closing, moved, authentication failed.
 bool is_session_gone(int rc);
@@ -122,7 +126,7 @@ class waiter_slot {
   std::uintptr_t id_ = 0;
 };
 
-// ---- requests, each bounded by `until` (ZOPERATIONTIMEOUT when it came first) ----
+// ---- requests, each bounded by `until` (deadline_passed when it came first) ----
 
 /// exists(path), with a predecessor watch when `watch_ctx` is not null.
 int exists(session& s, const std::string& path, steady_time until, Stat* st = nullptr,
@@ -149,6 +153,9 @@ int remove(session& s, const std::string& path, steady_time until);
 /// Deletes `path` in the background, riding out connection losses (a release whose outcome
 /// was unknown: the node must not hold for nobody while the session lives).
 void remove_later(session& s, const std::string& path);
+/// Deletes, in the background, every child of `parent` whose name starts with `prefix` (the
+/// nodes of one owner token: a create whose outcome stayed unknown may have made one).
+void purge_later(session& s, const std::string& parent, const std::string& prefix);
 /// addAuth("digest", cert), sent at once (the client re-sends it on every reconnect); wait for
 /// the answer with wait_auth().
 std::shared_ptr<auth_state> add_auth(session& s, const std::string& cert);

@@ -86,13 +86,19 @@ class zk_backend final : public backend {
       if (!q.list(parent, until).empty()) return std::nullopt;  // busy: one read, no write
       auto sent = clock::now();
       std::optional<std::vector<queue_node>> listing;
-      node_record rec = q.create(req, deadline, &listing);
+      node_record rec;
+      try {
+        rec = q.create(req, deadline, &listing);
+      } catch (const connection_error&) {
+        leave(req, clock::now(), true);  // the create may have made a node: purge it
+        throw;
+      }
       try {
         if (!listing) sent = clock::now();
         auto list = listing ? std::move(*listing) : q.list(parent, until);
         if (!list.empty() && list.front().znode == rec.znode) return lease_sent(rec, sent);
       } catch (...) {
-        leave(req.owner, clock::now() + milliseconds(250));
+        leave(req, clock::now() + milliseconds(250), false);
         throw;
       }
       q.remove(rec, until);
@@ -110,7 +116,8 @@ class zk_backend final : public backend {
       const wait_policy& policy;
       bool armed = true;
       ~leaver() {
-        if (armed) b.leave(req.owner, clock::now() + policy.min_attempt);
+        // After an exception a create's outcome may be unknown: purge the owner's nodes too.
+        if (armed) b.leave(req, clock::now() + policy.min_attempt, std::uncaught_exceptions() > 0);
       }
     } guard{*this, req, policy};
     unsigned failures = 0;
@@ -343,16 +350,19 @@ class zk_backend final : public backend {
   // bounded by the I/O timeout.
   steady_time admin_until() const { return clock::now() + opts_.timeout; }
 
-  // Removes the node `owner` queued with, if it still stands, waiting for the answer until
-  // `until` (a delete not answered by then still goes on in the background). Never throws.
-  void leave(const std::string& owner, steady_time until) noexcept {
-    auto rec = book_.find(owner);
-    if (!rec) return;
-    book_.forget(owner);
+  // Removes the node the owner of `req` queued with, if it still stands, waiting for the answer
+  // until `until` (a delete not answered by then still goes on in the background); with
+  // `purge`, also any node of the owner a create with a lost reply made (in the background).
+  // Never throws.
+  void leave(const lock_request& req, steady_time until, bool purge) noexcept {
+    auto rec = book_.find(req.owner);
+    book_.forget(req.owner);
     auto s = sessions_.current();
-    if (!s || s->epoch != rec->epoch || s->gone()) return;  // the node went with its session
+    if (!s || s->gone()) return;  // the nodes went with their session
     try {
-      queue(*s).remove(*rec, until);
+      lock_queue q = queue(*s);
+      if (purge) purge_later(*s, q.parent_of(req.name), lock_queue::owner_prefix(req.owner));
+      if (rec && rec->epoch == s->epoch) q.remove(*rec, until);
     } catch (...) {
       // Given up: the background delete (or the session's end) removes it.
     }

@@ -148,8 +148,26 @@ TEST_F(zk_private, frozen_server_every_wait_renewal_and_release_returns_by_its_d
   auto lb = b.make_lock(n);
   auto other = b.make_lock(unique_name("frozen-free"));
   ASSERT_TRUE(eventually([&] { return !lb.try_lock(); }, 5s));  // the session is up
+  // A waiter already queued when the server freezes: its wait and its leaving the queue
+  // (a delete nobody answers) end by the deadline + slack too.
+  auto c = connect(server_->url());
+  auto lc = c.make_lock(n);
+  long long queued_took = -1;
+  std::jthread queued([&] {
+    auto start = clock_type::now();
+    try {
+      EXPECT_FALSE(lc.try_lock_for(3s));
+    } catch (const connection_error&) {
+    }
+    queued_took = ms_since(start);
+  });
+  ASSERT_TRUE(eventually([&] { return zookeeper::stats(c.get_backend()).waiting == 1; }, 5s));
 
   server_->freeze();
+  queued.join();
+  std::cout << "[ info     ] frozen server, queued waiter: try_lock_for(3s) returned after "
+            << queued_took << " ms\n";
+  EXPECT_LE(std::chrono::milliseconds(queued_took), 3s + slack);
   waits_by_deadline(lb, "frozen server, busy lock");
   waits_by_deadline(other, "frozen server, free lock");
   auto& backend_a = a.get_backend();

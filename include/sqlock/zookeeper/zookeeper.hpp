@@ -1,7 +1,8 @@
 // The ZooKeeper backend: fair (FIFO), herd-free locks on ephemeral sequential znodes, bound to
 // one ZooKeeper session per backend object (the lease is the session, not a timer).
 // URL:
-// zookeeper://[user:password@]h1:p1,h2:p2[/root]?session_timeout=10s&connect_timeout=10s&acl=open|creator
+// zookeeper://[user:password@]h1:p1,h2:p2[/root]?session_timeout=10s&connect_timeout=10s&timeout=5s
+//   &acl=open|creator
 // A lock named N lives at <root>/locks/<znode_name(N)> (a container node, removed by the server
 // once empty); each acquisition is a child "n-<owner>-<sequence>" whose data is the holder
 // description. The lowest sequence holds; every waiter watches only its immediate predecessor.
@@ -25,14 +26,17 @@ struct options {
   std::string hosts = "127.0.0.1:2181";  ///< "h1:p1,h2:p2" as the C client takes it; never empty
   std::string root = "/sqlock";          ///< base path of sqlock's znodes; created when missing
   milliseconds session_timeout{10000};   ///< requested session timeout; the server may clamp it
-  milliseconds connect_timeout{0};       ///< how long to wait for a session; 0 = session_timeout
+  milliseconds connect_timeout{0};       ///< longest wait for a session; 0 = session_timeout
+  milliseconds timeout{5000};            ///< longest one request may take without a caller
+                                         ///< deadline (list, force_release, lock())
   std::string user{};                    ///< digest user ("" = no authentication)
   std::string password{};                ///< digest password (with `user`)
   bool creator_acl = false;              ///< create znodes readable/writable by `user` only
 };
 
-/// Opens a session (waiting at most connect_timeout) and creates `root`/locks when missing.
-/// Throws config_error for bad options, connection_error when no server answers.
+/// Starts a session without waiting for it: every call waits for the session within its own
+/// deadline (at most connect_timeout), then creates `root`/locks when missing. Throws
+/// config_error for bad options; calls throw connection_error when no server answers in time.
 SQLOCK_API std::shared_ptr<backend> open(const options& opts);
 
 /// Counters of one ZooKeeper backend object (for tests, monitoring and the docs' claims).
@@ -60,6 +64,13 @@ struct session_credentials {
 };
 /// The current session's credentials (see session_credentials).
 SQLOCK_API session_credentials current_session(backend& b);
+
+/// Ends the session of `b` at once: waits in progress end (connection_error), the session's
+/// queue nodes and holds are deleted on the server now rather than at the session timeout, and
+/// later calls throw connection_error. For a process that must exit while a thread waits (a
+/// signal-handling thread, before _exit()). Destroying the backend does the same. usage_error
+/// when `b` is not a ZooKeeper backend.
+SQLOCK_API void close(backend& b);
 
 /// The znode name a lock name is stored under: bytes outside [A-Za-z0-9_.:@+=,~-] become %XX
 /// (and a name of only dots is fully escaped); reversible with lock_name().

@@ -1,313 +1,107 @@
-// ZooKeeper backend on the multithreaded C client: one session per backend object, locks as
-// EPHEMERAL_SEQUENTIAL children of a per-lock container node, FIFO waiting on the immediate
-// predecessor's watch, fencing tokens from the winning node's czxid.
-#include <zookeeper/zookeeper.h>
-
+// The ZooKeeper backend: the seam's calls on the lock queue (zk_queue.hpp) over one session per
+// backend object (zk_session.hpp), replaced when it expires; a fair acquire() that waits in the
+// queue and retries connection trouble within the caller's deadline and always leaves the queue
+// when it gives up; loss reported at once when a session expires; list and force_release.
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <condition_variable>
-#include <cstring>
-#include <map>
-#include <mutex>
+#include <deque>
 #include <thread>
 #include <type_traits>
-#include <vector>
 
-#include "sqlock/errors.hpp"
+#include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
+#include "zk_keeper.hpp"
+#include "zk_queue.hpp"
 
 namespace sqlock {
 namespace zookeeper {
 namespace {
 
-using clock = std::chrono::steady_clock;
+using namespace detail;
 
-// ---- errors: every ZooKeeper return code is mapped here, and only here ----
-
-// The session this call ran on is gone (expired, closed, auth failed): callers that can start
-// over on a new session catch it; everything else sees it as a connection_error.
-class session_gone : public connection_error {
- public:
-  using connection_error::connection_error;
-};
-
-bool is_connection_loss(int rc) {
-  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
-}
-bool is_session_gone(int rc) {
-  return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING || rc == ZAUTHFAILED ||
-         rc == ZSESSIONMOVED;
-}
-
-std::string last_client_error();
-
-[[noreturn]] void fail(int rc, const std::string& what) {
-  std::string msg = "ZooKeeper " + what + ": " + zerror(rc) + " (" + std::to_string(rc) + ")";
-  if (is_session_gone(rc)) throw session_gone(msg);
-  if (is_connection_loss(rc)) {
-    auto detail = last_client_error();
-    throw connection_error(detail.empty() ? msg : msg + "; client: " + detail);
-  }
-  if (rc == ZBADARGUMENTS || rc == ZINVALIDACL) throw config_error(msg);
-  throw backend_error(msg, std::to_string(rc));
-}
-
-// The C client logs through this callback (per handle): errors are kept for messages, the rest
-// dropped, so an application's stderr is not flooded by reconnect chatter.
-std::mutex log_m;
-std::string log_last_error;
-void log_callback(const char* message) {
-  if (!message || !std::strstr(message, "ZOO_ERROR")) return;
-  std::lock_guard g(log_m);
-  log_last_error = message;
-  while (!log_last_error.empty() &&
-         (log_last_error.back() == '\n' || log_last_error.back() == '\r'))
-    log_last_error.pop_back();
-}
-std::string last_client_error() {
-  std::lock_guard g(log_m);
-  return log_last_error;
-}
-
-// ---- names ----
-
-bool plain_char(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == ':' || c == '@' || c == '+' || c == '=' || c == ',' || c == '~' ||
-         c == '-';
-}
-
-// "." and ".." are not valid znode names: a name of only dots is escaped entirely.
-std::string escape(std::string_view s) {
-  bool all_dots = !s.empty() && s.find_first_not_of('.') == std::string_view::npos;
-  if (all_dots) return percent_encode(s, [](unsigned char) { return false; });
-  return percent_encode(s, plain_char);
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> unescape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '%') {
-      if (i + 2 >= s.size()) return std::nullopt;
-      int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (plain_char(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      return std::nullopt;
-    }
-  }
-  return out;
-}
-
-// One queue entry: "n-<escaped owner>-<10-digit sequence>".
-struct queue_node {
-  std::string znode;  // child name
-  std::string owner;
-  std::int64_t seq = 0;
-};
-
-std::optional<queue_node> parse_node(std::string_view child) {
-  if (child.size() < 2 + 1 + 10 || child.substr(0, 2) != "n-") return std::nullopt;
-  std::string_view seq = child.substr(child.size() - 10);
-  if (child[child.size() - 11] != '-') return std::nullopt;
-  std::int64_t v = 0;
-  for (char c : seq) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  auto owner = unescape(child.substr(2, child.size() - 13));
-  if (!owner) return std::nullopt;
-  return queue_node{std::string(child), std::move(*owner), v};
-}
-
-// ---- sessions ----
-
-struct counters {
-  std::atomic<std::uint64_t> sessions{0}, expirations{0}, watch_events{0}, woken_not_first{0},
-      waiting{0}, nodes_created{0}, lost_replies_found{0}, connection_losses{0};
-};
-
-// A thread blocked on a watch; registered in its session under an id that is the watch context.
-struct waiter {
-  std::condition_variable cv;
-  bool fired = false;
-};
-
-// One ZooKeeper handle. Owned by the backend (callers keep a copy while they use it); closed by
-// the destructor, which joins the client's threads, so callbacks never see a dead session.
-struct session {
-  zhandle_t* zh = nullptr;
-  std::uint64_t epoch = 0;
-  counters* stats = nullptr;
+// Sessions that expired, reported to the loss listeners from a thread of its own (never from
+// the client's completion thread, and never under a lock a listener could need). Shared with
+// that thread, which may outlive the backend when the backend is destroyed from it.
+struct loss_queue {
   std::mutex m;
-  std::condition_variable cv;  // state changes
-  bool connected = false;
-  bool expired = false;  // expired, closed by the server, or auth failed
-  bool auth_failed = false;
-  steady_time disconnected_since = clock::now();
-  std::uint64_t state_gen = 0;
-  std::map<std::uintptr_t, waiter*> waiters;
-  std::uintptr_t next_waiter = 1;
-
-  session() = default;
-  session(const session&) = delete;
-  session& operator=(const session&) = delete;
-  ~session() {
-    if (zh) zookeeper_close(zh);
+  std::condition_variable cv;
+  std::deque<std::uint64_t> epochs;
+  bool stop = false;
+  void push(std::uint64_t epoch) {
+    {
+      std::lock_guard g(m);
+      epochs.push_back(epoch);
+    }
+    cv.notify_all();
   }
-
-  bool gone() {
-    std::lock_guard g(m);
-    return expired || auth_failed;
-  }
-  // Waits until connected (true) or gone/until (false).
-  bool wait_connected(steady_time until) {
-    std::unique_lock lk(m);
-    cv.wait_until(lk, until, [&] { return connected || expired || auth_failed; });
-    return connected;
-  }
-  milliseconds timeout() const { return milliseconds(zh ? zoo_recv_timeout(zh) : 0); }
 };
-
-// Global watcher of a handle: session state only.
-void session_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
-  if (type != ZOO_SESSION_EVENT || !ctx) return;
-  auto* s = static_cast<session*>(ctx);
-  std::lock_guard g(s->m);
-  if (state == ZOO_CONNECTED_STATE) {
-    s->connected = true;
-  } else if (state == ZOO_EXPIRED_SESSION_STATE) {
-    if (!s->expired && s->stats) s->stats->expirations++;
-    s->expired = true;
-    s->connected = false;
-  } else if (state == ZOO_AUTH_FAILED_STATE) {
-    s->auth_failed = true;
-    s->connected = false;
-  } else {
-    if (s->connected) s->disconnected_since = clock::now();
-    s->connected = false;
-  }
-  ++s->state_gen;
-  s->cv.notify_all();
-  for (auto& [id, w] : s->waiters) w->cv.notify_all();
-}
-
-// Watcher of a predecessor node (or of a parent's children for wait_for_change): wakes exactly
-// the waiter that set it.
-void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
-  if (type == ZOO_SESSION_EVENT) return;  // the session watcher handles those
-  auto* s = static_cast<session*>(const_cast<void*>(zoo_get_context(zh)));
-  if (!s) return;
-  std::lock_guard g(s->m);
-  auto it = s->waiters.find(reinterpret_cast<std::uintptr_t>(ctx));
-  if (it == s->waiters.end()) return;  // its waiter gave up meanwhile
-  if (s->stats) s->stats->watch_events++;
-  it->second->fired = true;
-  it->second->cv.notify_all();
-}
-
-// RAII registration of a waiter in a session.
-class waiter_slot {
- public:
-  explicit waiter_slot(session& s) : s_(s) {
-    std::lock_guard g(s_.m);
-    id_ = s_.next_waiter++;
-    s_.waiters[id_] = &w_;
-  }
-  ~waiter_slot() {
-    std::lock_guard g(s_.m);
-    s_.waiters.erase(id_);
-  }
-  waiter_slot(const waiter_slot&) = delete;
-  waiter_slot& operator=(const waiter_slot&) = delete;
-  void* context() const { return reinterpret_cast<void*>(id_); }
-  // Waits until the watch fired, the session state changed, or `until`; true when it fired.
-  bool wait(steady_time until) {
-    std::unique_lock lk(s_.m);
-    auto gen = s_.state_gen;
-    w_.cv.wait_until(lk, until, [&] { return w_.fired || s_.state_gen != gen; });
-    return w_.fired;
-  }
-
- private:
-  session& s_;
-  waiter w_;
-  std::uintptr_t id_ = 0;
-};
-
-// A node this backend object created and still considers its own.
-struct node_record {
-  std::string name;    // lock name
-  std::string owner;   // owner token
-  std::string parent;  // <root>/locks/<escaped name>
-  std::string path;    // parent + "/" + znode
-  std::string znode;
-  std::uint64_t epoch = 0;  // session that created it
-  std::int64_t czxid = 0;
-};
-
-class zk_backend;
-zk_backend* as_zk(const backend& b);
 
 class zk_backend final : public backend {
  public:
-  explicit zk_backend(options o) : opts_(std::move(o)) {
-    if (opts_.hosts.empty()) throw config_error("ZooKeeper hosts must not be empty");
-    if (opts_.session_timeout.count() <= 0)
-      throw config_error("ZooKeeper session_timeout must be > 0");
-    if (opts_.connect_timeout.count() < 0)
-      throw config_error("ZooKeeper connect_timeout must be >= 0");
-    if (opts_.creator_acl && opts_.user.empty())
-      throw config_error("ZooKeeper acl=creator needs a user:password in the URL");
-    if (!opts_.user.empty() && opts_.user.find(':') != std::string::npos)
-      throw config_error("ZooKeeper digest user must not contain ':'");
-    root_ = normalize_root(opts_.root);
-    locks_ = (root_ == "/" ? std::string() : root_) + "/locks";
-    std::lock_guard g(sm_);
-    session_ = open_session();
+  explicit zk_backend(options o)
+      : opts_(checked(std::move(o))),
+        root_(normalize_root(opts_.root)),
+        locks_((root_ == "/" ? std::string() : root_) + "/locks"),
+        losses_(std::make_shared<loss_queue>()),
+        sessions_(
+            opts_, stats_, [q = losses_](std::uint64_t epoch) { q->push(epoch); },
+            [this](session& s, steady_time until) { queue(s).ensure_path(locks_, until); }) {
+    loss_thread_ = std::thread([this, q = losses_] { report_losses(q); });
   }
 
   ~zk_backend() override {
-    std::lock_guard g(sm_);
-    session_.reset();
+    // Closing the session ends it on the server at once: its ephemeral nodes (a waiter's
+    // queue node, a hold) are deleted now, not at the session timeout.
+    sessions_.close_now();
+    {
+      std::lock_guard g(losses_->m);
+      losses_->stop = true;
+    }
+    losses_->cv.notify_all();
+    if (loss_thread_.get_id() == std::this_thread::get_id())
+      loss_thread_.detach();  // destroyed by a loss listener: the thread ends on its own
+    else
+      loss_thread_.join();
   }
 
   // ---- the seam ----
 
-  std::optional<lease_info> try_acquire(const lock_request& req) override {
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                        wait_state*) override {
     check_request(req);
-    return with_session([&](const std::shared_ptr<session>& s) -> std::optional<lease_info> {
-      auto until = op_deadline(*s);
-      if (auto rec = record_of(req.owner, s->epoch)) {  // a retried attempt of this owner
-        auto q = queue(*s, rec->parent, until);
-        if (!q.empty() && q.front().znode == rec->znode) return lease_of(*rec);
-        if (std::none_of(q.begin(), q.end(), [&](auto& n) { return n.znode == rec->znode; })) {
-          forget(req.owner);
-        } else {
-          remove_node(*s, *rec, until);
-          return std::nullopt;
-        }
+    return with_session(deadline, [&](session& s) -> std::optional<lease_info> {
+      auto until = exchange_bound(deadline, opts_.timeout);
+      lock_queue q = queue(s);
+      if (auto rec = book_.of(req.owner, s.epoch)) {  // a retried attempt of this owner
+        auto list = q.list(rec->parent, until);
+        if (!list.empty() && list.front().znode == rec->znode)
+          return lease_sent(*rec, clock::now());
+        if (std::none_of(list.begin(), list.end(), [&](auto& n) { return n.znode == rec->znode; }))
+          book_.forget(req.owner);
+        else
+          q.remove(*rec, until);
+        return std::nullopt;
       }
-      const std::string parent = parent_of(req.name);
-      if (!queue(*s, parent, until).empty()) return std::nullopt;  // busy: one read, no write
+      const std::string parent = q.parent_of(req.name);
+      if (!q.list(parent, until).empty()) return std::nullopt;  // busy: one read, no write
+      auto sent = clock::now();
       std::optional<std::vector<queue_node>> listing;
-      node_record rec = create_node(*s, req, until, &listing);
-      auto q = listing ? std::move(*listing) : queue(*s, parent, until);
-      if (!q.empty() && q.front().znode == rec.znode) return lease_of(rec);
-      remove_node(*s, rec, until);
+      node_record rec;
+      try {
+        rec = q.create(req, deadline, &listing);
+      } catch (const connection_error&) {
+        leave(req, clock::now(), true);  // the create may have made a node: purge it
+        throw;
+      }
+      try {
+        if (!listing) sent = clock::now();
+        auto list = listing ? std::move(*listing) : q.list(parent, until);
+        if (!list.empty() && list.front().znode == rec.znode) return lease_sent(rec, sent);
+      } catch (...) {
+        leave(req, clock::now() + milliseconds(250), false);
+        throw;
+      }
+      q.remove(rec, until);
       return std::nullopt;
     });
   }
@@ -315,29 +109,47 @@ class zk_backend final : public backend {
   std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
                                     const wait_policy& policy) override {
     check_request(req);
+    // Whatever way this call ends without the lock, the owner's node leaves the queue now.
+    struct leaver {
+      zk_backend& b;
+      const lock_request& req;
+      const wait_policy& policy;
+      bool armed = true;
+      ~leaver() {
+        // After an exception a create's outcome may be unknown: purge the owner's nodes too.
+        if (armed) b.leave(req, clock::now() + policy.min_attempt, std::uncaught_exceptions() > 0);
+      }
+    } guard{*this, req, policy};
+    unsigned failures = 0;
+    steady_time failing_since{};
     for (;;) {
+      const auto started = clock::now();
       try {
-        auto s = live_session();
-        if (auto got = wait_in_queue(s, req, deadline, policy)) return got;
-        return std::nullopt;
-      } catch (const session_gone&) {
-        // Our node died with the session: queue again on a new one (at the back).
-        forget(req.owner);
-        if (clock::now() >= deadline) return std::nullopt;
+        auto s = sessions_.live(
+            exchange_bound(std::max(deadline, started + policy.min_attempt), connect_timeout()));
+        auto got = queue(*s).wait_turn(req, deadline, policy, opts_.timeout);
+        if (got) guard.armed = false;
+        return got;
+      } catch (const connection_error& e) {
+        // A lost connection or a session that expired (its node went with it): try again
+        // within the deadline, as the core does for other backends.
+        if (dynamic_cast<const session_gone*>(&e)) book_.forget(req.owner);
+        if (sessions_.closed()) throw;
+        auto now = clock::now();
+        if (failures == 0) failing_since = started;
+        if (now >= deadline || now - failing_since >= policy.retry_for) throw;
+        auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
+        std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
       }
     }
   }
 
-  bool renew(const lease_info& lease, milliseconds) override {
-    auto rec = find_record(lease);
+  bool renew(const lease_info& lease, milliseconds, steady_time deadline) override {
+    auto rec = book_.find(lease.owner);
     if (!rec) return false;
-    std::shared_ptr<session> s;
-    {
-      std::lock_guard g(sm_);
-      s = session_;
-    }
+    auto s = sessions_.current();
     if (!s || s->epoch != rec->epoch || s->gone()) {
-      forget(lease.owner);
+      book_.forget(lease.owner);
       return false;
     }
     // Suspended (disconnected, session maybe alive): unknown until the session timeout has
@@ -350,98 +162,73 @@ class zk_backend final : public backend {
                              lease.name + "' unknown until reconnect or session timeout");
     };
     if (suspended()) return false;
-    Stat st{};
-    int rc = zoo_exists(s->zh, rec->path.c_str(), 0, &st);
+    int rc = exists(*s, rec->path, exchange_bound(deadline, opts_.timeout));
     if (rc == ZOK) return true;
-    if (rc == ZNONODE) {
-      forget(lease.owner);
-      return false;
-    }
-    if (is_session_gone(rc)) {
-      forget(lease.owner);
+    if (rc == ZNONODE || is_session_gone(rc)) {
+      book_.forget(lease.owner);
       return false;
     }
     if (is_connection_loss(rc)) {
       stats_.connection_losses++;
       if (suspended()) return false;
-      throw connection_error("ZooKeeper connection lost while renewing '" + lease.name + "'");
     }
     fail(rc, "exists(" + rec->path + ")");
   }
 
-  bool release(const lease_info& lease) override {
-    auto rec = find_record(lease);
+  bool release(const lease_info& lease, steady_time deadline) override {
+    auto rec = book_.find(lease.owner);
+    if (rec) {
+      auto s = sessions_.current();
+      if (!s || s->epoch != rec->epoch) {  // gone with its session
+        book_.forget(lease.owner);
+        return false;
+      }
+    }
     try {
-      return with_session([&](const std::shared_ptr<session>& s) -> bool {
-        auto until = op_deadline(*s);
-        if (rec) {
-          forget(lease.owner);
-          if (rec->epoch != s->epoch) return false;  // gone with its session
-          return remove_node(*s, *rec, until);
-        }
+      return with_session(deadline, [&](session& s) -> bool {
+        auto until = exchange_bound(deadline, opts_.timeout);
+        lock_queue q = queue(s);
+        if (rec) return q.remove(*rec, until);
         // Not ours (another object or process, or a foreign token): look the owner up.
         if (lease.name.empty()) return false;
-        const std::string parent = parent_of(lease.name);
-        for (auto& n : queue(*s, parent, until)) {
+        const std::string parent = q.parent_of(lease.name);
+        for (auto& n : q.list(parent, until)) {
           if (n.owner != lease.owner) continue;
-          node_record r{lease.name, n.owner, parent, parent + "/" + n.znode, n.znode, s->epoch, 0};
-          return remove_node(*s, r, until);
+          return q.remove(
+              {lease.name, n.owner, parent, parent + "/" + n.znode, n.znode, s.epoch, 0}, until);
         }
         return false;
       });
     } catch (const session_gone&) {
+      book_.forget(lease.owner);
       return false;  // the session that held it is gone, and with it the node
     }
   }
 
-  void wait_for_change(std::string_view name, steady_time until) override {
-    try {
-      auto s = live_session();
-      waiter_slot slot(*s);
-      const std::string parent = parent_of(name);
-      String_vector v{};
-      int rc = zoo_wget_children(s->zh, parent.c_str(), node_watcher, slot.context(), &v);
-      bool empty = true;
-      if (rc == ZOK) {
-        for (std::int32_t i = 0; i < v.count; ++i)
-          if (parse_node(v.data[i])) empty = false;
-        deallocate_String_vector(&v);
-      }
-      if (rc != ZOK || empty) return;  // free (or gone): let the caller try now
-      slot.wait(until);
-    } catch (const error&) {
-      std::this_thread::sleep_until(std::min(until, clock::now() + milliseconds(50)));
-    }
-  }
-
   std::vector<lock_status> list(std::string_view prefix) override {
-    return with_session([&](const std::shared_ptr<session>& s) {
-      auto until = op_deadline(*s);
+    return with_session(admin_until(), [&](session& s) {
+      lock_queue q = queue(s);
       std::vector<lock_status> out;
-      for (const auto& child : children(*s, locks_, until)) {
+      for (const auto& child : q.children(locks_, admin_until())) {
         auto name = lock_name(child);
-        if (!name || name->compare(0, prefix.size(), prefix) != 0 || name->size() < prefix.size())
-          continue;
+        if (!name || !name->starts_with(prefix)) continue;
         const std::string parent = locks_ + "/" + child;
-        auto q = queue(*s, parent, until);
-        if (q.empty()) continue;
-        const std::string path = parent + "/" + q.front().znode;
-        std::vector<char> buf(4096);
+        auto queue_nodes = q.list(parent, admin_until());
+        if (queue_nodes.empty()) continue;
+        const std::string path = parent + "/" + queue_nodes.front().znode;
+        std::string data;
         Stat st{};
-        int len = static_cast<int>(buf.size());
-        int rc = call(*s, until, [&] {
-          len = static_cast<int>(buf.size());
-          return zoo_get(s->zh, path.c_str(), 0, buf.data(), &len, &st);
-        });
+        auto until = admin_until();
+        int rc = call(s, until, [&] { return get_data(s, path, until, data, st); });
         if (rc == ZNONODE) continue;  // released meanwhile
         if (rc != ZOK) fail(rc, "get(" + path + ")");
         lock_status ls;
         ls.name = *name;
-        ls.owner = q.front().owner;
+        ls.owner = queue_nodes.front().owner;
         ls.fence = static_cast<std::uint64_t>(st.czxid);
         ls.acquired_at = format_utc_ms(st.ctime);
         ls.mode = "session";
-        if (len > 0) ls.holder.assign(buf.data(), static_cast<std::size_t>(len));
+        ls.holder = std::move(data);
         out.push_back(std::move(ls));
       }
       std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
@@ -450,15 +237,16 @@ class zk_backend final : public backend {
   }
 
   bool force_release(std::string_view name) override {
-    if (name.empty()) throw config_error("lock name must not be empty");
-    return with_session([&](const std::shared_ptr<session>& s) {
-      auto until = op_deadline(*s);
-      const std::string parent = parent_of(name);
-      auto q = queue(*s, parent, until);
-      if (q.empty()) return false;
-      node_record r{std::string(name), q.front().owner, parent, parent + "/" + q.front().znode,
-                    q.front().znode,   s->epoch,        0};
-      return remove_node(*s, r, until);
+    check_name(name);
+    return with_session(admin_until(), [&](session& s) {
+      lock_queue q = queue(s);
+      const std::string parent = q.parent_of(name);
+      auto list = q.list(parent, admin_until());
+      if (list.empty()) return false;
+      const auto& first = list.front();
+      return q.remove({std::string(name), first.owner, parent, parent + "/" + first.znode,
+                       first.znode, s.epoch, 0},
+                      admin_until());
     });
   }
 
@@ -499,8 +287,10 @@ class zk_backend final : public backend {
     return st;
   }
 
+  void close() { sessions_.close_now(); }
+
   session_credentials credentials() {
-    auto s = live_session();
+    auto s = sessions_.live(admin_until());
     const clientid_t* id = zoo_client_id(s->zh);
     if (!id) throw connection_error("ZooKeeper backend has no session");
     return session_credentials{id->client_id, std::string(id->passwd, sizeof id->passwd),
@@ -508,10 +298,21 @@ class zk_backend final : public backend {
   }
 
  private:
+  static options checked(options o) {
+    if (o.hosts.empty()) throw config_error("ZooKeeper hosts must not be empty");
+    if (o.session_timeout.count() <= 0) throw config_error("ZooKeeper session_timeout must be > 0");
+    if (o.connect_timeout.count() < 0) throw config_error("ZooKeeper connect_timeout must be >= 0");
+    if (o.timeout.count() <= 0) throw config_error("ZooKeeper timeout must be > 0");
+    if (o.creator_acl && o.user.empty())
+      throw config_error("ZooKeeper acl=creator needs a user:password in the URL");
+    if (!o.user.empty() && o.user.find(':') != std::string::npos)
+      throw config_error("ZooKeeper digest user must not contain ':'");
+    return o;
+  }
+
   static std::string normalize_root(std::string r) {
     if (r.empty()) r = "/sqlock";
-    if (r.front() != '/')
-      throw config_error("ZooKeeper root must start with '/' (got '" + r + "')");
+    if (r.front() != '/') throw config_error("ZooKeeper root must start with '/'");
     while (r.size() > 1 && r.back() == '/') r.pop_back();
     std::size_t i = 1;
     while (r.size() > 1 && i <= r.size()) {
@@ -526,434 +327,87 @@ class zk_backend final : public backend {
   }
 
   static void check_request(const lock_request& req) {
-    if (req.name.empty()) throw config_error("lock name must not be empty");
+    check_name(req.name);
     if (req.owner.empty()) throw config_error("owner token must not be empty");
   }
 
-  std::string parent_of(std::string_view name) const { return locks_ + "/" + znode_name(name); }
+  lock_queue queue(session& s) { return lock_queue(s, acl(), stats_, book_, locks_); }
+
+  lease_info lease_sent(const node_record& rec, steady_time sent) {
+    auto l = lock_queue::lease_of(rec);
+    l.sent = sent;
+    return l;
+  }
 
   const ACL_vector* acl() const {
     return opts_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
   }
 
-  // A connected session, replacing an expired one. Throws connection_error.
-  std::shared_ptr<session> live_session() {
-    std::lock_guard g(sm_);
-    if (session_ && !session_->gone()) return session_;
-    session_.reset();  // the old handle closes once no call uses it any more
-    session_ = open_session();
-    return session_;
-  }
-
-  // Stops using session `s`: the next call opens a new session; the handle closes (ending the
-  // session and its ephemeral nodes on the server) once no call uses it any more. Holds of `s`
-  // then renew as lost.
-  void retire(session& s) {
-    std::lock_guard g(sm_);
-    if (session_.get() == &s) session_.reset();
-  }
-
   milliseconds connect_timeout() const {
     return opts_.connect_timeout.count() > 0 ? opts_.connect_timeout : opts_.session_timeout;
   }
+  // An administrative call (list, force_release) has no caller deadline: each exchange is
+  // bounded by the I/O timeout.
+  steady_time admin_until() const { return clock::now() + opts_.timeout; }
 
-  std::shared_ptr<session> open_session() {
-    auto s = std::make_shared<session>();
-    s->epoch = ++epoch_;
-    s->stats = &stats_;
-    errno = 0;
-    s->zh = zookeeper_init2(opts_.hosts.c_str(), session_watcher,
-                            static_cast<int>(opts_.session_timeout.count()), nullptr, s.get(), 0,
-                            log_callback);
-    if (!s->zh) {
-      int e = errno;
-      if (e == EINVAL)
-        throw config_error("ZooKeeper hosts '" + opts_.hosts + "' are not valid host:port pairs");
-      throw connection_error("ZooKeeper client could not start for '" + opts_.hosts +
-                             "': " + std::strerror(e));
-    }
-    // By default the client re-resolves the host names every time it polls its socket: a
-    // getaddrinfo() per loop (a netlink query each) that also holds a glibc lock a fork() in
-    // another thread can inherit forever. Resolve at connect and on connection loss only.
-    zoo_set_servers_resolution_delay(s->zh, -1);
-    if (!s->wait_connected(clock::now() + connect_timeout())) {
-      if (s->auth_failed) throw config_error("ZooKeeper authentication failed");
-      auto detail = last_client_error();
-      throw connection_error("no ZooKeeper session with " + opts_.hosts + " within " +
-                             std::to_string(connect_timeout().count()) + "ms" +
-                             (detail.empty() ? std::string() : "; client: " + detail));
-    }
-    if (!opts_.user.empty()) add_auth(*s);
-    ensure_path(*s, locks_, clock::now() + connect_timeout());
-    stats_.sessions++;
-    return s;
-  }
-
-  struct auth_wait {
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
-    int rc = 0;
-  };
-  static void auth_done(int rc, const void* data) {
-    auto* w = static_cast<auth_wait*>(const_cast<void*>(data));
-    std::lock_guard g(w->m);
-    w->done = true;
-    w->rc = rc;
-    w->cv.notify_all();
-  }
-
-  void add_auth(session& s) {
-    const std::string cert = opts_.user + ":" + opts_.password;
-    auto w = std::make_shared<auth_wait>();
-    // The completion may run after a timeout below: keep its state alive until the session
-    // closes (close joins the completion thread), hence the extra reference held by auth_keep_.
-    auth_keep_.push_back(w);
-    int rc = zoo_add_auth(s.zh, "digest", cert.data(), static_cast<int>(cert.size()), auth_done,
-                          w.get());
-    if (rc != ZOK) fail(rc, "add_auth(digest)");
-    std::unique_lock lk(w->m);
-    if (!w->cv.wait_until(lk, clock::now() + connect_timeout(), [&] { return w->done; }))
-      throw connection_error("ZooKeeper did not answer the digest authentication");
-    if (w->rc != ZOK) {
-      if (w->rc == ZAUTHFAILED) throw config_error("ZooKeeper digest authentication failed");
-      fail(w->rc, "add_auth(digest)");
-    }
-  }
-
-  // Persistent nodes for every component of `path`.
-  void ensure_path(session& s, const std::string& path, steady_time until) {
-    std::size_t i = 1;
-    while (i <= path.size()) {
-      auto j = path.find('/', i);
-      if (j == std::string::npos) j = path.size();
-      const std::string part = path.substr(0, j);
-      // exists() first: creating an existing node we may not write to fails with ZNOAUTH.
-      Stat st{};
-      int rc = call(s, until, [&] { return zoo_exists(s.zh, part.c_str(), 0, &st); });
-      if (rc == ZNONODE) {
-        rc = call(s, until, [&] {
-          return zoo_create(s.zh, part.c_str(), nullptr, -1, acl(), ZOO_PERSISTENT, nullptr, 0);
-        });
-      }
-      if (rc != ZOK && rc != ZNODEEXISTS) fail(rc, "create(" + part + ")");
-      i = j + 1;
-    }
-  }
-
-  steady_time op_deadline(session& s) const {
-    auto t = s.timeout();
-    if (t.count() <= 0) t = opts_.session_timeout;
-    return clock::now() + t;
-  }
-
-  // Runs a call, retrying it after a connection loss once the session has reconnected (at most
-  // until `until`). The call must be safe to repeat.
-  template <class F>
-  int call(session& s, steady_time until, F&& f) {
-    for (;;) {
-      int rc = f();
-      if (!is_connection_loss(rc)) return rc;
-      stats_.connection_losses++;
-      if (clock::now() >= until) return rc;
-      {
-        std::unique_lock lk(s.m);
-        if (s.connected) {  // the client has not noticed yet: give it a moment
-          s.cv.wait_until(lk, std::min(until, clock::now() + milliseconds(20)));
-          continue;
-        }
-      }
-      if (!s.wait_connected(until)) return s.gone() ? ZSESSIONEXPIRED : rc;
+  // Removes the node the owner of `req` queued with, if it still stands, waiting for the answer
+  // until `until` (a delete not answered by then still goes on in the background); with
+  // `purge`, also any node of the owner a create with a lost reply made (in the background).
+  // Never throws.
+  void leave(const lock_request& req, steady_time until, bool purge) noexcept {
+    auto rec = book_.find(req.owner);
+    book_.forget(req.owner);
+    auto s = sessions_.current();
+    if (!s || s->gone()) return;  // the nodes went with their session
+    try {
+      lock_queue q = queue(*s);
+      if (purge) purge_later(*s, q.parent_of(req.name), lock_queue::owner_prefix(req.owner));
+      if (rec && rec->epoch == s->epoch) q.remove(*rec, until);
+    } catch (...) {
+      // Given up: the background delete (or the session's end) removes it.
     }
   }
 
   // Runs `f` on a live session; a session that turns out gone is replaced once.
   template <class F>
-  std::invoke_result_t<F&, const std::shared_ptr<session>&> with_session(F&& f) {
+  std::invoke_result_t<F&, session&> with_session(steady_time until, F&& f) {
     for (int attempt = 0;; ++attempt) {
-      auto s = live_session();
+      auto s = sessions_.live(exchange_bound(until, connect_timeout()));
       try {
-        return f(s);
+        return f(*s);
       } catch (const session_gone&) {
-        if (attempt >= 1) throw;
+        if (attempt >= 1 || clock::now() >= until) throw;
       }
     }
   }
 
-  std::vector<std::string> children(session& s, const std::string& path, steady_time until) {
-    String_vector v{};
-    int rc = call(s, until, [&] { return zoo_get_children(s.zh, path.c_str(), 0, &v); });
-    if (rc == ZNONODE) return {};
-    if (rc != ZOK) fail(rc, "get_children(" + path + ")");
-    std::vector<std::string> out;
-    out.reserve(static_cast<std::size_t>(v.count));
-    for (std::int32_t i = 0; i < v.count; ++i) out.emplace_back(v.data[i]);
-    deallocate_String_vector(&v);
-    return out;
-  }
-
-  // The lock's queue, lowest sequence first.
-  std::vector<queue_node> queue(session& s, const std::string& parent, steady_time until) {
-    std::vector<queue_node> q;
-    for (auto& c : children(s, parent, until))
-      if (auto n = parse_node(c)) q.push_back(std::move(*n));
-    std::sort(q.begin(), q.end(), [](auto& a, auto& b) { return a.seq < b.seq; });
-    return q;
-  }
-
-  // Creates this owner's node, idempotently: a create whose reply was lost is looked up by the
-  // owner token embedded in the node name instead of being repeated.
-  // With `listing`, the first create is pipelined with a getChildren of the parent (a session's
-  // requests are answered in order, so the listing includes the new node): one round-trip
-  // instead of two. `listing` stays empty when that did not work out.
-  node_record create_node(session& s, const lock_request& req, steady_time until,
-                          std::optional<std::vector<queue_node>>* listing = nullptr) {
-    node_record rec;
-    rec.name = req.name;
-    rec.owner = req.owner;
-    rec.parent = parent_of(req.name);
-    rec.epoch = s.epoch;
-    const std::string prefix = rec.parent + "/n-" + escape(req.owner) + "-";
-    std::vector<char> buf(prefix.size() + 32);
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      Stat st{};
-      std::string created;
-      int rc = 0;
-      if (attempt == 0 && listing) {
-        rc = create_and_list(s, prefix, req.holder, rec.parent, created, st, *listing);
-      } else {
-        rc = zoo_create2(s.zh, prefix.c_str(), req.holder.data(),
-                         static_cast<int>(req.holder.size()), acl(), ZOO_EPHEMERAL_SEQUENTIAL,
-                         buf.data(), static_cast<int>(buf.size()), &st);
-        if (rc == ZOK) created = buf.data();
-      }
-      if (rc == ZOK) {
-        rec.path = created;
-        rec.znode = rec.path.substr(rec.parent.size() + 1);
-        rec.czxid = st.czxid;
-        stats_.nodes_created++;
-        remember(req.owner, rec);
-        return rec;
-      }
-      if (rc == ZNONODE) {  // no parent (never made, or removed as an empty container)
-        int prc = call(s, until, [&] {
-          return zoo_create(s.zh, rec.parent.c_str(), nullptr, -1, acl(), ZOO_CONTAINER, nullptr,
-                            0);
-        });
-        if (prc == ZNONODE)
-          ensure_path(s, locks_, until);
-        else if (prc != ZOK && prc != ZNODEEXISTS)
-          fail(prc, "create(" + rec.parent + ")");
-        continue;
-      }
-      if (is_connection_loss(rc)) {
-        stats_.connection_losses++;
-        if (!s.wait_connected(until))
-          fail(s.gone() ? ZSESSIONEXPIRED : rc, "create(" + prefix + ")");
-        // Did the create happen before the reply was lost?
-        for (auto& n : queue(s, rec.parent, until)) {
-          if (n.owner != req.owner) continue;
-          rec.znode = n.znode;
-          rec.path = rec.parent + "/" + n.znode;
-          int erc = call(s, until, [&] { return zoo_exists(s.zh, rec.path.c_str(), 0, &st); });
-          if (erc != ZOK) break;
-          rec.czxid = st.czxid;
-          stats_.lost_replies_found++;
-          stats_.nodes_created++;
-          remember(req.owner, rec);
-          return rec;
-        }
-        continue;
-      }
-      fail(rc, "create(" + prefix + ")");
-    }
-    throw connection_error("ZooKeeper: could not create a node under " + rec.parent);
-  }
-
-  struct pipeline {
-    std::mutex m;
-    std::condition_variable cv;
-    int pending = 0;
-    int create_rc = ZOK;
-    std::string path;
-    Stat stat{};
-    int list_rc = ZOK;
-    std::vector<std::string> children;
-  };
-  static void created_cb(int rc, const char* value, const Stat* st, const void* data) {
-    auto* p = static_cast<pipeline*>(const_cast<void*>(data));
-    std::lock_guard g(p->m);
-    p->create_rc = rc;
-    if (rc == ZOK && value) p->path = value;
-    if (rc == ZOK && st) p->stat = *st;
-    if (--p->pending == 0) p->cv.notify_all();
-  }
-  static void listed_cb(int rc, const String_vector* v, const void* data) {
-    auto* p = static_cast<pipeline*>(const_cast<void*>(data));
-    std::lock_guard g(p->m);
-    p->list_rc = rc;
-    if (rc == ZOK && v)
-      for (std::int32_t i = 0; i < v->count; ++i) p->children.emplace_back(v->data[i]);
-    if (--p->pending == 0) p->cv.notify_all();
-  }
-
-  // Sends create + getChildren back to back and waits for both answers (the C client always
-  // completes a request: with its answer, a connection loss, or at close). Returns the create's
-  // code; `listing` is filled when both succeeded.
-  int create_and_list(session& s, const std::string& prefix, const std::string& data,
-                      const std::string& parent, std::string& created, Stat& st,
-                      std::optional<std::vector<queue_node>>& listing) {
-    pipeline p;
-    p.pending = 2;
-    int rc = zoo_acreate2(s.zh, prefix.c_str(), data.data(), static_cast<int>(data.size()), acl(),
-                          ZOO_EPHEMERAL_SEQUENTIAL, created_cb, &p);
-    if (rc != ZOK) return rc;  // not sent: nothing will call back
-    int lrc = zoo_aget_children(s.zh, parent.c_str(), 0, listed_cb, &p);
-    std::unique_lock lk(p.m);
-    if (lrc != ZOK) {
-      --p.pending;
-      p.list_rc = lrc;
-    }
-    p.cv.wait(lk, [&] { return p.pending == 0; });
-    if (p.create_rc == ZOK) {
-      created = p.path;
-      st = p.stat;
-      if (p.list_rc == ZOK) {
-        std::vector<queue_node> q;
-        for (auto& c : p.children)
-          if (auto n = parse_node(c)) q.push_back(std::move(*n));
-        std::sort(q.begin(), q.end(), [](auto& a, auto& b) { return a.seq < b.seq; });
-        listing = std::move(q);
-      }
-    }
-    return p.create_rc;
-  }
-
-  // Deletes a node; true when this call deleted it. Retries through connection losses.
-  bool remove_node(session& s, const node_record& rec, steady_time until) {
-    forget_path(rec.path);
-    int rc = call(s, until, [&] { return zoo_delete(s.zh, rec.path.c_str(), -1); });
-    if (rc == ZOK) return true;
-    if (rc == ZNONODE) return false;
-    // Unknown outcome after retrying for a whole session timeout: a node left behind would
-    // hold (or later win) the lock for nobody, so give up the session, which removes it.
-    if (is_connection_loss(rc)) retire(s);
-    fail(rc, "delete(" + rec.path + ")");
-  }
-
-  std::optional<lease_info> wait_in_queue(const std::shared_ptr<session>& sp,
-                                          const lock_request& req, steady_time deadline,
-                                          const wait_policy& policy) {
-    session& s = *sp;
-    std::optional<node_record> rec = record_of(req.owner, s.epoch);
-    std::optional<std::vector<queue_node>> listing;
-    if (!rec) rec = create_node(s, req, op_deadline(s), &listing);
-    bool waited = false;
+  // The loss thread: every hold of an expired session is reported lost at once.
+  void report_losses(const std::shared_ptr<loss_queue>& q) {
+    std::unique_lock lk(q->m);
     for (;;) {
-      auto until = std::max(deadline, op_deadline(s));
-      auto q = listing ? std::move(*listing) : queue(s, rec->parent, until);
-      listing.reset();
-      auto me = std::find_if(q.begin(), q.end(), [&](auto& n) { return n.znode == rec->znode; });
-      if (me == q.end()) {
-        // Our node vanished (force_release of a waiter, or the session died): queue again.
-        forget(req.owner);
-        if (s.gone()) throw session_gone("ZooKeeper session expired while waiting");
-        if (clock::now() >= deadline) return std::nullopt;
-        rec = create_node(s, req, op_deadline(s));
-        continue;
+      q->cv.wait(lk, [&] { return q->stop || !q->epochs.empty(); });
+      if (q->stop) return;
+      auto epoch = q->epochs.front();
+      q->epochs.pop_front();
+      auto gone = book_.take_epoch(epoch);
+      lk.unlock();
+      for (const auto& rec : gone) {
+        report_lost(rec.name, rec.owner);
+        std::lock_guard g(q->m);
+        if (q->stop) return;  // the backend was destroyed by a listener
       }
-      if (me == q.begin()) {
-        auto l = lease_of(*rec);
-        l.waited = waited;
-        return l;
-      }
-      if (clock::now() >= deadline) break;
-      waited = true;
-      const std::string pred = rec->parent + "/" + std::prev(me)->znode;
-      waiter_slot slot(s);
-      Stat st{};
-      int rc = call(s, until, [&] {
-        return zoo_wexists(s.zh, pred.c_str(), node_watcher, slot.context(), &st);
-      });
-      if (rc == ZNONODE) continue;  // the predecessor left already: re-check
-      if (rc != ZOK) fail(rc, "exists(" + pred + ")");
-      stats_.waiting++;
-      // The recheck interval only bounds how long a missed event could delay us.
-      auto wake =
-          std::min(deadline, clock::now() + std::max(policy.notify_recheck, milliseconds(30000)));
-      bool fired = slot.wait(wake);
-      stats_.waiting--;
-      if (fired) {
-        auto q2 = queue(s, rec->parent, until);
-        if (!q2.empty() && q2.front().znode == rec->znode) {
-          auto l = lease_of(*rec);
-          l.waited = true;
-          return l;
-        }
-        stats_.woken_not_first++;
-        continue;
-      }
+      lk.lock();
     }
-    // Deadline: leave the queue (a node left behind would later "hold" for nobody).
-    try {
-      remove_node(s, *rec, op_deadline(s));
-    } catch (const session_gone&) {
-      // The node went with the session.
-    }
-    forget(req.owner);
-    return std::nullopt;
-  }
-
-  static lease_info lease_of(const node_record& rec) {
-    lease_info l;
-    l.name = rec.name;
-    l.owner = rec.owner;
-    l.fence = static_cast<std::uint64_t>(rec.czxid);
-    l.state = std::make_shared<node_record>(rec);
-    return l;
-  }
-
-  // ---- owner -> node records ----
-
-  void remember(const std::string& owner, const node_record& rec) {
-    std::lock_guard g(rm_);
-    records_[owner] = rec;
-  }
-  void forget(const std::string& owner) {
-    std::lock_guard g(rm_);
-    records_.erase(owner);
-  }
-  void forget_path(const std::string& path) {
-    std::lock_guard g(rm_);
-    std::erase_if(records_, [&](auto& kv) { return kv.second.path == path; });
-  }
-  std::optional<node_record> record_of(const std::string& owner, std::uint64_t epoch) {
-    std::lock_guard g(rm_);
-    auto it = records_.find(owner);
-    if (it == records_.end()) return std::nullopt;
-    if (it->second.epoch != epoch) {
-      records_.erase(it);
-      return std::nullopt;
-    }
-    return it->second;
-  }
-  std::optional<node_record> find_record(const lease_info& lease) {
-    std::lock_guard g(rm_);
-    auto it = records_.find(lease.owner);
-    if (it != records_.end()) return it->second;
-    return std::nullopt;
   }
 
   options opts_;
   std::string root_;
   std::string locks_;
   counters stats_;
-  std::mutex sm_;  // session_, epoch_, auth_keep_
-  std::shared_ptr<session> session_;
-  std::uint64_t epoch_ = 0;
-  std::vector<std::shared_ptr<auth_wait>> auth_keep_;
-  std::mutex rm_;
-  std::map<std::string, node_record> records_;
+  node_book book_;
+  std::shared_ptr<loss_queue> losses_;
+  session_keeper sessions_;
+  std::thread loss_thread_;
 };
 
 zk_backend* as_zk(const backend& b) {
@@ -963,17 +417,6 @@ zk_backend* as_zk(const backend& b) {
 }
 
 }  // namespace
-
-std::string znode_name(std::string_view name) {
-  return escape(name);
-}
-
-std::optional<std::string> lock_name(std::string_view znode) {
-  if (znode.empty()) return std::nullopt;
-  auto n = unescape(znode);
-  if (!n || n->empty() || escape(*n) != znode) return std::nullopt;
-  return n;
-}
 
 std::shared_ptr<backend> open(const options& opts) {
   return std::make_shared<zk_backend>(opts);
@@ -987,44 +430,10 @@ session_credentials current_session(backend& b) {
   return as_zk(b)->credentials();
 }
 
-}  // namespace zookeeper
-
-namespace backends {
-void register_zookeeper() {
-  register_backend("zookeeper", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"session_timeout", "connect_timeout", "acl"});
-    if (u.hosts.empty())
-      throw config_error("ZooKeeper URL needs hosts: zookeeper://h1:2181,h2:2181/root (got '" +
-                         u.redacted() + "')");
-    zookeeper::options o;
-    o.hosts.clear();
-    for (const auto& h : u.hosts) {
-      if (h.host.empty()) throw config_error("ZooKeeper URL has an empty host: " + u.redacted());
-      if (!o.hosts.empty()) o.hosts += ",";
-      bool v6 = h.host.find(':') != std::string::npos;
-      o.hosts += (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port ? h.port : 2181);
-    }
-    o.root = u.path.empty() || u.path == "/" ? std::string("/sqlock") : u.path;
-    if (auto t = u.duration_param("session_timeout")) {
-      o.session_timeout = *t;
-      if (o.session_timeout.count() <= 0)
-        throw config_error("ZooKeeper session_timeout must be > 0");
-    }
-    if (auto t = u.duration_param("connect_timeout")) o.connect_timeout = *t;
-    if (u.user) o.user = *u.user;
-    if (u.password) o.password = *u.password;
-    if (o.user.empty() != o.password.empty() && !o.user.empty())
-      throw config_error("ZooKeeper digest authentication needs user:password@ (got only a user)");
-    std::string acl = u.param("acl", o.user.empty() ? "open" : "creator");
-    if (acl == "creator")
-      o.creator_acl = true;
-    else if (acl == "open")
-      o.creator_acl = false;
-    else
-      throw config_error("ZooKeeper acl must be open or creator (got '" + acl + "')");
-    return zookeeper::open(o);
-  });
+void close(backend& b) {
+  as_zk(b)->close();
 }
-}  // namespace backends
+
+}  // namespace zookeeper
 
 }  // namespace sqlock

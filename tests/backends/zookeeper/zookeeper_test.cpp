@@ -23,9 +23,11 @@
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
 #include "test_env.hpp"
+#include "zk_test_support.hpp"
 
 using namespace sqlock;
 using namespace std::chrono_literals;
+using sqlock::test::eventually;
 using sqlock::test::unique_name;
 
 namespace {
@@ -98,16 +100,6 @@ class raw_zk {
   bool connected_ = false;
 };
 
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds limit) {
-  auto until = clock_type::now() + limit;
-  while (clock_type::now() < until) {
-    if (f()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return f();
-}
-
 // Serializes the tests that stop ensemble members (ctest runs test cases in parallel).
 class ensemble_guard {
  public:
@@ -170,17 +162,75 @@ TEST(zookeeper_url, bad_options_are_config_errors) {
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?acl=everyone"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?session_timeout=soon"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?session_timeout=0"), config_error);
+  EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?connect_timeout=0"), config_error);
+  EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?timeout=0"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?acl=creator"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/zookeeper"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/a//b"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?bogus=1"), config_error);
 }
 
-TEST(zookeeper_url, no_server_is_a_connection_error) {
+TEST(zookeeper_url, no_server_is_a_connection_error_by_the_deadline) {
   register_builtin_backends();
+  // Making the backend does not wait for a session; the first call waits within its deadline.
+  auto b = make_backend("zookeeper://127.0.0.1:1/x");
+  lock_request req{unique_name("noserver"), random_token(), 30s, "test"};
   auto start = clock_type::now();
-  EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?connect_timeout=500ms"), connection_error);
-  EXPECT_LT(clock_type::now() - start, 30s);  // liveness: it gives up
+  EXPECT_THROW(b->try_acquire(req, start + 500ms, nullptr), connection_error);
+  EXPECT_LT(clock_type::now() - start, 500ms + 2s);  // by the deadline, with a generous slack
+  start = clock_type::now();
+  EXPECT_THROW(b->acquire(req, start + 1s, {}), connection_error);
+  EXPECT_LT(clock_type::now() - start, 1s + 2s);
+}
+
+TEST(zookeeper_url, passwords_never_appear_in_errors_or_describe) {
+  register_builtin_backends();
+  const std::string secret = "S3cr3t-pw";
+  for (const std::string& url : {
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?session_timeout=soon",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?session_timeout=0",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?timeout=0",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?bogus=1",
+           "zookeeper://u:" + secret + "@127.0.0.1:1/x?acl=everyone",
+           "zookeeper://u:" + secret + "%zz@127.0.0.1:1/x",       // bad percent-escape
+           "zookeeper://u:" + secret + "@127.0.0.1:99999/x",      // bad port
+           "zookeeper://u:" + secret + "@[::1/x",                 // bad host
+           "zookeeper://u:" + secret + "@127.0.0.1:1/zookeeper",  // bad root
+       }) {
+    try {
+      make_backend(url);
+      ADD_FAILURE() << "accepted a bad URL";
+    } catch (const config_error& e) {
+      EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
+    }
+  }
+  auto b = make_backend("zookeeper://u:" + secret + "@127.0.0.1:1/x");
+  EXPECT_EQ(b->describe().find(secret), std::string::npos) << b->describe();
+  lock_request req{unique_name("pw"), random_token(), 30s, "test"};
+  try {
+    b->try_acquire(req, clock_type::now() + 300ms, nullptr);
+    ADD_FAILURE() << "no server, yet acquired";
+  } catch (const connection_error& e) {
+    EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
+  }
+}
+
+TEST(zookeeper_url, invalid_or_over_long_names_are_config_errors_before_sending) {
+  register_builtin_backends();
+  auto b = make_backend("zookeeper://127.0.0.1:1/x");  // no server: nothing may be sent
+  auto bad = [&](const std::string& name) {
+    lock_request req{name, random_token(), 30s, "test"};
+    auto start = clock_type::now();
+    EXPECT_THROW(b->try_acquire(req, start + 5s, nullptr), config_error);
+    EXPECT_THROW(b->acquire(req, start + 5s, {}), config_error);
+    EXPECT_LT(clock_type::now() - start, 1s);  // refused at once, not after a wait
+  };
+  bad("");
+  bad("bad \xff byte");
+  bad("overlong \xc0\xaf slash");
+  bad("surrogate \xed\xa0\x80");
+  bad(std::string(4097, 'x'));
+  EXPECT_THROW(b->force_release(std::string("\xfe")), config_error);
 }
 
 // ---- on the standalone server ----
@@ -193,7 +243,7 @@ TEST_F(zk, caps_describe_and_session) {
   EXPECT_TRUE(caps.session_bound);
   EXPECT_TRUE(caps.fencing);
   EXPECT_EQ(c.get_backend().kind(), "zookeeper");
-  auto cred = zookeeper::current_session(c.get_backend());
+  auto cred = zookeeper::current_session(c.get_backend());  // waits for the session
   EXPECT_NE(cred.id, 0);
   EXPECT_EQ(cred.password.size(), 16u);
   EXPECT_GT(cred.timeout_ms, 0);
@@ -207,9 +257,9 @@ TEST_F(zk, acquire_is_idempotent_per_owner_token) {
   raw_zk raw(url_);
   auto n = unique_name("idem");
   lock_request req{n, random_token(), 30s, "test"};
-  auto first = b->try_acquire(req);
+  auto first = b->try_acquire(req, sqlock::test::soon(), nullptr);
   ASSERT_TRUE(first);
-  auto again = b->try_acquire(req);  // a retry after a lost reply
+  auto again = b->try_acquire(req, sqlock::test::soon(), nullptr);  // a retry after a lost reply
   ASSERT_TRUE(again);
   EXPECT_EQ(again->fence, first->fence);
   auto waited = b->acquire(req, clock_type::now() + 1s, {});
@@ -217,8 +267,8 @@ TEST_F(zk, acquire_is_idempotent_per_owner_token) {
   EXPECT_EQ(waited->fence, first->fence);
   EXPECT_EQ(raw.queue_length(n), 1);
   EXPECT_EQ(zookeeper::stats(*b).nodes_created, 1u);
-  EXPECT_TRUE(b->release(*first));
-  EXPECT_FALSE(b->release(*first));
+  EXPECT_TRUE(b->release(*first, sqlock::test::soon()));
+  EXPECT_FALSE(b->release(*first, sqlock::test::soon()));
   EXPECT_TRUE(raw.no_orphans({n}));
 }
 
@@ -251,7 +301,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
   raw_zk raw(url_);
   auto n = unique_name("herd");
   lock_request hreq{n, random_token(), 30s, "holder"};
-  auto held = holder_backend->try_acquire(hreq);
+  auto held = holder_backend->try_acquire(hreq, sqlock::test::soon(), nullptr);
   ASSERT_TRUE(held);
 
   std::mutex m;
@@ -277,7 +327,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
           fences.push_back(got->fence);
         }
         --inside;
-        if (!b.release(*got)) ++failures;
+        if (!b.release(*got, sqlock::test::soon())) ++failures;
       } catch (const std::exception&) {
         ++failures;
       }
@@ -295,7 +345,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
   for (auto& b : bs) events_before += zookeeper::stats(*b).watch_events;
   EXPECT_EQ(events_before, 0u);  // nobody was woken while the holder held
 
-  ASSERT_TRUE(holder_backend->release(*held));
+  ASSERT_TRUE(holder_backend->release(*held, sqlock::test::soon()));
   for (auto& t : ts) t.join();
 
   EXPECT_EQ(failures.load(), 0);
@@ -361,7 +411,11 @@ TEST_F(zk, expired_session_reports_loss_and_next_waiter_acquires) {
   la.unlock();  // must not touch b's hold
   EXPECT_EQ(raw.queue_length(n), 1);
   // The client reconnects with a new session and keeps working.
-  EXPECT_FALSE(la.try_lock());
+  try {
+    EXPECT_FALSE(la.try_lock_for(1s));  // b holds
+  } catch (const connection_error&) {
+    // Allowed: the client may still be finding out that its old session ended.
+  }
   release_b = true;
   waiter.join();
   EXPECT_TRUE(la.try_lock_for(10s));
@@ -371,6 +425,35 @@ TEST_F(zk, expired_session_reports_loss_and_next_waiter_acquires) {
   EXPECT_EQ(st.sessions, 2u);
   EXPECT_GE(st.expirations, 1u);
   EXPECT_TRUE(raw.no_orphans({n}));
+}
+
+TEST_F(zk, expired_session_is_reported_lost_at_once_without_a_renewal) {
+  auto a = connect(url_);
+  auto n = unique_name("lost-at-once");
+  // No renewals and a long lease: only the backend's loss report can tell the holder.
+  auto la = a.make_lock(n, {.lease = 120s, .auto_renew = false});
+  std::atomic<bool> lost{false};
+  la.on_lost([&](const std::string&) { lost = true; });
+  la.lock();
+  auto cred = zookeeper::current_session(a.get_backend());
+  clientid_t id{};
+  id.client_id = cred.id;
+  std::memcpy(id.passwd, cred.password.data(), sizeof id.passwd);
+  auto ended = clock_type::now();
+  for (int attempt = 0; attempt < 30 && !lost; ++attempt) {
+    try {
+      ended = clock_type::now();
+      raw_zk dup(url_, &id, cred.timeout_ms);  // closing it ends the session on the server
+    } catch (const std::exception&) {
+      // The session is already gone.
+    }
+    eventually([&] { return lost.load(); }, 2s);
+  }
+  ASSERT_TRUE(eventually([&] { return lost.load(); }, 20s));
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - ended);
+  std::cout << "[ info     ] on_lost " << took.count() << " ms after the session was ended\n";
+  EXPECT_TRUE(la.lost());
+  la.unlock();
 }
 
 TEST_F(zk, killed_holder_process_frees_the_lock_within_the_session_timeout) {
@@ -452,10 +535,10 @@ TEST_F(zk, digest_acl_keeps_other_users_out) {
   auto alice2 = connect("zookeeper://alice:alice-pw@" + hosts + root);
   EXPECT_FALSE(alice2.make_lock(n).try_lock());  // same identity: shares the locks
   auto mallory = connect("zookeeper://mallory:guess@" + hosts + root);
-  EXPECT_THROW(mallory.make_lock(n).try_lock(), backend_error);  // no access to the queue
-  EXPECT_THROW(mallory.force_release(n), backend_error);         // nor to the holder's node
+  EXPECT_THROW(mallory.make_lock(n).try_lock(), auth_error);  // no access to the queue
+  EXPECT_THROW(mallory.force_release(n), auth_error);         // nor to the holder's node
   auto anon = connect("zookeeper://" + hosts + root);
-  EXPECT_THROW(anon.list(), backend_error);
+  EXPECT_THROW(anon.list(), auth_error);
   la.unlock();
   EXPECT_TRUE(alice2.make_lock(n).try_lock());
 }
@@ -583,7 +666,8 @@ TEST(zk_ensemble, quorum_loss_is_unknown_then_lost_after_the_session_timeout) {
   auto until = clock_type::now() + 60s;
   while (!lost && clock_type::now() < until) {
     try {
-      lost = !a.get_backend().renew(lease_info{n, la.owner(), la.fence(), nullptr}, 120s);
+      lost = !a.get_backend().renew(lease_info{n, la.owner(), la.fence(), nullptr}, 120s,
+                                    sqlock::test::soon());
       if (!lost) std::this_thread::sleep_for(100ms);  // still connected: not noticed yet
     } catch (const connection_error&) {
       ++unknown;  // suspended: state unknown until the session timeout has passed

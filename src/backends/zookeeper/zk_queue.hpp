@@ -1,0 +1,120 @@
+// The lock queue on ZooKeeper: one EPHEMERAL_SEQUENTIAL child "n-<owner>-<sequence>" per
+// acquisition under the lock's CONTAINER parent; the lowest sequence holds; a waiter watches
+// only its immediate predecessor. Here: lock and owner names as znode names, the backend's book
+// of the nodes it created (per owner token), creating a node idempotently (a create whose reply
+// was lost is found again by the owner token in its name), deleting it, and waiting for the
+// turn. Every request is bounded by the caller's time (zk_session.hpp). Internal.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sqlock/backend.hpp"
+#include "zk_session.hpp"
+
+namespace sqlock::zookeeper::detail {
+
+/// Longest lock name accepted, in bytes (escaped, a znode name is at most three times longer;
+/// ZooKeeper's own limit is jute.maxbuffer, 1 MiB per request).
+inline constexpr std::size_t max_name_bytes = 4096;
+
+/// Throws config_error unless `name` is a non-empty, valid UTF-8 lock name of at most
+/// max_name_bytes (checked before anything is sent).
+void check_name(std::string_view name);
+
+/// The znode name of `s`: bytes outside [A-Za-z0-9_.:@+=,~-] as %XX; all-dot names escaped.
+std::string escape(std::string_view s);
+/// The inverse of escape(); nullopt for text escape() cannot produce.
+std::optional<std::string> unescape(std::string_view s);
+
+/// One queue entry.
+struct queue_node {
+  std::string znode;  ///< child name
+  std::string owner;  ///< owner token
+  std::int64_t seq = 0;
+};
+
+/// A node this backend object created and still considers its own.
+struct node_record {
+  std::string name;    ///< lock name
+  std::string owner;   ///< owner token
+  std::string parent;  ///< <root>/locks/<escaped name>
+  std::string path;    ///< parent + "/" + znode
+  std::string znode;
+  std::uint64_t epoch = 0;  ///< session that created it
+  std::int64_t czxid = 0;   ///< creation zxid: the fence
+};
+
+/// The nodes this backend created, by owner token. Thread-safe.
+class node_book {
+ public:
+  /// Records `rec` as the node of its owner.
+  void remember(const node_record& rec);
+  /// Forgets the node of `owner`.
+  void forget(const std::string& owner);
+  /// The node of `owner` made on session `epoch` (a node of an older session is forgotten).
+  std::optional<node_record> of(const std::string& owner, std::uint64_t epoch);
+  /// The node of `owner`, whatever its session.
+  std::optional<node_record> find(const std::string& owner);
+  /// Removes and returns every node of session `epoch` (it expired: they are gone).
+  std::vector<node_record> take_epoch(std::uint64_t epoch);
+
+ private:
+  std::mutex m_;
+  std::map<std::string, node_record> records_;
+};
+
+/// The queue requests of one backend on one session.
+class lock_queue {
+ public:
+  lock_queue(session& s, const ACL_vector* acl, counters& stats, node_book& book,
+             const std::string& locks_root)
+      : s_(s), acl_(acl), stats_(stats), book_(book), locks_(locks_root) {}
+
+  /// The parent node of lock `name`.
+  std::string parent_of(std::string_view name) const;
+  /// The lock's queue, lowest sequence first (empty when the parent does not exist).
+  std::vector<queue_node> list(const std::string& parent, steady_time until);
+  /// Children of `path` (empty when it does not exist).
+  std::vector<std::string> children(const std::string& path, steady_time until);
+  /// Creates the owner's node, idempotently. With `listing`, the create is pipelined with a
+  /// listing of the queue (left empty when that did not work out).
+  node_record create(const lock_request& req, steady_time until,
+                     std::optional<std::vector<queue_node>>* listing = nullptr);
+  /// Deletes a node; true when this call deleted it. Forgets it in the book.
+  bool remove(const node_record& rec, steady_time until);
+  /// The child-name prefix of an owner's nodes: "n-<escaped owner>-".
+  static std::string owner_prefix(const std::string& owner);
+  /// Persistent nodes for every component of `path`.
+  void ensure_path(const std::string& path, steady_time until);
+
+  /// Waits in the queue with the owner's node (created when the book has none) until it is
+  /// first (returns the lease; `sent` = when the request that showed it first was sent) or
+  /// `deadline` (nullopt; the node stays in the book, the caller removes it). Each read is
+  /// bounded by the deadline (at least policy.min_attempt) and `io_timeout`. Throws
+  /// session_gone when the node died with the session, connection_error when the store does
+  /// not answer in time.
+  std::optional<lease_info> wait_turn(const lock_request& req, steady_time deadline,
+                                      const wait_policy& policy, milliseconds io_timeout);
+
+  /// The lease of a node record (fence = czxid).
+  static lease_info lease_of(const node_record& rec);
+
+ private:
+  // One node per owner in queue `q`: the owner's first node becomes `rec` (an earlier create
+  // whose reply was lost made it), the others are deleted in the background and left out of `q`.
+  void keep_one_node(node_record& rec, std::vector<queue_node>& q, steady_time until);
+
+  session& s_;
+  const ACL_vector* acl_;
+  counters& stats_;
+  node_book& book_;
+  const std::string& locks_;
+};
+
+}  // namespace sqlock::zookeeper::detail

@@ -1,0 +1,40 @@
+// The zookeeper:// URL factory: hosts, root and options read with the typed URL readers.
+#include "sqlock/errors.hpp"
+#include "sqlock/url.hpp"
+#include "sqlock/zookeeper/zookeeper.hpp"
+
+namespace sqlock {
+
+namespace backends {
+void register_zookeeper() {
+  register_backend("zookeeper", [](const url& u) -> std::shared_ptr<backend> {
+    u.check_params({"session_timeout", "connect_timeout", "timeout", "acl"});
+    if (u.hosts.empty())
+      throw config_error("ZooKeeper URL needs hosts: zookeeper://h1:2181,h2:2181/root (got '" +
+                         u.redacted() + "')");
+    zookeeper::options o;
+    o.hosts.clear();
+    for (const auto& h : u.hosts) {
+      if (h.host.empty()) throw config_error("ZooKeeper URL has an empty host: " + u.redacted());
+      if (!o.hosts.empty()) o.hosts += ",";
+      bool v6 = h.host.find(':') != std::string::npos;
+      o.hosts += (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port ? h.port : 2181);
+    }
+    o.root = u.path.empty() || u.path == "/" ? std::string("/sqlock") : u.path;
+    const milliseconds at_least(1);
+    if (auto t = u.duration_param("session_timeout", at_least)) o.session_timeout = *t;
+    if (auto t = u.duration_param("connect_timeout", at_least)) o.connect_timeout = *t;
+    if (auto t = u.duration_param("timeout", at_least)) o.timeout = *t;
+    if (u.user) o.user = *u.user;
+    if (u.password) o.password = *u.password;
+    if (!o.user.empty() && o.password.empty())
+      throw config_error("ZooKeeper digest authentication needs user:password@ (got only a user)");
+    auto acl =
+        u.choice_param("acl", {"open", "creator"}).value_or(o.user.empty() ? "open" : "creator");
+    o.creator_acl = acl == "creator";
+    return zookeeper::open(o);
+  });
+}
+}  // namespace backends
+
+}  // namespace sqlock

@@ -84,14 +84,14 @@ void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
                                                req.get_header_value("Authorization"), false);
     reply(res, 503, show ? "store unavailable: " + why : "store unavailable");
   });
-  srv.Get("/metrics", [&](const Request&, Response& res) {
+  srv.Get("/metrics", [&, renewal](const Request&, Response& res) {
     try {
       res.set_content(m.scrape(c, renewal), "text/plain; version=0.0.4; charset=utf-8");
     } catch (const unsupported& e) {
       reply(res, 501, e.what());
     }
   });
-  srv.Get("/api/info", [&](const Request&, Response& res) {
+  srv.Get("/api/info", [&, renewal](const Request&, Response& res) {
     auto caps = c.caps();
     reply_json(res, {{"backend", c.get_backend().describe()},
                      {"kind", c.get_backend().kind()},

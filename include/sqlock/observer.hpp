@@ -4,7 +4,7 @@
 // and logging are observers; the core holds none by default, so nothing is built or formatted
 // when nobody listens. Events carry string_views into the core's own strings: valid only
 // during the call, copy what you keep. Observers are called from the locking thread or the
-// renewal threads, must be thread-safe and must not block; whatever they throw is swallowed.
+// renewal threads, must be thread-safe, must not block and must not throw (notify is noexcept).
 #pragma once
 
 #include <chrono>
@@ -36,21 +36,21 @@ std::string_view to_string(event_type t) noexcept;
 /// One event. Views point into the core's strings and live only during the call.
 struct event {
   event_type type{};                 ///< what happened
-  std::string_view name;             ///< lock name, verbatim (any bytes: escape before showing)
-  std::string_view backend;          ///< backend kind: "sqlite", "postgresql", ...
-  std::string_view mode;             ///< backend mode: "pessimistic", ... ("" when none)
+  std::string_view name{};           ///< lock name, verbatim (any bytes: escape before showing)
+  std::string_view backend{};        ///< backend kind: "sqlite", "postgresql", ...
+  std::string_view mode{};           ///< backend mode: "pessimistic", ... ("" when none)
   std::uint64_t fence = 0;           ///< fencing token of the hold (0 when none yet)
   bool contended = false;            ///< acquired: the call had to wait for another holder
   std::chrono::nanoseconds wait{0};  ///< acquired/timeout: time since the call started
   std::chrono::nanoseconds held{0};  ///< released/release_failed/lost: time since acquired
-  std::string_view error;            ///< retry/renewal_failed/release_failed: the message
+  std::string_view error{};          ///< retry/renewal_failed/release_failed: the message
 };
 
 /// Receives events. Implementations must be thread-safe, fast and must not block.
 class observer {
  public:
   virtual ~observer() = default;
-  /// Called once per event; exceptions are swallowed by the caller.
+  /// Called once per event; catch your own errors (an exception here ends the process).
   virtual void notify(const event& e) noexcept = 0;
 };
 

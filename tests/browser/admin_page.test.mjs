@@ -1,6 +1,7 @@
 // The admin page of `sqlock serve` in a real browser: Debian's chromium driven by playwright-core,
 // against SQLite and PostgreSQL (SQLOCK_TEST_POSTGRES_URL; skipped only when unset, failed then
-// under SQLOCK_TEST_REQUIRE_ALL=1) with live holders started by `sqlock run NAME -- sleep 60`.
+// under SQLOCK_TEST_REQUIRE_ALL=1; CTest sets SQLOCK_BROWSER_POSTGRES=1 when the binary has the
+// backend) with live holders started by `sqlock run NAME -- sleep 60`.
 // Usage: node admin_page.test.mjs SQLOCK_BINARY ARTIFACT_DIR
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -228,6 +229,10 @@ test('SQLite', async (t) => {
 
 test('PostgreSQL', async (t) => {
   const url = process.env.SQLOCK_TEST_POSTGRES_URL;
+  if (process.env.SQLOCK_BROWSER_POSTGRES !== '1') {
+    t.skip('this sqlock was built without the PostgreSQL backend');
+    return;
+  }
   if (!url) {
     assert.notEqual(process.env.SQLOCK_TEST_REQUIRE_ALL, '1', 'SQLOCK_TEST_POSTGRES_URL is unset');
     t.skip('SQLOCK_TEST_POSTGRES_URL is unset');

@@ -124,7 +124,10 @@ function storeDown(message) {
   b.hidden = false;
   const since = state.lastGood ? ' (last answer ' + duration((Date.now() - state.lastGood) / 1000) +
     ' ago; the table shows that answer)' : '';
-  b.textContent = 'Store unavailable: ' + message + since;
+  // The server's 503 text already says "store unavailable: ..."; a failed fetch does not.
+  const text = /^store unavailable/i.test(message) ? message.replace(/^s/, 'S')
+                                                   : 'Store unavailable: ' + message;
+  b.textContent = text + since;
   $('locks').classList.add('stale');
 }
 

@@ -62,14 +62,24 @@ struct store {
 // No background renewal: the script decides when renewals happen.
 const lock_options manual{.lease = 60s, .auto_renew = false};
 
+// Two clients of one store, each with a handle on the same lock, both observed by `s.rec`.
+struct rivals {
+  client a, b;
+  sqlock::mutex la, lb;
+  rivals(store& s, const std::string& name)
+      : a(s.connect(s.rec)),
+        b(s.connect(s.rec)),
+        la(a.make_lock(name, manual)),
+        lb(b.make_lock(name, manual)) {}
+};
+
 }  // namespace
 
 TEST(observer, scripted_sequence_gives_each_event_once) {
   store s;
-  auto a = s.connect(s.rec);
-  auto b = s.connect(s.rec);
-  auto la = a.make_lock("jobs:1", manual);
-  auto lb = b.make_lock("jobs:1", manual);
+  rivals r(s, "jobs:1");
+  auto &a = r.a, &b = r.b;
+  auto &la = r.la, &lb = r.lb;
 
   la.lock();
   ASSERT_FALSE(lb.try_lock());  // busy: an attempt and a timeout
@@ -150,10 +160,9 @@ TEST(observer, connection_errors_while_acquiring_are_retries) {
 
 TEST(observer, contended_acquisitions_match_statistics) {
   store s;
-  auto a = s.connect(s.rec);
-  auto b = s.connect(s.rec);
-  auto la = a.make_lock("contended", manual);
-  auto lb = b.make_lock("contended", manual);
+  rivals r(s, "contended");
+  auto &a = r.a, &b = r.b;
+  auto &la = r.la, &lb = r.lb;
   la.lock();
   std::thread waiter([&] {
     lb.lock();

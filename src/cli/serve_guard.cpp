@@ -114,9 +114,13 @@ std::optional<refusal> request_guard::check(access what, std::string_view host,
                                             bool is_post) const {
   if (!host_allowed(host))
     return refusal{421, "Host not served here (start with --allow-host NAME to allow it)"};
-  // Browsers send Origin on every POST; a page of another origin must not make changes.
-  if (is_post && !origin.empty() && lower(origin) != "http://" + lower(host))
-    return refusal{403, "cross-origin request refused"};
+  // Browsers send Origin on every POST; a page of another origin must not make changes. The
+  // Host was checked above; https is the same origin seen through a TLS-terminating proxy.
+  if (is_post && !origin.empty()) {
+    auto o = lower(origin), h = lower(host);
+    if (o != "http://" + h && o != "https://" + h)
+      return refusal{403, "cross-origin request refused"};
+  }
   bool needs_token = what == access::change || (what == access::read && private_);
   if (!needs_token) return std::nullopt;
   if (token_.empty())

@@ -57,6 +57,8 @@ check "release from another Origin" 403 \
 check "a rebinding Host" 421 "$(code -H "Host: evil.example:$port" "$base/api/locks")"
 check "localhost names the loopback listen address" 200 "$(code -H "Host: localhost:$port" "$base/api/locks")"
 check "--allow-host locks.example" 200 "$(code -H "Host: locks.example" "$base/api/locks")"
+check "the https origin of an allowed host (TLS-terminating proxy)" 200 \
+  "$(code -X POST -H "Authorization: Bearer $token" -H 'Host: locks.example' -H 'Origin: https://locks.example' -d '{"name":"not-held"}' "$base/api/release")"
 check "a bad release body" 400 \
   "$(code -X POST -H "Authorization: Bearer $token" -d 'not json' "$base/api/release")"
 

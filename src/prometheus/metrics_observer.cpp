@@ -4,7 +4,10 @@
 #include <prometheus/histogram.h>
 #include <prometheus/text_serializer.h>
 
+#include <map>
+#include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "sqlock/prometheus.hpp"
 
@@ -15,6 +18,21 @@ using ::prometheus::Family;
 using ::prometheus::Gauge;
 using ::prometheus::Histogram;
 using ::prometheus::Labels;
+
+namespace {
+
+// The metrics of one label set (backend, mode, lock group), made once: after the first event of
+// a label set, counting is a map lookup without allocation.
+struct series {
+  Counter &attempts, &acquisitions, &contended, &timeouts, &retries, &renewals, &renewal_failures,
+      &losses, &releases, &release_errors;
+  Gauge& holds;
+  Histogram &wait, &hold;
+};
+
+using series_key = std::tuple<std::string, std::string, std::string>;
+
+}  // namespace
 
 struct metrics_observer::families {
   Family<Counter>& attempts;
@@ -30,6 +48,34 @@ struct metrics_observer::families {
   Family<Gauge>& holds;
   Family<Histogram>& wait;
   Family<Histogram>& hold;
+
+  std::mutex m{};
+  std::map<series_key, series, std::less<>> made{};
+
+  // The series of one label set; `group` "" = no lock label.
+  series& of(std::string_view backend, std::string_view mode, std::string_view group,
+             const metrics_options& o) {
+    std::lock_guard g(m);
+    auto key = std::make_tuple(backend, mode, group);
+    if (auto it = made.find(key); it != made.end()) return it->second;
+    Labels l{{"backend", std::string(backend)}, {"mode", std::string(mode)}};
+    if (!group.empty()) l.emplace("lock", std::string(group));
+    series s{attempts.Add(l),
+             acquisitions.Add(l),
+             contended.Add(l),
+             timeouts.Add(l),
+             retries.Add(l),
+             renewals.Add(l),
+             renewal_failures.Add(l),
+             losses.Add(l),
+             releases.Add(l),
+             release_errors.Add(l),
+             holds.Add(l),
+             wait.Add(l, o.wait_buckets),
+             hold.Add(l, o.hold_buckets)};
+    return made.emplace(series_key(std::string(backend), std::string(mode), std::string(group)), s)
+        .first->second;
+  }
 };
 
 namespace {
@@ -90,47 +136,40 @@ metrics_observer::~metrics_observer() = default;
 
 void metrics_observer::notify(const event& e) noexcept {
   try {
-    Labels l{{"backend", std::string(e.backend)}, {"mode", std::string(e.mode)}};
-    if (opts_.lock_label) {
-      if (auto group = opts_.lock_label(e.name); !group.empty()) l.emplace("lock", group);
-    }
+    std::string group = opts_.lock_label ? opts_.lock_label(e.name) : std::string();
+    auto& s = f_->of(e.backend, e.mode, group, opts_);
     auto seconds = [](std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e9; };
-    auto& f = *f_;
     switch (e.type) {
       case event_type::attempt:
-        f.attempts.Add(l).Increment();
+        s.attempts.Increment();
         break;
       case event_type::acquired:
-        f.acquisitions.Add(l).Increment();
-        if (e.contended) f.contended.Add(l).Increment();
-        f.holds.Add(l).Increment();
-        f.wait.Add(l, opts_.wait_buckets).Observe(seconds(e.wait));
+        s.acquisitions.Increment();
+        if (e.contended) s.contended.Increment();
+        s.holds.Increment();
+        s.wait.Observe(seconds(e.wait));
         break;
       case event_type::timeout:
-        f.timeouts.Add(l).Increment();
-        f.wait.Add(l, opts_.wait_buckets).Observe(seconds(e.wait));
+        s.timeouts.Increment();
+        s.wait.Observe(seconds(e.wait));
         break;
       case event_type::retry:
-        f.retries.Add(l).Increment();
+        s.retries.Increment();
         break;
       case event_type::renewed:
-        f.renewals.Add(l).Increment();
+        s.renewals.Increment();
         break;
       case event_type::renewal_failed:
-        f.renewal_failures.Add(l).Increment();
+        s.renewal_failures.Increment();
         break;
       case event_type::lost:
-        f.losses.Add(l).Increment();
+        s.losses.Increment();
         break;
       case event_type::released:
-        f.releases.Add(l).Increment();
-        f.holds.Add(l).Decrement();
-        f.hold.Add(l, opts_.hold_buckets).Observe(seconds(e.held));
-        break;
       case event_type::release_failed:
-        f.release_errors.Add(l).Increment();
-        f.holds.Add(l).Decrement();
-        f.hold.Add(l, opts_.hold_buckets).Observe(seconds(e.held));
+        (e.type == event_type::released ? s.releases : s.release_errors).Increment();
+        s.holds.Decrement();
+        s.hold.Observe(seconds(e.held));
         break;
     }
   } catch (...) {

@@ -36,8 +36,9 @@ struct client_options {
   wait_policy waiting{};        ///< backoff between attempts while waiting
   std::string holder{};         ///< holder description stored with locks; "" = "host:pid:program"
   milliseconds sweep_every{0};  ///< run backend sweep() this often in the renewal thread; 0 = never
-  milliseconds release_timeout{5000};            ///< longest an unlock() waits for the store (never
-                                                 ///< longer than the lease left); must be > 0
+  milliseconds release_timeout{5000};  ///< longest an unlock() waits for the store (never
+                                       ///< longer than the lease left); must be > 0
+
   std::shared_ptr<sqlock::observer> observer{};  ///< told every lock event; null = nobody (default)
 };
 

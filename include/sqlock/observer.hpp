@@ -4,7 +4,9 @@
 // and logging are observers; the core holds none by default, so nothing is built or formatted
 // when nobody listens. Events carry string_views into the core's own strings: valid only
 // during the call, copy what you keep. Observers are called from the locking thread or the
-// renewal threads, must be thread-safe, must not block and must not throw (notify is noexcept).
+// renewal threads, sometimes while the core holds a lock's internal mutex: they must be
+// thread-safe, must not block, must not throw (notify is noexcept) and must not call back into
+// sqlock.
 #pragma once
 
 #include <chrono>

@@ -79,6 +79,9 @@ struct wait_policy {
                                       ///< it sooner
   milliseconds min_attempt{250};      ///< time one attempt may always take, even past the
                                       ///< caller's deadline (try_lock(), try_lock_for(1ms))
+  std::function<void(std::string_view name, std::string_view error)>
+      on_retry{};  ///< told of each retried connection error (null: a client sets it for its
+                   ///< observer)
 };
 
 /// What one acquire() call keeps between its attempts and waits: a subscription taken before

@@ -16,6 +16,7 @@
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/export.hpp"
+#include "sqlock/observer.hpp"
 
 namespace sqlock {
 
@@ -38,6 +39,8 @@ struct client_options {
   milliseconds sweep_every{0};  ///< run backend sweep() this often in the renewal thread; 0 = never
   milliseconds release_timeout{5000};  ///< longest an unlock() waits for the store (never
                                        ///< longer than the lease left); must be > 0
+
+  std::shared_ptr<sqlock::observer> observer{};  ///< told every lock event; null = nobody (default)
 };
 
 /// Counters of one client since it was created.

@@ -43,6 +43,10 @@ int bench_command(const bench_args& a);
 struct serve_args {
   std::string url, listen = "127.0.0.1:8480";
   bool read_only = false;
+  std::string token_file;                ///< "" = $SQLOCK_ADMIN_TOKEN (none: no changes)
+  std::vector<std::string> allow_hosts;  ///< Host names served besides the listen address
+  bool private_reads = false;            ///< reads need the token too
+  std::string renewal_interval = "10s";  ///< window of sqlock_store_holds_expiring_soon
 };
 int serve_command(const serve_args& a);
 

@@ -127,6 +127,19 @@ int main(int argc, char** argv) {
   serve->add_option("--url", sa.url, url_help);
   serve->add_option("--listen", sa.listen, "address:port to listen on")->capture_default_str();
   serve->add_flag("--read-only", sa.read_only, "no release button");
+  serve->add_option("--token-file", sa.token_file,
+                    "file holding the admin token (default: $SQLOCK_ADMIN_TOKEN); without one "
+                    "nothing can be released");
+  serve
+      ->add_option("--allow-host", sa.allow_hosts,
+                   "a Host name (NAME or NAME:PORT) served besides the listen address; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  serve->add_flag("--private", sa.private_reads, "reading the locks and /metrics needs the token");
+  serve
+      ->add_option("--renewal-interval", sa.renewal_interval,
+                   "window of the holds-expiring-soon metric (one renewal interval)")
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);

@@ -1,131 +1,173 @@
-// `sqlock serve`: a small admin page (held locks, forced release) and its JSON API.
-//   GET  /               the page
-//   GET  /api/locks      held locks as JSON (?prefix=)
-//   GET  /api/info       backend, mode, capabilities
-//   POST /api/release    body {"name": "..."}; needs header X-Sqlock-Admin: 1 (no cross-site posts)
+// `sqlock serve`: the admin page and its API (see docs/cli.md, docs/operations.md).
+//   GET  /, /app.js, /style.css  the page (embedded)
+//   GET  /healthz                200 when the store answers, 503 with the reason when not
+//   GET  /metrics                Prometheus text: this process's counters and the store's view
+//   GET  /api/info               backend, mode, capabilities, what needs the token
+//   GET  /api/locks              held locks as JSON (?prefix=), with age_s and expires_in_s
+//   POST /api/release            body {"name": "..."}: forced release (needs the token)
+// Every request passes the request_guard (Host, Origin, token) first.
 #include <httplib.h>
 
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "serve_assets.hpp"
+#include "serve_guard.hpp"
+#include "serve_metrics.hpp"
+#include "serve_store.hpp"
+#include "sqlock/url.hpp"
 
 namespace sqlock::cli {
 namespace {
 
-const char* page = R"html(<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>sqlock</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:2em;color:#222}
-h1{font-size:20px;margin:0 0 .2em} #info{color:#666;margin-bottom:1em}
-table{border-collapse:collapse;width:100%} th,td{border-bottom:1px solid #ddd;padding:6px 8px;text-align:left;vertical-align:top}
-th{background:#f4f4f4} td.name{font-family:monospace;word-break:break-all;max-width:32em}
-td.num{text-align:right;font-family:monospace} button{cursor:pointer} #err{color:#b00}
-input{padding:4px;width:20em}
-</style></head><body>
-<h1>sqlock</h1><div id="info"></div>
-<p><input id="prefix" placeholder="name prefix"> <span id="count"></span> <span id="err"></span></p>
-<table><thead><tr><th>name</th><th>fence</th><th>acquired</th><th>expires</th><th>mode</th><th>holder</th><th>owner</th><th></th></tr></thead>
-<tbody id="rows"></tbody></table>
-<script>
-const readOnly = READ_ONLY;
-async function info(){const r=await fetch('api/info');const j=await r.json();
- document.getElementById('info').textContent=j.backend+(readOnly?' (read-only)':'');}
-function cell(tr,text,cls){const td=document.createElement('td');td.textContent=text;if(cls)td.className=cls;tr.appendChild(td);return td;}
-async function refresh(){
- try{
-  const p=document.getElementById('prefix').value;
-  const r=await fetch('api/locks?prefix='+encodeURIComponent(p));
-  if(!r.ok) throw new Error(await r.text());
-  const rows=await r.json(); const tb=document.getElementById('rows'); tb.replaceChildren();
-  for(const l of rows){const tr=document.createElement('tr');
-   cell(tr,l.name,'name');cell(tr,l.fence,'num');cell(tr,l.acquired_at);cell(tr,l.expires_at||'(session)');
-   cell(tr,l.mode);cell(tr,l.holder);cell(tr,l.owner.slice(0,8)+'…');
-   const td=cell(tr,'');
-   if(!readOnly){const b=document.createElement('button');b.textContent='release';
-    b.onclick=async()=>{if(!confirm('Force-release '+l.name+'?'))return;
-     const rr=await fetch('api/release',{method:'POST',headers:{'Content-Type':'application/json','X-Sqlock-Admin':'1'},body:JSON.stringify({name:l.name})});
-     if(!rr.ok) document.getElementById('err').textContent=await rr.text(); refresh();};
-    td.appendChild(b);}
-   tb.appendChild(tr);}
-  document.getElementById('count').textContent=rows.length+' held';
-  document.getElementById('err').textContent='';
- }catch(e){document.getElementById('err').textContent=String(e);}
+using httplib::Request;
+using httplib::Response;
+
+void reply(Response& res, int status, const std::string& text) {
+  res.status = status;
+  res.set_content(text + "\n", "text/plain; charset=utf-8");
 }
-info();refresh();setInterval(refresh,2000);
-document.getElementById('prefix').oninput=refresh;
-</script></body></html>)html";
 
-}  // namespace
+void reply_json(Response& res, const nlohmann::json& j) {
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+}
 
-int serve_command(const serve_args& a) {
-  auto c = connect(resolve_url(a.url));
-  auto colon = a.listen.rfind(':');
-  if (colon == std::string::npos) throw config_error("--listen needs address:port");
-  std::string host = a.listen.substr(0, colon);
-  int port = 0;
+access access_of(const Request& req) {
+  if (req.method == "POST") return access::change;
+  if (req.path.rfind("/api/", 0) == 0 || req.path == "/metrics") return access::read;
+  return access::page;  // the page itself and /healthz: the token is typed into the page
+}
+
+// Answers 503 for a store that does not answer, 400 for a bad request.
+void release_route(const client& c, const serve_args& a, serve_metrics& m, const Request& req,
+                   Response& res) {
+  if (a.read_only) return reply(res, 403, "read-only");
+  std::string name;
   try {
-    port = std::stoi(a.listen.substr(colon + 1));
+    name = nlohmann::json::parse(req.body).at("name").get<std::string>();
   } catch (const std::exception&) {
-    throw config_error("bad port in --listen '" + a.listen + "'");
+    return reply(res, 400, R"(body must be JSON {"name": "..."})");
   }
-  httplib::Server srv;
-  std::string html = page;
-  html.replace(html.find("READ_ONLY"), 9, a.read_only ? "true" : "false");
-  srv.Get("/", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(html, "text/html; charset=utf-8");
+  try {
+    bool released = c.force_release(name);
+    m.count_release(released ? "released" : "not_held");
+    // The name as a JSON string: control characters in a name cannot forge log lines.
+    auto shown = nlohmann::json(name).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+    std::cerr << "sqlock serve: force release of " << shown << " from " << req.remote_addr << ": "
+              << (released ? "released" : "not held") << "\n";
+    reply_json(res, {{"released", released}});
+  } catch (const config_error& e) {
+    reply(res, 400, e.what());
+  } catch (const unsupported& e) {
+    reply(res, 501, e.what());
+  } catch (const std::exception& e) {
+    m.count_release("error");
+    reply(res, 503, std::string("store unavailable: ") + e.what());
+  }
+}
+
+void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
+                const request_guard& guard, serve_metrics& m, milliseconds renewal) {
+  for (const auto& f : page_assets()) {
+    srv.Get(std::string(f.path), [&f](const Request&, Response& res) {
+      res.set_content(std::string(f.body), std::string(f.content_type));
+    });
+  }
+  srv.Get("/healthz", [&](const Request& req, Response& res) {
+    auto why = probe_store(c);
+    if (why.empty()) return reply(res, 200, "ok");
+    // With --private the reason (host names, errors) is for token holders only.
+    bool show =
+        !guard.private_reads() || !guard.check(access::read, req.get_header_value("Host"), "",
+                                               req.get_header_value("Authorization"), false);
+    reply(res, 503, show ? "store unavailable: " + why : "store unavailable");
   });
-  srv.Get("/api/info", [&](const httplib::Request&, httplib::Response& res) {
+  srv.Get("/metrics", [&, renewal](const Request&, Response& res) {
+    try {
+      res.set_content(m.scrape(c, renewal), "text/plain; version=0.0.4; charset=utf-8");
+    } catch (const unsupported& e) {
+      reply(res, 501, e.what());
+    }
+  });
+  srv.Get("/api/info", [&, renewal](const Request&, Response& res) {
     auto caps = c.caps();
-    auto s = c.stats();
-    nlohmann::json j{{"backend", c.get_backend().describe()},
+    reply_json(res, {{"backend", c.get_backend().describe()},
                      {"kind", c.get_backend().kind()},
                      {"mode", c.get_backend().mode()},
                      {"read_only", a.read_only},
+                     {"token_configured", guard.has_token()},
+                     {"private", guard.private_reads()},
+                     {"metrics", serve_metrics::available()},
+                     {"renewal_interval_s", static_cast<double>(renewal.count()) / 1000},
                      {"capabilities",
                       {{"fencing", caps.fencing},
                        {"notify", caps.notify},
                        {"fair", caps.fair},
                        {"session_bound", caps.session_bound},
                        {"list", caps.list},
-                       {"force_release", caps.force_release}}},
-                     {"stats", {{"acquisitions", s.acquisitions}, {"releases", s.releases}}}};
-    res.set_content(j.dump(), "application/json");
+                       {"force_release", caps.force_release}}}});
   });
-  srv.Get("/api/locks", [&](const httplib::Request& req, httplib::Response& res) {
+  srv.Get("/api/locks", [&](const Request& req, Response& res) {
     try {
-      res.set_content(status_json(c.list(req.get_param_value("prefix")), -1), "application/json");
+      auto rows = c.list(req.get_param_value("prefix"));
+      reply_json(res, locks_json(rows, std::chrono::system_clock::now()));
     } catch (const std::exception& e) {
-      res.status = 503;
-      res.set_content(e.what(), "text/plain");
+      reply(res, 503, std::string("store unavailable: ") + e.what());
     }
   });
-  srv.Post("/api/release", [&](const httplib::Request& req, httplib::Response& res) {
-    if (a.read_only) {
-      res.status = 403;
-      res.set_content("read-only", "text/plain");
-      return;
-    }
-    if (req.get_header_value("X-Sqlock-Admin") != "1") {
-      res.status = 403;
-      res.set_content("missing X-Sqlock-Admin header", "text/plain");
-      return;
-    }
-    try {
-      auto body = nlohmann::json::parse(req.body);
-      std::string name = body.at("name").get<std::string>();
-      bool released = c.force_release(name);
-      std::cerr << "sqlock serve: force release of '" << name << "' from " << req.remote_addr
-                << ": " << (released ? "released" : "not held") << "\n";
-      res.set_content(nlohmann::json{{"released", released}}.dump(), "application/json");
-    } catch (const std::exception& e) {
-      res.status = 400;
-      res.set_content(e.what(), "text/plain");
-    }
+  srv.Post("/api/release",
+           [&](const Request& req, Response& res) { release_route(c, a, m, req, res); });
+}
+
+}  // namespace
+
+int serve_command(const serve_args& a) {
+  auto listen = listen_address::parse(a.listen);
+  auto renewal = parse_duration(a.renewal_interval);
+  if (renewal.count() <= 0) throw config_error("--renewal-interval must be > 0");
+  request_guard guard(listen, a.allow_hosts, load_admin_token(a.token_file), a.private_reads);
+  serve_metrics metrics;
+  client_options opts;
+  opts.observer = metrics.lock_observer();
+  auto c = connect(resolve_url(a.url), opts);
+
+  httplib::Server srv;
+  srv.set_default_headers({{"X-Content-Type-Options", "nosniff"},
+                           {"Referrer-Policy", "no-referrer"},
+                           {"Cache-Control", "no-store"},
+                           {"X-Frame-Options", "DENY"},
+                           {"Content-Security-Policy",
+                            "default-src 'none'; script-src 'self'; style-src 'self'; "
+                            "connect-src 'self'; img-src 'self'; base-uri 'none'; "
+                            "form-action 'none'; frame-ancestors 'none'"}});
+  srv.set_pre_routing_handler([&](const Request& req, Response& res) {
+    auto refused =
+        guard.check(access_of(req), req.get_header_value("Host"), req.get_header_value("Origin"),
+                    req.get_header_value("Authorization"), req.method == "POST");
+    if (!refused) return httplib::Server::HandlerResponse::Unhandled;
+    if (refused->status == 401) res.set_header("WWW-Authenticate", "Bearer");
+    reply(res, refused->status, refused->reason);
+    return httplib::Server::HandlerResponse::Handled;
   });
-  if (!srv.bind_to_port(host, port)) throw config_error("cannot listen on " + a.listen);
-  std::cerr << "sqlock serve: http://" << a.listen << "/ for " << c.get_backend().describe()
-            << "\n";
+  srv.set_logger([&](const Request&, const Response& res) { metrics.count_request(res.status); });
+  add_routes(srv, c, a, guard, metrics, renewal);
+
+  int port = listen.port;
+  if (port == 0) {
+    port = srv.bind_to_any_port(listen.host);
+    if (port < 0) throw config_error("cannot listen on " + listen.host);
+  } else if (!srv.bind_to_port(listen.host, port)) {
+    throw config_error("cannot listen on " + a.listen);
+  }
+  guard.bound_to(port);
+  bool v6 = listen.host.find(':') != std::string::npos;
+  std::string where =
+      "http://" + (v6 ? "[" + listen.host + "]" : listen.host) + ":" + std::to_string(port) + "/";
+  std::cout << where << std::endl;  // the first line of stdout: tests and scripts read the port
+  std::cerr << "sqlock serve: " << where << " for " << c.get_backend().describe()
+            << (guard.has_token() ? "" : " (no admin token: read-only)") << "\n";
   srv.listen_after_bind();
   return ok;
 }

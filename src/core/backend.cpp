@@ -27,12 +27,13 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
     try {
       l = try_acquire(req, std::max(deadline, sent + policy.min_attempt), ws.get());
       failures = 0;
-    } catch (const connection_error&) {
+    } catch (const connection_error& ex) {
       // The store is restarting, a connection was reset, a call ran out of time: try again
       // within the deadline (the same owner token finds its own hold if the reply was lost).
       auto now = std::chrono::steady_clock::now();
       if (failures == 0) failing_since = sent;
       if (now >= deadline || now - failing_since >= policy.retry_for) throw;
+      if (policy.on_retry) policy.on_retry(req.name, ex.what());
       auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
       std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
       continue;

@@ -128,6 +128,7 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   if (!entry_) throw usage_error("lock handle was moved from");
   auto& e = *entry_;
   auto& c = *client_;
+  const auto started = c.observe.now();
   const auto me = std::this_thread::get_id();
   std::unique_lock lk(e.m);
   if (e.count > 0 && e.owner_thread == me) {
@@ -142,12 +143,14 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   while (e.busy) {
     if (!wait) {
       c.stats.timeouts++;
+      c.observe.timeout(e.name, started);
       return false;
     }
     if (deadline == steady_time::max()) {
       e.cv.wait(lk);
     } else if (e.cv.wait_until(lk, deadline) == std::cv_status::timeout && e.busy) {
       c.stats.timeouts++;
+      c.observe.timeout(e.name, started);
       return false;
     }
   }
@@ -159,6 +162,7 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   auto sent = clock::now();
   std::optional<lease_info> got;
   bool contended = false;
+  c.observe.attempt(e.name);
   try {
     // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
     // round trip (and no extra queue node on ZooKeeper) before the wait begins.
@@ -180,12 +184,14 @@ bool mutex::acquire(steady_time deadline, bool wait) {
     lk.unlock();
     e.cv.notify_one();
     c.stats.timeouts++;
+    c.observe.timeout(e.name, started);
     return false;
   }
   // The lease runs from when the winning request was sent, on steady_clock.
   if (got->sent != steady_time{}) sent = got->sent;
   detail::hold h;
   h.lease = std::move(*got);
+  h.lease.sent = sent;  // when this hold began (the observer's hold time)
   h.duration = opts_.lease;
   h.renew_every = opts_.renew_every.count() > 0 ? opts_.renew_every : opts_.lease / 3;
   if (h.renew_every.count() <= 0) h.renew_every = milliseconds(1);
@@ -200,6 +206,7 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   hold_id_ = e.current->id;
   c.stats.acquisitions++;
   if (contended) c.stats.contended++;
+  c.observe.acquired(e.name, started, contended, e.current->lease.fence);
   bool renew = opts_.auto_renew;
   auto due = e.current->next_renewal;
   lk.unlock();
@@ -239,12 +246,15 @@ void mutex::unlock_level(bool check_thread, std::uint64_t expect_hold) noexcept 
       auto left = std::max<clock::duration>(h->valid_until - now, c.opts().waiting.min_attempt);
       c.b().release(h->lease, now + std::min<clock::duration>(left, c.opts().release_timeout));
       c.stats.releases++;
+      c.observe.released(e.name, h->lease.fence, h->lease.sent);
     } catch (const std::exception& ex) {
       c.stats.release_errors++;
+      c.observe.release_failed(e.name, h->lease.fence, h->lease.sent, ex.what());
       std::lock_guard g(e.m);
       e.last_error = std::string("release of lock '") + e.name + "' failed: " + ex.what();
     } catch (...) {
       c.stats.release_errors++;
+      c.observe.release_failed(e.name, h->lease.fence, h->lease.sent, "unknown error");
     }
   }
   lk.lock();

@@ -19,6 +19,8 @@ client_impl::client_impl(std::shared_ptr<backend> b, client_options o)
       w.retry_cap.count() <= 0 || w.min_attempt.count() <= 0 || w.retry_for.count() < 0)
     throw config_error("wait policy durations must be > 0");
   if (opts_.release_timeout.count() <= 0) throw config_error("release_timeout must be > 0");
+  observe = observe_point(opts_.observer, *backend_);
+  if (!opts_.waiting.on_retry) opts_.waiting.on_retry = observe.retry_hook();
   renewer_ = std::thread([this] { renewal_loop(); });
   worker_ = std::thread([this] { worker_loop(); });
 }
@@ -98,6 +100,7 @@ void client_impl::mark_lost(local_entry& e, std::uint64_t hold_id,
   if (!e.current || e.current->id != hold_id || e.lost) return;
   e.lost = true;
   stats.losses++;
+  observe.lost(e.name, e.current->lease.fence, e.current->lease.sent);
   auto callbacks = e.on_lost;
   lk.unlock();
   unwatch(&e);
@@ -125,6 +128,7 @@ bool client_impl::renew_now(local_entry& e) {
                          std::max(h.valid_until, sent + opts_.waiting.min_attempt));
   } catch (const error& ex) {
     stats.renewal_failures++;
+    observe.renewal_failed(e.name, h.lease.fence, ex.what());
     lk.lock();
     e.last_error = ex.what();
     if (e.current && e.current->id == h.id) {
@@ -149,6 +153,7 @@ bool client_impl::renew_now(local_entry& e) {
     return false;
   }
   stats.renewals++;
+  observe.renewed(e.name, h.lease.fence);
   e.current->valid_until = sent + h.duration;
   e.current->next_renewal = sent + h.renew_every;
   return true;

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "observe.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::detail {
@@ -86,6 +87,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   const client_options& opts() const { return opts_; }
 
   counters stats;
+  observe_point observe;  ///< the client's observer (no-op when none)
 
  private:
   void renewal_loop();

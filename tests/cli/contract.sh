@@ -79,7 +79,7 @@ done
 
 # The admin page and its API.
 port=$((20000 + RANDOM % 20000))
-"$sqlock" serve --listen 127.0.0.1:$port 2>"$dir/serve.log" &
+SQLOCK_ADMIN_TOKEN=contract-token "$sqlock" serve --listen 127.0.0.1:$port >/dev/null 2>"$dir/serve.log" &
 server=$!
 "$sqlock" run served -- sleep 30 &
 held=$!
@@ -89,9 +89,9 @@ check "serve: page" 0 $?
 curl -fs "http://127.0.0.1:$port/api/locks" | grep -q '"name":"served"'
 check "serve: /api/locks lists the held lock" 0 $?
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
-check "serve: release without the admin header is refused" 403 "$code"
-out=$(curl -fs -X POST -H 'X-Sqlock-Admin: 1' -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
-check "serve: release with the admin header" '{"released":true}' "$out"
+check "serve: release without the admin token is refused" 401 "$code"
+out=$(curl -fs -X POST -H 'Authorization: Bearer contract-token' -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
+check "serve: release with the admin token" '{"released":true}' "$out"
 wait $held
 check "serve: the holder saw the loss (exit 70)" 70 $?
 kill $server

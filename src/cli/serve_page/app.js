@@ -1,0 +1,227 @@
+// The sqlock admin page. Every value from the store is shown with textContent, never parsed as
+// HTML. The admin token lives in sessionStorage and travels only in the Authorization header.
+'use strict';
+
+const TOKEN_KEY = 'sqlock-admin-token';
+const $ = (id) => document.getElementById(id);
+const state = { rows: [], sortKey: 'name', sortDir: 1, info: null, selected: null,
+  lastGood: null, pending: null };
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
+
+async function api(path, options = {}) {
+  const headers = Object.assign({}, options.headers || {});
+  if (token()) headers['Authorization'] = 'Bearer ' + token();
+  const r = await fetch(path, Object.assign({}, options, { headers, cache: 'no-store' }));
+  const body = await r.text();
+  if (!r.ok) { const e = new Error(body.trim() || r.statusText); e.status = r.status; throw e; }
+  return body ? JSON.parse(body) : null;
+}
+
+// "12 s", "3 m", "2 h 5 m", "4 d".
+function duration(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return s + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' m';
+  if (s < 86400) {
+    const m = Math.floor((s % 3600) / 60);
+    return Math.floor(s / 3600) + ' h' + (m ? ' ' + m + ' m' : '');
+  }
+  return Math.floor(s / 86400) + ' d';
+}
+function heldText(l) { return l.age_s == null ? 'unknown' : 'held ' + duration(l.age_s); }
+function expiresText(l) {
+  if (l.expires_in_s == null) return 'with its session';
+  return l.expires_in_s >= 0 ? 'expires in ' + duration(l.expires_in_s)
+                             : 'expired ' + duration(-l.expires_in_s) + ' ago';
+}
+
+function notice(text, isError) {
+  $('notice').textContent = text;
+  $('notice').className = isError ? 'error' : '';
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+  return td;
+}
+
+function compare(a, b) {
+  const k = state.sortKey;
+  let x = a[k], y = b[k];
+  if (x == null && y == null) return 0;
+  if (x == null) return 1;   // unknown values last
+  if (y == null) return -1;
+  if (typeof x === 'number' && typeof y === 'number') return (x - y) * state.sortDir;
+  return String(x).localeCompare(String(y)) * state.sortDir;
+}
+
+function render() {
+  const tb = $('rows');
+  tb.replaceChildren();
+  const rows = state.rows.slice().sort(compare);
+  const soon = state.info ? state.info.renewal_interval_s : 0;
+  for (const l of rows) {
+    const tr = document.createElement('tr');
+    tr.dataset.name = l.name;
+    if (state.selected === l.name) tr.className = 'selected';
+    cell(tr, l.name, 'name');
+    cell(tr, String(l.fence), 'num');
+    cell(tr, heldText(l));
+    cell(tr, expiresText(l), l.expires_in_s != null && l.expires_in_s < soon ? 'soon' : '');
+    cell(tr, l.mode);
+    cell(tr, l.holder);
+    const td = cell(tr, '', 'actions');
+    if (state.info && !state.info.read_only) {
+      const b = document.createElement('button');
+      b.textContent = 'release';
+      b.className = 'release';
+      b.addEventListener('click', (ev) => { ev.stopPropagation(); askRelease(l.name); });
+      td.appendChild(b);
+    }
+    tr.addEventListener('click', () => { state.selected = l.name; render(); });
+    tb.appendChild(tr);
+  }
+  $('empty').hidden = rows.length > 0;
+  $('count').textContent = rows.length + (rows.length === 1 ? ' lock held' : ' locks held');
+  for (const th of document.querySelectorAll('th[data-key]')) {
+    const on = th.dataset.key === state.sortKey;
+    if (on) th.setAttribute('aria-sort', state.sortDir > 0 ? 'ascending' : 'descending');
+    else th.removeAttribute('aria-sort');
+  }
+  renderDetails();
+}
+
+function renderDetails() {
+  const l = state.rows.find((r) => r.name === state.selected);
+  $('details').hidden = !l;
+  if (!l) return;
+  const dl = $('detail-list');
+  dl.replaceChildren();
+  const parts = (l.holder || '').split(':');
+  const fields = [['name', l.name], ['owner token', l.owner], ['fence', String(l.fence)],
+    ['holder', l.holder || 'unknown']];
+  if (parts.length >= 3) {
+    fields.push(['host', parts[0]], ['pid', parts[1]], ['program', parts.slice(2).join(':')]);
+  }
+  fields.push(['mode', l.mode], ['acquired at', l.acquired_at || 'unknown'],
+    ['expires at', l.expires_at || 'with its session'], ['held', heldText(l)],
+    ['expires', expiresText(l)]);
+  for (const [k, v] of fields) {
+    const dt = document.createElement('dt');
+    dt.textContent = k;
+    const dd = document.createElement('dd');
+    dd.textContent = v;
+    dl.append(dt, dd);
+  }
+}
+
+function storeDown(message) {
+  const b = $('banner');
+  b.hidden = false;
+  const since = state.lastGood ? ' (last answer ' + duration((Date.now() - state.lastGood) / 1000) +
+    ' ago; the table shows that answer)' : '';
+  // The server's 503 text already says "store unavailable: ..."; a failed fetch does not.
+  const text = /^store unavailable/i.test(message) ? message.replace(/^s/, 'S')
+                                                   : 'Store unavailable: ' + message;
+  b.textContent = text + since;
+  $('locks').classList.add('stale');
+}
+
+async function refresh() {
+  try {
+    const rows = await api('api/locks?prefix=' + encodeURIComponent($('prefix').value));
+    state.rows = rows;
+    state.lastGood = Date.now();
+    $('banner').hidden = true;
+    $('locks').classList.remove('stale');
+    $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+    render();
+  } catch (e) {
+    if (e.status === 401) {
+      $('banner').hidden = false;
+      $('banner').textContent = 'This server is private: enter the admin token.';
+    } else {
+      storeDown(e.message);
+    }
+  }
+}
+
+function askRelease(name) {
+  if (!token()) {
+    notice('Enter the admin token to release locks.', true);
+    $('token').focus();
+    return;
+  }
+  state.pending = name;
+  $('confirm-name').textContent = name;
+  $('confirm').showModal();
+}
+
+async function release() {
+  const name = state.pending;
+  $('confirm').close();
+  state.pending = null;
+  try {
+    const r = await api('api/release', { method: 'POST',
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
+    notice(r.released ? 'Released ' + name + '.' : name + ' was not held.', false);
+  } catch (e) {
+    if (e.status === 401) notice('The admin token was refused.', true);
+    else if (e.status === 503) storeDown(e.message);
+    else notice('Release failed: ' + e.message, true);
+  }
+  refresh();
+}
+
+function showTokenState() {
+  $('token-state').textContent = token() ? 'token set for this tab' : '';
+}
+
+async function start() {
+  $('token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const t = $('token').value.trim();
+    if (t) sessionStorage.setItem(TOKEN_KEY, t);
+    $('token').value = '';
+    showTokenState();
+    load();
+  });
+  $('token-forget').addEventListener('click', () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    showTokenState();
+  });
+  $('confirm-cancel').addEventListener('click', () => { state.pending = null; $('confirm').close(); });
+  $('confirm-ok').addEventListener('click', release);
+  $('prefix').addEventListener('input', refresh);
+  for (const th of document.querySelectorAll('th[data-key]')) {
+    th.addEventListener('click', () => {
+      if (state.sortKey === th.dataset.key) state.sortDir = -state.sortDir;
+      else { state.sortKey = th.dataset.key; state.sortDir = 1; }
+      render();
+    });
+  }
+  showTokenState();
+  await load();
+  setInterval(refresh, 2000);
+}
+
+async function load() {
+  try {
+    state.info = await api('api/info');
+    $('backend').textContent = state.info.backend + (state.info.read_only ? ' (read-only)' : '');
+  } catch (e) {
+    if (e.status === 401) {
+      $('banner').hidden = false;
+      $('banner').textContent = 'This server is private: enter the admin token.';
+      return;
+    }
+    storeDown(e.message);
+  }
+  await refresh();
+}
+
+start();

@@ -1,0 +1,242 @@
+// The admin page of `sqlock serve` in a real browser: Debian's chromium driven by playwright-core,
+// against SQLite and PostgreSQL (SQLOCK_TEST_POSTGRES_URL; skipped only when unset, failed then
+// under SQLOCK_TEST_REQUIRE_ALL=1; CTest sets SQLOCK_BROWSER_POSTGRES=1 when the binary has the
+// backend) with live holders started by `sqlock run NAME -- sleep 60`.
+// Usage: node admin_page.test.mjs SQLOCK_BINARY ARTIFACT_DIR
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [sqlock, artifacts] = process.argv.slice(2);
+assert.ok(sqlock && artifacts, 'usage: node admin_page.test.mjs SQLOCK_BINARY ARTIFACT_DIR');
+fs.mkdirSync(artifacts, { recursive: true });
+const DEADLINE_MS = 20000;  // every wait below gives up after this
+
+function until(what, check, ms = DEADLINE_MS) {
+  const end = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const poll = async () => {
+      try {
+        const v = await check();
+        if (v) return resolve(v);
+      } catch { /* not yet */ }
+      if (Date.now() > end) return reject(new Error('timed out waiting for ' + what));
+      setTimeout(poll, 100);
+    };
+    poll();
+  });
+}
+
+// Starts `sqlock serve` on a free loopback port; resolves with its base URL.
+function serve(url, token, extra = []) {
+  const p = spawn(sqlock, ['serve', '--url', url, '--listen', '127.0.0.1:0', ...extra], {
+    env: { ...process.env, SQLOCK_ADMIN_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  p.stderr.on('data', (d) => { err += d; });
+  const base = new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('sqlock serve printed no address: ' + err)),
+      DEADLINE_MS);
+    p.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) { clearTimeout(timer); resolve(out.split('\n')[0].trim()); }
+    });
+    p.on('error', (e) => { clearTimeout(timer); reject(e); });
+    p.on('exit', (code) => { clearTimeout(timer); reject(new Error('sqlock serve exited ' + code + ': ' + err)); });
+  });
+  return { proc: p, base, log: () => err };
+}
+
+// A holder: `sqlock run --lease 3s NAME -- sleep 60`; `exited` resolves with its exit code.
+function holder(url, name) {
+  const p = spawn(sqlock, ['run', '--url', url, '--lease', '3s', name, '--', 'sleep', '60'],
+    { stdio: 'ignore' });
+  const exited = new Promise((resolve) => p.on('exit', (code) => resolve(code)));
+  return { proc: p, exited };
+}
+
+// One raw HTTP request (fetch() may not set Host); resolves with { status, body }.
+function request(base, { method = 'GET', path: p = '/', headers = {}, body } = {}) {
+  const u = new URL(p, base);
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method,
+      headers, timeout: DEADLINE_MS }, (res) => {
+      let data = '';
+      res.on('data', (d) => { data += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body: data }));
+    });
+    r.on('error', reject);
+    r.on('timeout', () => r.destroy(new Error('request timed out')));
+    if (body) r.write(body);
+    r.end();
+  });
+}
+
+// A TCP relay in front of a server, so the test can take "the store" away from sqlock serve
+// without touching the shared server: stop() closes the port and every relayed connection.
+async function relay(targetHost, targetPort) {
+  const sockets = new Set();
+  const server = net.createServer((c) => {
+    const s = net.connect(targetPort, targetHost);
+    for (const x of [c, s]) { sockets.add(x); x.on('close', () => sockets.delete(x)); x.on('error', () => {}); }
+    c.pipe(s); s.pipe(c);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { port: server.address().port,
+    stop: () => { server.close(); for (const s of sockets) s.destroy(); } };
+}
+
+async function launch() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlock-chromium-'));
+  // A fresh --user-data-dir: playwright passes it to chromium for a persistent context.
+  const context = await chromium.launchPersistentContext(dir, {
+    executablePath: '/usr/bin/chromium', headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1200, height: 700 } });
+  return { context, cleanup: async () => {
+    await context.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  } };
+}
+
+async function suite(t, label, storeUrl, { downViaRelay } = {}) {
+  const token = randomBytes(24).toString('hex');
+  const tag = randomBytes(4).toString('hex');
+  const plain = `browser-job-${tag}`;
+  const evil = `<img src=x onerror=alert(1)> ${tag}`;
+  let serveUrl = storeUrl, proxy = null;
+  if (downViaRelay) {
+    const u = new URL(storeUrl);
+    proxy = await relay(u.hostname, Number(u.port || 5432));
+    u.host = '127.0.0.1:' + proxy.port;
+    serveUrl = u.toString();
+  }
+  const server = serve(serveUrl, token);
+  const holders = [holder(storeUrl, plain), holder(storeUrl, evil)];
+  let cleanup = async () => {};
+  t.after(async () => {
+    await cleanup();
+    for (const h of holders) h.proc.kill('SIGTERM');
+    server.proc.kill('SIGTERM');
+    if (proxy) proxy.stop();
+  });
+  const browser = await launch();
+  cleanup = browser.cleanup;
+  const base = await server.base;
+  const shot = (name) => path.join(artifacts, `${label}-${name}.png`);
+
+  const page = await browser.context.newPage();
+  const dialogs = [];
+  page.on('dialog', async (d) => { dialogs.push(d.type() + ': ' + d.message()); await d.dismiss(); });
+  await page.goto(base);
+
+  await t.test('the table shows the live holders', async () => {
+    for (const name of [plain, evil]) {
+      await page.locator('td.name', { hasText: name }).first().waitFor({ timeout: DEADLINE_MS });
+    }
+    const held = await page.locator('#rows tr', { hasText: plain }).innerText();
+    assert.match(held, /held \d+ s/);
+    assert.match(held, /expires in \d+ s/);
+    await page.screenshot({ path: shot('locks'), fullPage: true });
+  });
+
+  await t.test('a name with markup renders as text', async () => {
+    const text = await page.locator('td.name', { hasText: tag }).allTextContents();
+    assert.ok(text.includes(evil), 'the name is shown verbatim: ' + JSON.stringify(text));
+    assert.equal(await page.locator('#rows img').count(), 0, 'no <img> element in the table');
+    assert.deepEqual(dialogs, [], 'no dialog fired');
+  });
+
+  await t.test('sorting and holder details', async () => {
+    await page.locator('th[data-key="name"]').click();  // name descending
+    assert.equal(await page.locator('th[data-key="name"]').getAttribute('aria-sort'), 'descending');
+    await page.locator('#rows tr', { hasText: plain }).click();
+    const details = await page.locator('#details').innerText();
+    assert.match(details, /owner token/);
+    assert.match(details, /program\s+sqlock/);
+    await page.screenshot({ path: shot('details'), fullPage: true });
+  });
+
+  await t.test('release asks for confirmation and the holder exits 70', async () => {
+    await page.locator('#token').fill(token);
+    await page.locator('#token-use').click();
+    const row = page.locator('#rows tr', { hasText: evil });
+    await row.locator('button.release').click();
+    await page.locator('#confirm').waitFor({ state: 'visible' });
+    assert.equal(await page.locator('#confirm-name').textContent(), evil);
+    await page.screenshot({ path: shot('confirm') });
+    await page.locator('#confirm-cancel').click();
+    assert.equal(await request(base, { path: '/api/locks' }).then((r) => r.body.includes(tag)), true,
+      'cancel keeps the lock');
+    await row.locator('button.release').click();
+    await page.locator('#confirm-ok').click();
+    await page.locator('#notice', { hasText: 'Released' }).waitFor({ timeout: DEADLINE_MS });
+    let timer;
+    const code = await Promise.race([holders[1].exited,
+      new Promise((r) => { timer = setTimeout(() => r('still running'), DEADLINE_MS); })]);
+    clearTimeout(timer);
+    assert.equal(code, 70, 'the holder saw the loss');
+    assert.deepEqual(dialogs, [], 'no native dialog fired');
+  });
+
+  await t.test('a request without the token is refused', async () => {
+    const r = await request(base, { method: 'POST', path: '/api/release',
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: plain }) });
+    assert.equal(r.status, 401);
+    const inPage = await page.evaluate(async (n) => (await fetch('api/release', { method: 'POST',
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: n }) })).status, plain);
+    assert.equal(inPage, 401);
+  });
+
+  await t.test('a rebinding Host is refused', async () => {
+    const port = new URL(base).port;
+    const r = await request(base, { path: '/api/locks', headers: { Host: `evil.example:${port}` } });
+    assert.ok([403, 421].includes(r.status), 'status ' + r.status);
+    const post = await request(base, { method: 'POST', path: '/api/release',
+      headers: { Host: `evil.example:${port}`, Origin: `http://evil.example:${port}`,
+        Authorization: 'Bearer ' + token }, body: JSON.stringify({ name: plain }) });
+    assert.ok([403, 421].includes(post.status), 'status ' + post.status);
+    assert.ok(!server.log().includes(token), 'the token never appears in the log');
+  });
+
+  if (proxy) {
+    await t.test('a store that does not answer shows as down', async () => {
+      proxy.stop();
+      await page.locator('#banner', { hasText: 'Store unavailable' }).waitFor({ timeout: DEADLINE_MS });
+      await page.screenshot({ path: shot('store-down'), fullPage: true });
+      const health = await request(base, { path: '/healthz' });
+      assert.equal(health.status, 503);
+      const r = await request(base, { method: 'POST', path: '/api/release',
+        headers: { Authorization: 'Bearer ' + token }, body: JSON.stringify({ name: plain }) });
+      assert.equal(r.status, 503, 'a release while the store is down answers 503: ' + r.body);
+    });
+  }
+}
+
+test('SQLite', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlock-browser-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  await suite(t, 'sqlite', 'sqlite:' + path.join(dir, 'locks.db'));
+});
+
+test('PostgreSQL', async (t) => {
+  const url = process.env.SQLOCK_TEST_POSTGRES_URL;
+  if (process.env.SQLOCK_BROWSER_POSTGRES !== '1') {
+    t.skip('this sqlock was built without the PostgreSQL backend');
+    return;
+  }
+  if (!url) {
+    assert.notEqual(process.env.SQLOCK_TEST_REQUIRE_ALL, '1', 'SQLOCK_TEST_POSTGRES_URL is unset');
+    t.skip('SQLOCK_TEST_POSTGRES_URL is unset');
+    return;
+  }
+  await suite(t, 'postgresql', url, { downViaRelay: true });
+});

@@ -1,8 +1,7 @@
-// What only the etcd backend has, against real etcd servers: `etcdctl lock` and sqlock exclude
-// each other, a killed holder's lock passes on when its lease runs out, a lease revoked or a key
-// deleted behind the holder's back is reported at once, a waiter whose own lease dies stops, the
-// queue is FIFO, a leader change neither grants a lock twice nor lowers fences, and nothing is
-// left behind.
+// What only the etcd backend has, against the shared etcd member: `etcdctl lock` and sqlock
+// exclude each other, a killed holder's lock passes on when its lease runs out, a lease revoked
+// or a key deleted behind the holder's back is reported at once, a waiter whose own lease dies
+// stops, the queue is FIFO, and nothing is left behind. Faults are in etcd_fault_test.cpp.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "etcd_env.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/etcd/etcd.hpp"
 #include "sqlock/url.hpp"
@@ -26,30 +26,7 @@ using steady = std::chrono::steady_clock;
 namespace sqlock::test {
 namespace {
 
-// Runs a shell command; its standard output.
-std::string sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 4096> buf{};
-  while (auto n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  ::pclose(p);
-  return out;
-}
-
-// "127.0.0.1:22379,..." from an etcd:// URL, for etcdctl.
-std::string endpoints_of(const std::string& u) {
-  auto parsed = url::parse(u);
-  std::string out;
-  for (auto& h : parsed.hosts)
-    out += (out.empty() ? "" : ",") + h.host + ":" + std::to_string(h.port);
-  return out;
-}
-
-std::string prefix_of(const std::string& u) {
-  auto p = url::parse(u).path;
-  return p.substr(1);
-}
+using namespace etcd_env;
 
 class etcd_test : public ::testing::Test {
  protected:
@@ -261,39 +238,6 @@ TEST_F(etcd_test, a_wrong_password_is_an_auth_error_without_the_password) {
   } catch (const auth_error& e) {
     EXPECT_EQ(std::string(e.what()).find("s3cr3t"), std::string::npos) << e.what();
   }
-}
-
-class etcd_cluster_test : public etcd_test {
- protected:
-  void SetUp() override {
-    SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_CLUSTER_URL", url_);
-    SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_CLUSTER_CTL", ctl_);
-    ::setenv("ETCDCTL_API", "3", 1);
-  }
-  std::string ctl_;
-};
-
-TEST_F(etcd_cluster_test, a_leader_change_grants_no_lock_twice_and_fences_keep_rising) {
-  auto n = name("leader");
-  auto a = sqlock::connect(url_);
-  auto b = sqlock::connect(url_);
-  auto la = a.make_lock(n, {.lease = 5s});
-  la.lock();
-  auto first = la.fence();
-  auto lb = b.make_lock(n, {.lease = 5s});
-  auto waiting = std::async(std::launch::async, [&] { return lb.try_lock_for(30s); });
-  auto leader = sh(ctl_ + " leader");
-  while (!leader.empty() && leader.back() == '\n') leader.pop_back();
-  ASSERT_FALSE(leader.empty());
-  sh(ctl_ + " stop " + leader);
-  std::this_thread::sleep_for(3s);  // a new leader is elected; a held lock stays held
-  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout);
-  EXPECT_FALSE(la.lost());
-  la.unlock();
-  EXPECT_TRUE(waiting.get());
-  EXPECT_GT(lb.fence(), first);
-  lb.unlock();
-  sh(ctl_ + " start " + leader);
 }
 
 }  // namespace

@@ -33,6 +33,14 @@ void check_name(const std::string& name) {
                        " bytes; etcd names may have at most " + std::to_string(max_name_bytes));
 }
 
+// What a lease_info of this backend carries: the key, and when its lease was last extended.
+struct state {
+  state(detail::hold hold, steady_time sent)
+      : h(std::move(hold)), refreshed(sent.time_since_epoch().count()) {}
+  detail::hold h;
+  std::atomic<steady_time::rep> refreshed;
+};
+
 class etcd_backend final : public backend, public std::enable_shared_from_this<etcd_backend> {
  public:
   explicit etcd_backend(const options& o) : o_(o), gw_(o), q_(gw_, o.prefix) {}
@@ -57,23 +65,27 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   }
 
   bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
-    auto h = std::static_pointer_cast<detail::hold>(l.state);
-    if (!h) return false;
+    auto s = std::static_pointer_cast<state>(l.state);
+    if (!s) return false;
     ensure_loss_watch(deadline);
-    bool alive = q_.keep_alive(*h, deadline) && q_.still_holds(*h, deadline);
-    if (!alive) forget(h->key);
+    auto sent = clock::now();
+    bool alive = q_.keep_alive(s->h, deadline) && q_.still_holds(s->h, deadline);
+    if (alive)
+      s->refreshed = sent.time_since_epoch().count();
+    else
+      forget(s->h.key);
     return alive;
   }
 
   bool release(const lease_info& l, steady_time deadline) override {
-    auto h = std::static_pointer_cast<detail::hold>(l.state);
-    if (!h) {
+    auto s = std::static_pointer_cast<state>(l.state);
+    if (!s) {
       auto found = q_.find_owner(l.name, l.owner, deadline);
       if (!found) return false;
-      h = std::make_shared<detail::hold>(*found);
+      s = std::make_shared<state>(*found, steady_time{});  // an unknown age: never a spare
     }
-    forget(h->key);  // our own deletion is not a loss
-    return q_.give_up(*h, deadline);
+    forget(s->h.key);  // our own deletion is not a loss
+    return q_.give_up(s->h, steady_time(steady_time::duration(s->refreshed.load())), deadline);
   }
 
   std::vector<lock_status> list(std::string_view prefix) override {
@@ -104,12 +116,12 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
 
  private:
   lease_info held(const lock_request& req, const detail::taken& t) {
-    auto h = std::make_shared<detail::hold>(t.h);
+    auto s = std::make_shared<state>(t.h, t.sent);
     {
       std::lock_guard g(held_m_);
-      held_[h->key] = {req.name, req.owner};
+      held_[t.h.key] = {req.name, req.owner};
     }
-    lease_info l{req.name, req.owner, static_cast<std::uint64_t>(h->revision), h};
+    lease_info l{req.name, req.owner, static_cast<std::uint64_t>(t.h.revision), s};
     l.waited = t.waited;
     l.sent = t.sent;
     return l;

@@ -86,16 +86,12 @@ hold hold_of(const json& kv, std::int64_t ttl_s) {
 
 }  // namespace
 
-queue::queue(gateway& gw, std::string prefix) : gw_(gw), prefix_(std::move(prefix)) {}
+queue::queue(gateway& gw, std::string prefix) : gw_(gw), prefix_(std::move(prefix)), spares_(gw) {}
 
-std::pair<std::int64_t, std::int64_t> queue::grant(milliseconds lease, steady_time deadline) {
-  // etcd leases count whole seconds (and the server raises a TTL below its minimum, about
-  // 2 s): round up, so the server never frees a hold before the client's lease ends.
-  auto ttl = std::max<std::int64_t>(1, (lease.count() + 999) / 1000);
-  auto r = gw_.call("lease/grant", {{"TTL", str(ttl)}}, deadline);
-  auto id = num(r, "ID");
-  if (id == 0) throw backend_error("etcd granted no lease: " + r.value("error", std::string("?")));
-  return {id, num(r, "TTL")};
+// etcd leases count whole seconds (and the server raises a TTL below its minimum, about 2 s):
+// round up, so the server never frees a hold before the client's lease ends.
+std::int64_t queue::ttl_for(milliseconds lease) {
+  return std::max<std::int64_t>(1, (lease.count() + 999) / 1000);
 }
 
 void queue::revoke_quietly(std::int64_t lease, steady_time deadline) {
@@ -107,10 +103,9 @@ void queue::revoke_quietly(std::int64_t lease, steady_time deadline) {
 }
 
 std::optional<taken> queue::try_take(const lock_request& req, steady_time deadline) {
-  const auto sent = clock::now();
   const std::string pfx = lock_prefix(prefix_, req.name);
-  auto [lease, ttl] = grant(req.lease, deadline);
-  const std::string key = pfx + hex(lease);
+  const auto sp = spares_.take(ttl_for(req.lease), deadline);
+  const std::string key = pfx + hex(sp.id);
   json cmp = range_of(pfx, prefix_end(pfx));
   cmp["target"] = "CREATE";
   cmp["result"] = "EQUAL";
@@ -120,29 +115,36 @@ std::optional<taken> queue::try_take(const lock_request& req, steady_time deadli
       {"success",
        json::array(
            {{{"request_put",
-              {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(lease)}}}}})},
+              {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(sp.id)}}}}})},
       {"failure", json::array({{{"request_range", first_of(pfx)}}})}};
   json r;
   try {
     r = gw_.call("kv/txn", txn, deadline);
   } catch (...) {
-    revoke_quietly(lease, clock::now() + gw_.timeout());
+    spares_.revoke_later(sp.id);  // the key may have been put: its lease must end
     throw;
   }
   if (r.value("succeeded", false))
-    return taken{hold{key, lease, num(r["header"], "revision"), ttl}, sent};
-  revoke_quietly(lease, std::max(deadline, clock::now() + gw_.timeout()));
+    return taken{hold{key, sp.id, num(r["header"], "revision"), sp.ttl_s}, sp.sent};
+  spares_.put_back(sp);  // no key was attached: the lease serves the next attempt
   const auto& kvs = kvs_of(r["responses"][0]["response_range"]);
-  if (!kvs.empty() && fields_of(kvs[0]).owner == req.owner)
-    return taken{hold_of(kvs[0], ttl), sent};  // ours: a retry after a lost reply
-  return std::nullopt;
+  if (kvs.empty() || fields_of(kvs[0]).owner != req.owner) return std::nullopt;
+  // Ours: an earlier attempt whose reply was lost put it. Its lease was granted at an unknown
+  // time: extend it now and measure the hold from this request.
+  hold h = hold_of(kvs[0], sp.ttl_s);
+  auto sent = clock::now();
+  if (!keep_alive(h, deadline)) return std::nullopt;
+  return taken{h, sent};
 }
 
 std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadline,
                                       const wait_policy& policy) {
-  auto sent = clock::now();
   const std::string pfx = lock_prefix(prefix_, req.name);
-  auto [lease, ttl] = grant(req.lease, std::max(deadline, sent + policy.min_attempt));
+  const auto sp =
+      spares_.take(ttl_for(req.lease), std::max(deadline, clock::now() + policy.min_attempt));
+  auto sent = sp.sent;
+  const auto lease = sp.id;
+  const auto ttl = sp.ttl_s;
   const std::string key = pfx + hex(lease);
   json absent = {
       {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
@@ -156,7 +158,7 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
                                {{"request_range", first_of(pfx)}}})}};
   hold h{key, lease, 0, ttl};
   try {
-    auto r = gw_.call("kv/txn", txn, std::max(deadline, sent + policy.min_attempt));
+    auto r = gw_.call("kv/txn", txn, std::max(deadline, clock::now() + policy.min_attempt));
     bool put = r.value("succeeded", false);
     h.revision = put ? num(r["header"], "revision")
                      : num(kvs_of(r["responses"][0]["response_range"]).at(0), "create_revision");
@@ -179,19 +181,19 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
           sent = ka_sent;
           next_keepalive = ka_sent + keepalive_every;
         }
+        // Our key and the one created just before it, in one read: ours missing = our lease
+        // died; no predecessor = we hold the lock.
         json pred = range_of(pfx, prefix_end(pfx));
         pred["sort_order"] = "DESCEND";
         pred["sort_target"] = "CREATE";
-        pred["limit"] = "1";
-        pred["max_create_revision"] = str(h.revision - 1);
+        pred["limit"] = "2";
+        pred["max_create_revision"] = str(h.revision);
         auto pr = gw_.call("kv/range", pred, deadline);
         const auto& kvs = kvs_of(pr);
-        if (kvs.empty()) {
-          if (!still_holds(h, deadline))
-            throw lock_lost("etcd: the waiting key for '" + req.name + "' was deleted");
-          return taken{h, sent, true};
-        }
-        wait_deleted(unb64(kvs[0].value("key", "")), num(pr["header"], "revision") + 1,
+        if (kvs.empty() || num(kvs[0], "create_revision") != h.revision)
+          throw lock_lost("etcd: the waiting key for '" + req.name + "' was deleted");
+        if (kvs.size() == 1) return taken{h, sent, true};
+        wait_deleted(unb64(kvs[1].value("key", "")), num(pr["header"], "revision") + 1,
                      std::min(deadline, next_keepalive));
         failures = 0;
       } catch (const connection_error&) {
@@ -251,20 +253,27 @@ bool queue::still_holds(const hold& h, steady_time deadline) {
   return r.value("succeeded", false);
 }
 
-bool queue::give_up(const hold& h, steady_time deadline) {
+bool queue::give_up(const hold& h, steady_time refreshed, steady_time deadline) {
+  // Delete the key (owner-checked by its create revision: a later hold of the same lease and
+  // name has another) and keep the lease as a spare for the next acquisition: one write.
   json cmp = {{"key", b64(h.key)},
               {"target", "CREATE"},
               {"result", "EQUAL"},
               {"create_revision", str(h.revision)}};
   json txn = {{"compare", json::array({cmp})},
               {"success", json::array({{{"request_delete_range", {{"key", b64(h.key)}}}}})}};
-  auto r = gw_.call("kv/txn", txn, deadline);
+  bool deleted = false;
   try {
-    gw_.call("lease/revoke", {{"ID", str(h.lease)}}, deadline);
-  } catch (const etcd_error& e) {
-    if (e.grpc_code() != grpc_not_found) throw;
+    deleted = gw_.call("kv/txn", txn, deadline).value("succeeded", false);
+  } catch (...) {
+    spares_.revoke_later(h.lease);  // unknown outcome: the lease, and the key with it, must end
+    throw;
   }
-  return r.value("succeeded", false);
+  if (deleted)
+    spares_.put_back(spare{h.lease, h.ttl_s, refreshed});
+  else
+    spares_.revoke_later(h.lease);
+  return deleted;
 }
 
 std::optional<hold> queue::find_owner(const std::string& name, const std::string& owner,

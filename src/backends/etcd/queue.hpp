@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gateway.hpp"
+#include "spares.hpp"
 
 namespace sqlock::etcd::detail {
 
@@ -46,8 +47,9 @@ class queue {
   bool keep_alive(const hold& h, steady_time deadline);
   /// True while the key of `h` exists with its create revision.
   bool still_holds(const hold& h, steady_time deadline);
-  /// Deletes the key of `h` and revokes its lease; false when the key was already gone.
-  bool give_up(const hold& h, steady_time deadline);
+  /// Deletes the key of `h` (false when it was already gone) and keeps its lease, last extended
+  /// by a request sent at `refreshed`, as a spare while it is young.
+  bool give_up(const hold& h, steady_time refreshed, steady_time deadline);
   /// The key `owner` holds or waits with under `name` (for a release without a handle).
   std::optional<hold> find_owner(const std::string& name, const std::string& owner,
                                  steady_time deadline);
@@ -65,12 +67,13 @@ class queue {
   void ping(steady_time deadline);
 
  private:
-  std::pair<std::int64_t, std::int64_t> grant(milliseconds lease, steady_time deadline);
+  static std::int64_t ttl_for(milliseconds lease);
   void revoke_quietly(std::int64_t lease, steady_time deadline);
   bool wait_deleted(const std::string& key, std::int64_t from, steady_time until);
 
   gateway& gw_;
   std::string prefix_;  // "<prefix>"
+  spares spares_;
 };
 
 }  // namespace sqlock::etcd::detail

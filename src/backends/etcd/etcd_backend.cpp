@@ -49,7 +49,6 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state*) override {
     check_name(req.name);
-    ensure_loss_watch(deadline);
     auto h = q_.try_take(req, deadline);
     if (!h) return std::nullopt;
     return held(req, *h);
@@ -58,7 +57,6 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
                                     const wait_policy& policy) override {
     check_name(req.name);
-    ensure_loss_watch(std::max(deadline, clock::now() + policy.min_attempt));
     auto h = q_.wait_take(req, deadline, policy);
     if (!h) return std::nullopt;
     return held(req, *h);
@@ -67,7 +65,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
     auto s = std::static_pointer_cast<state>(l.state);
     if (!s) return false;
-    ensure_loss_watch(deadline);
+    ensure_loss_watch(s->h.revision, deadline);
     auto sent = clock::now();
     bool alive = q_.keep_alive(s->h, deadline) && q_.still_holds(s->h, deadline);
     if (alive)
@@ -121,6 +119,9 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
       std::lock_guard g(held_m_);
       held_[t.h.key] = {req.name, req.owner};
     }
+    // Deletions from just after this key's creation on are reported, even if the watch
+    // starts later: nothing between the acquisition and the watch goes unseen.
+    ensure_loss_watch(t.h.revision, clock::now() + o_.timeout);
     lease_info l{req.name, req.owner, static_cast<std::uint64_t>(t.h.revision), s};
     l.waited = t.waited;
     l.sent = t.sent;
@@ -132,18 +133,25 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     held_.erase(key);
   }
 
-  // One watch over the whole prefix reports the deletion of any key this backend holds.
-  void ensure_loss_watch(steady_time deadline) {
+  // One watch over the whole prefix reports the deletion of any key this backend holds. It
+  // starts (or restarts, after its member went away) from the revision after the last event
+  // it delivered, or after the creation of the key `since`: no deletion in between is missed.
+  void ensure_loss_watch(std::int64_t since, steady_time deadline) {
     std::lock_guard g(watch_m_);
     if (loss_watch_ && !loss_watch_->ended()) return;
     if (loss_watch_) loss_watch_->stop();
+    std::int64_t from = last_rev_ > 0 ? last_rev_ + 1 : since + 1;
     std::weak_ptr<etcd_backend> self = weak_from_this();
-    loss_watch_ = q_.watch_deletes(
-        last_rev_ + 1,
-        [self](const std::string& key, std::int64_t rev) {
-          if (auto b = self.lock()) b->deleted(key, rev);
-        },
-        deadline);
+    try {
+      loss_watch_ = q_.watch_deletes(
+          from,
+          [self](const std::string& key, std::int64_t rev) {
+            if (auto b = self.lock()) b->deleted(key, rev);
+          },
+          deadline);
+    } catch (const error&) {
+      loss_watch_.reset();  // no member now: renewals find a lost hold; retried next time
+    }
   }
 
   void stop_loss_watch() {

@@ -72,13 +72,22 @@ class http_stream final : public stream {
 
   void stop() override {
     stopping_ = true;
-    cli_->stop();
-    if (th_.joinable()) {
-      if (th_.get_id() == std::this_thread::get_id())
-        th_.detach();  // stopped from its own callback: the thread ends after it returns
-      else
-        th_.join();
+    if (!th_.joinable()) return;
+    if (th_.get_id() == std::this_thread::get_id()) {
+      th_.detach();  // stopped from its own callback: the thread ends after it returns
+      return;
     }
+    // Closing the connection ends a call in progress; a call still connecting has no socket
+    // to close yet, so close again until the reader is done.
+    std::unique_lock lk(m_);
+    while (!ended_) {
+      lk.unlock();
+      cli_->stop();
+      lk.lock();
+      cv_.wait_for(lk, std::chrono::milliseconds(2), [&] { return ended_.load(); });
+    }
+    lk.unlock();
+    th_.join();
   }
   bool ended() const override { return ended_; }
 
@@ -336,7 +345,7 @@ std::string gateway::token(steady_time deadline, bool refresh) {
 
 std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& body,
                                              std::function<void(const json&)> on_message,
-                                             steady_time deadline) {
+                                             steady_time deadline, bool confirm) {
   const std::size_t n = members_.size();
   const std::size_t first = preferred_.load();
   for (std::size_t i = 0; i < n && clock::now() < deadline; ++i) {
@@ -350,7 +359,7 @@ std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& 
     if (!opts_.user.empty()) headers.emplace("Authorization", token(deadline, false));
     auto s = std::make_unique<http_stream>(std::move(cli), "/v3/" + std::string(path), body.dump(),
                                            std::move(headers), on_message);
-    if (s->wait_started(deadline)) return s;
+    if (!confirm || s->wait_started(deadline)) return s;
     s->stop();
   }
   throw connection_error("etcd: no member accepted a " + std::string(path) + " stream in time");

@@ -359,7 +359,7 @@ std::unique_ptr<stream> queue::watch_deletes(
           on_delete(unb64(kv.value("key", "")), num(kv, "mod_revision"));
         }
       },
-      deadline);
+      deadline, false);
 }
 
 void queue::ping(steady_time deadline) {

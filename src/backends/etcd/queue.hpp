@@ -59,7 +59,8 @@ class queue {
   /// etcdctl session); false when nobody held it.
   bool delete_holder(const std::string& name, steady_time deadline);
   /// Watches every key under the prefix from revision `from` (0 = now) and calls `on_delete`
-  /// with each deleted key and the revision of its deletion.
+  /// with each deleted key and the revision of its deletion. Returns without waiting for the
+  /// watch to be confirmed: events from `from` on are delivered whenever it starts.
   std::unique_ptr<stream> watch_deletes(
       std::int64_t from, std::function<void(const std::string&, std::int64_t)> on_delete,
       steady_time deadline);

@@ -46,7 +46,9 @@ spare spares::take(std::int64_t ttl_s, steady_time deadline) {
         revoke_.push_back(list.back().id);
       list.pop_back();
     }
-    if (list.empty()) wanted_.insert(ttl_s);
+    // Steady use (a spare was there and is now gone): have the next one ready. A first use
+    // (a one-shot `sqlock run`) grants only what it needs.
+    if (got && list.empty()) wanted_.insert(ttl_s);
   }
   cv_.notify_all();
   return got ? *got : grant(ttl_s, deadline);

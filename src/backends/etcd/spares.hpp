@@ -30,7 +30,7 @@ class spares {
   spares& operator=(const spares&) = delete;
 
   /// A young lease of `ttl_s` seconds: a spare, or a new grant made now (by `deadline`). When
-  /// no spare of that TTL is left, one is granted in the background for the next call.
+  /// this took the last spare of that TTL, another is granted in the background.
   spare take(std::int64_t ttl_s, steady_time deadline);
   /// Gives back a lease that no key was attached to.
   void put_back(const spare& s);

@@ -1,0 +1,54 @@
+// The etcd backend (`etcd://[user:pass@]h1:2379,h2:2379/prefix?...`): locks laid out exactly
+// as etcd's own concurrency.Mutex lays them out, so `etcdctl lock <prefix>/<name>` and sqlock
+// exclude each other. A hold is the key `<prefix>/<encoded name>/<lease id in hex>` attached to
+// an etcd lease the client keeps alive; the holder is the key with the lowest create revision
+// under `<prefix>/<encoded name>/`, a waiter watches the key created just before its own (fair,
+// FIFO by revision, no herd), and the fence is the hold's create revision, which rises across
+// leader changes. The client speaks etcd's v3 API through the JSON gateway etcd serves under
+// /v3/ on its client port (see docs/backends/etcd.md for why not gRPC).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sqlock/backend.hpp"
+
+namespace sqlock::etcd {
+
+/// One etcd member's client endpoint.
+struct endpoint {
+  std::string host = "127.0.0.1";  ///< host name or address
+  int port = 2379;                 ///< client port
+};
+
+/// Options of an etcd store (an aggregate: use designated initialisers).
+struct options {
+  std::vector<endpoint> endpoints{};  ///< members to try in order (failover); empty = config_error
+  std::string prefix = "sqlock";      ///< key prefix, without a trailing '/'
+  std::string user{};                 ///< user for etcd authentication; "" = no authentication
+  std::string password{};             ///< password of `user`
+  milliseconds timeout{5000};         ///< longest one request may take (> 0)
+  bool tls = false;                   ///< https instead of http
+  std::string ca_file{};              ///< TLS: CA bundle that signed the members' certificates
+  std::string cert_file{};            ///< TLS: client certificate (mutual TLS), "" = none
+  std::string key_file{};             ///< TLS: the client certificate's private key
+};
+
+/// Opens a store. Throws config_error for bad options; connects lazily.
+std::shared_ptr<backend> open(const options& opts);
+
+/// The escaped form of a lock name inside keys: '/', '%' and bytes below 0x20 or 0x7F become
+/// `%XX`, so that no name's keys fall under another name's prefix; every other byte (printable
+/// ASCII, UTF-8) stays. Prefix-preserving and injective.
+std::string encode_name(std::string_view name);
+
+/// Inverse of encode_name(); config_error on a malformed escape.
+std::string decode_name(std::string_view encoded);
+
+/// The key prefix of lock `name`, `<prefix>/<encoded name>/`: what `etcdctl lock` takes
+/// (without the trailing '/') to contend for the same lock.
+std::string lock_prefix(std::string_view prefix, std::string_view name);
+
+}  // namespace sqlock::etcd

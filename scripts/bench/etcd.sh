@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Benchmarks of the etcd backend beside its ceilings, in one run, on the test member
+# ($SQLOCK_TEST_ETCD_URL):
+#  1. `sqlock bench` (1 thread; 4 threads contending for one lock: handoff)
+#  2. python3-etcd3 over gRPC: the raw operations of one try_lock/unlock (lease grant, txn,
+#     lease revoke) and its Lock recipe (the peer client)
+#  3. whole commands: N x `etcdctl lock NAME true` vs N x `sqlock run NAME -- true`
+# Usage: scripts/bench/etcd.sh [build-dir]   (prints Markdown-ready raw output)
+set -euo pipefail
+build=${1:-build}
+sqlock=$build/src/cli/sqlock
+url=${SQLOCK_TEST_ETCD_URL:?start the test servers (scripts/servers.sh start etcd)}
+hostport=${url#etcd://}
+hostport=${hostport%%/*}
+py=/usr/bin/python3
+echo "## etcd: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+for args in "--threads 1" "--threads 4 --contended"; do
+  echo "\$ sqlock bench --url \$ETCD $args --duration 5s --json"
+  # shellcheck disable=SC2086
+  "$sqlock" bench --url "$url" $args --duration 5s --json 2>/dev/null
+done
+for what in raw lock; do
+  echo "\$ etcd_peer_bench.py $what 5"
+  $py tests/benchmarks/etcd_peer_bench.py "$hostport" "$what" 5
+done
+n=50
+export ETCDCTL_API=3
+etcdctl --endpoints="$hostport" lock bench-cmd-warmup true >/dev/null
+start=$(date +%s.%N)
+for _ in $(seq $n); do etcdctl --endpoints="$hostport" lock bench-cmd true >/dev/null; done
+etcdctl_s=$(echo "$(date +%s.%N) - $start" | bc)
+"$sqlock" run --url "$url" warmup -- true
+start=$(date +%s.%N)
+for _ in $(seq $n); do "$sqlock" run --url "$url" bench-cmd -- true; done
+sqlock_s=$(echo "$(date +%s.%N) - $start" | bc)
+echo "$n x etcdctl lock NAME true:        ${etcdctl_s}s  ($(echo "scale=2; $etcdctl_s * 1000 / $n" | bc) ms each)"
+echo "$n x sqlock run NAME -- true:       ${sqlock_s}s  ($(echo "scale=2; $sqlock_s * 1000 / $n" | bc) ms each)"

@@ -1,0 +1,202 @@
+// The etcd backend: one etcd lease per hold, the key layout of etcd's concurrency.Mutex, a fair
+// wait on the predecessor's key, and a watch over the prefix that reports a held key's deletion
+// (lease expired or revoked, key deleted by `sqlock release --force`) at once.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "gateway.hpp"
+#include "queue.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/etcd/etcd.hpp"
+#include "sqlock/random.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock::etcd {
+
+options options_from_url(const url& u);
+
+namespace {
+
+using detail::json;
+using clock = std::chrono::steady_clock;
+
+// Longest lock name accepted (bytes): keys stay far below etcd's request size limit.
+constexpr std::size_t max_name_bytes = 4096;
+
+void check_name(const std::string& name) {
+  if (name.empty()) throw config_error("lock name must not be empty");
+  if (name.size() > max_name_bytes)
+    throw config_error("lock name is " + std::to_string(name.size()) +
+                       " bytes; etcd names may have at most " + std::to_string(max_name_bytes));
+}
+
+// What a lease_info of this backend carries: the key, and when its lease was last extended.
+struct state {
+  state(detail::hold hold, steady_time sent)
+      : h(std::move(hold)), refreshed(sent.time_since_epoch().count()) {}
+  detail::hold h;
+  std::atomic<steady_time::rep> refreshed;
+};
+
+class etcd_backend final : public backend, public std::enable_shared_from_this<etcd_backend> {
+ public:
+  explicit etcd_backend(const options& o) : o_(o), gw_(o), q_(gw_, o.prefix) {}
+  ~etcd_backend() override { stop_loss_watch(); }
+
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                        wait_state*) override {
+    check_name(req.name);
+    auto h = q_.try_take(req, deadline);
+    if (!h) return std::nullopt;
+    return held(req, *h);
+  }
+
+  std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
+                                    const wait_policy& policy) override {
+    check_name(req.name);
+    auto h = q_.wait_take(req, deadline, policy);
+    if (!h) return std::nullopt;
+    return held(req, *h);
+  }
+
+  bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
+    auto s = std::static_pointer_cast<state>(l.state);
+    if (!s) return false;
+    ensure_loss_watch(s->h.revision, deadline);
+    auto sent = clock::now();
+    bool alive = q_.keep_alive(s->h, deadline) && q_.still_holds(s->h, deadline);
+    if (alive)
+      s->refreshed = sent.time_since_epoch().count();
+    else
+      forget(s->h.key);
+    return alive;
+  }
+
+  bool release(const lease_info& l, steady_time deadline) override {
+    auto s = std::static_pointer_cast<state>(l.state);
+    if (!s) {
+      auto found = q_.find_owner(l.name, l.owner, deadline);
+      if (!found) return false;
+      s = std::make_shared<state>(*found, steady_time{});  // an unknown age: never a spare
+    }
+    forget(s->h.key);  // our own deletion is not a loss
+    return q_.give_up(s->h, steady_time(steady_time::duration(s->refreshed.load())), deadline);
+  }
+
+  std::vector<lock_status> list(std::string_view prefix) override {
+    return q_.list(prefix, clock::now() + o_.timeout);
+  }
+
+  bool force_release(std::string_view name) override {
+    return q_.delete_holder(std::string(name), clock::now() + o_.timeout);
+  }
+
+  capabilities caps() const noexcept override {
+    capabilities c;
+    c.fair = true;
+    c.fencing_safe = true;  // create revisions are raft-ordered: they rise across leader changes
+    return c;
+  }
+
+  std::string describe() const override {
+    std::string s = o_.tls ? "etcds://" : "etcd://";
+    for (std::size_t i = 0; i < o_.endpoints.size(); ++i)
+      s += (i ? "," : "") + o_.endpoints[i].host + ":" + std::to_string(o_.endpoints[i].port);
+    return s + "/" + o_.prefix;
+  }
+  std::string kind() const override { return "etcd"; }
+  std::string mode() const override { return "lease"; }
+
+  void verify() override { q_.ping(clock::now() + o_.timeout); }
+
+ private:
+  lease_info held(const lock_request& req, const detail::taken& t) {
+    auto s = std::make_shared<state>(t.h, t.sent);
+    {
+      std::lock_guard g(held_m_);
+      held_[t.h.key] = {req.name, req.owner};
+    }
+    // Deletions from just after this key's creation on are reported, even if the watch
+    // starts later: nothing between the acquisition and the watch goes unseen.
+    ensure_loss_watch(t.h.revision, clock::now() + o_.timeout);
+    lease_info l{req.name, req.owner, static_cast<std::uint64_t>(t.h.revision), s};
+    l.waited = t.waited;
+    l.sent = t.sent;
+    return l;
+  }
+
+  void forget(const std::string& key) {
+    std::lock_guard g(held_m_);
+    held_.erase(key);
+  }
+
+  // One watch over the whole prefix reports the deletion of any key this backend holds. It
+  // starts (or restarts, after its member went away) from the revision after the last event
+  // it delivered, or after the creation of the key `since`: no deletion in between is missed.
+  void ensure_loss_watch(std::int64_t since, steady_time deadline) {
+    std::lock_guard g(watch_m_);
+    if (loss_watch_ && !loss_watch_->ended()) return;
+    if (loss_watch_) loss_watch_->stop();
+    std::int64_t from = last_rev_ > 0 ? last_rev_ + 1 : since + 1;
+    std::weak_ptr<etcd_backend> self = weak_from_this();
+    try {
+      loss_watch_ = q_.watch_deletes(
+          from,
+          [self](const std::string& key, std::int64_t rev) {
+            if (auto b = self.lock()) b->deleted(key, rev);
+          },
+          deadline);
+    } catch (const error&) {
+      loss_watch_.reset();  // no member now: renewals find a lost hold; retried next time
+    }
+  }
+
+  void stop_loss_watch() {
+    std::lock_guard g(watch_m_);
+    if (loss_watch_) loss_watch_->stop();
+    loss_watch_.reset();
+  }
+
+  void deleted(const std::string& key, std::int64_t rev) {
+    std::pair<std::string, std::string> who;
+    {
+      std::lock_guard g(held_m_);
+      last_rev_ = std::max(last_rev_.load(), rev);
+      auto it = held_.find(key);
+      if (it == held_.end()) return;
+      who = it->second;
+      held_.erase(it);
+    }
+    report_lost(who.first, who.second);
+  }
+
+  options o_;
+  detail::gateway gw_;
+  detail::queue q_;
+  std::mutex held_m_;
+  std::map<std::string, std::pair<std::string, std::string>> held_;  // key -> (name, owner)
+  std::atomic<std::int64_t> last_rev_{0};
+  std::mutex watch_m_;
+  std::unique_ptr<detail::stream> loss_watch_;
+};
+
+}  // namespace
+
+std::shared_ptr<backend> open(const options& o) {
+  if (o.endpoints.empty()) throw config_error("etcd store needs at least one endpoint");
+  if (o.timeout.count() <= 0) throw config_error("etcd timeout must be > 0");
+  return std::make_shared<etcd_backend>(o);
+}
+
+}  // namespace sqlock::etcd
+
+namespace sqlock::backends {
+void register_etcd() {
+  auto factory = [](const url& u) { return etcd::open(etcd::options_from_url(u)); };
+  register_backend("etcd", factory);
+  register_backend("etcds", factory);
+}
+}  // namespace sqlock::backends

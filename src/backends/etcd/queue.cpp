@@ -1,0 +1,371 @@
+#include "queue.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "sqlock/errors.hpp"
+#include "sqlock/etcd/etcd.hpp"
+#include "sqlock/random.hpp"
+#include "sqlock/url.hpp"
+
+namespace sqlock::etcd::detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+constexpr int grpc_not_found = 5;
+
+// The first key after every key that starts with `p` (etcd's "prefix end").
+std::string prefix_end(std::string p) {
+  while (!p.empty()) {
+    auto c = static_cast<unsigned char>(p.back());
+    if (c < 0xFF) {
+      p.back() = static_cast<char>(c + 1);
+      return p;
+    }
+    p.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+std::string hex(std::int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+json range_of(const std::string& from, const std::string& to) {
+  return {{"key", b64(from)}, {"range_end", b64(to)}};
+}
+
+// The first-created key under `pfx`.
+json first_of(const std::string& pfx) {
+  json r = range_of(pfx, prefix_end(pfx));
+  r["sort_order"] = "ASCEND";
+  r["sort_target"] = "CREATE";
+  r["limit"] = "1";
+  return r;
+}
+
+const json& kvs_of(const json& range_response) {
+  static const json none = json::array();
+  auto it = range_response.find("kvs");
+  return it == range_response.end() ? none : *it;
+}
+
+// The sqlock value of a key: owner token and holder text (etcdctl's keys have "").
+struct value_fields {
+  std::string owner, holder;
+};
+value_fields fields_of(const json& kv) {
+  value_fields f;
+  auto v = unb64(kv.value("value", ""));
+  json j = json::parse(v, nullptr, false);
+  if (j.is_object()) {
+    f.owner = j.value("owner", "");
+    f.holder = j.value("holder", "");
+  }
+  return f;
+}
+
+std::string value_for(const lock_request& req) {
+  return json{{"owner", req.owner}, {"holder", req.holder}}.dump();
+}
+
+hold hold_of(const json& kv, std::int64_t ttl_s) {
+  return hold{unb64(kv.value("key", "")), num(kv, "lease"), num(kv, "create_revision"), ttl_s};
+}
+
+}  // namespace
+
+queue::queue(gateway& gw, std::string prefix) : gw_(gw), prefix_(std::move(prefix)), spares_(gw) {}
+
+// etcd leases count whole seconds (and the server raises a TTL below its minimum, about 2 s):
+// round up, so the server never frees a hold before the client's lease ends.
+std::int64_t queue::ttl_for(milliseconds lease) {
+  return std::max<std::int64_t>(1, (lease.count() + 999) / 1000);
+}
+
+void queue::revoke_quietly(std::int64_t lease, steady_time deadline) {
+  try {
+    gw_.call("lease/revoke", {{"ID", str(lease)}}, deadline);
+  } catch (const error&) {
+    // Gone already, or the store is unreachable: the lease then ends at its TTL.
+  }
+}
+
+std::optional<taken> queue::try_take(const lock_request& req, steady_time deadline) {
+  const std::string pfx = lock_prefix(prefix_, req.name);
+  const auto sp = spares_.take(ttl_for(req.lease), deadline);
+  const std::string key = pfx + hex(sp.id);
+  json cmp = range_of(pfx, prefix_end(pfx));
+  cmp["target"] = "CREATE";
+  cmp["result"] = "EQUAL";
+  cmp["create_revision"] = "0";
+  json txn = {
+      {"compare", json::array({cmp})},
+      {"success",
+       json::array(
+           {{{"request_put",
+              {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(sp.id)}}}}})},
+      {"failure", json::array({{{"request_range", first_of(pfx)}}})}};
+  json r;
+  try {
+    r = gw_.call("kv/txn", txn, deadline);
+  } catch (...) {
+    spares_.revoke_later(sp.id);  // the key may have been put: its lease must end
+    throw;
+  }
+  if (r.value("succeeded", false))
+    return taken{hold{key, sp.id, num(r["header"], "revision"), sp.ttl_s}, sp.sent};
+  spares_.put_back(sp);  // no key was attached: the lease serves the next attempt
+  const auto& kvs = kvs_of(r["responses"][0]["response_range"]);
+  if (kvs.empty() || fields_of(kvs[0]).owner != req.owner) return std::nullopt;
+  // Ours: an earlier attempt whose reply was lost put it. Its lease was granted at an unknown
+  // time: extend it now and measure the hold from this request.
+  hold h = hold_of(kvs[0], sp.ttl_s);
+  auto sent = clock::now();
+  if (!keep_alive(h, deadline)) return std::nullopt;
+  return taken{h, sent};
+}
+
+std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadline,
+                                      const wait_policy& policy) {
+  const std::string pfx = lock_prefix(prefix_, req.name);
+  const auto sp =
+      spares_.take(ttl_for(req.lease), std::max(deadline, clock::now() + policy.min_attempt));
+  auto sent = sp.sent;
+  const auto lease = sp.id;
+  const auto ttl = sp.ttl_s;
+  const std::string key = pfx + hex(lease);
+  json absent = {
+      {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
+  json txn = {
+      {"compare", json::array({absent})},
+      {"success",
+       json::array({{{"request_put",
+                      {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(lease)}}}},
+                    {{"request_range", first_of(pfx)}}})},
+      {"failure", json::array({{{"request_range", {{"key", b64(key)}}}},
+                               {{"request_range", first_of(pfx)}}})}};
+  hold h{key, lease, 0, ttl};
+  try {
+    auto r = gw_.call("kv/txn", txn, std::max(deadline, clock::now() + policy.min_attempt));
+    bool put = r.value("succeeded", false);
+    h.revision = put ? num(r["header"], "revision")
+                     : num(kvs_of(r["responses"][0]["response_range"]).at(0), "create_revision");
+    const auto& first = kvs_of(r["responses"][1]["response_range"]);
+    if (!first.empty() && num(first[0], "create_revision") == h.revision)
+      return taken{h, sent, false};
+    // Wait for every key created before ours to go, the one just before ours at a time.
+    const auto keepalive_every =
+        std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1) * 1000 / 3);
+    auto next_keepalive = sent + keepalive_every;
+    unsigned failures = 0;
+    for (;;) {
+      if (clock::now() >= deadline) break;
+      try {
+        if (clock::now() >= next_keepalive) {
+          auto ka_sent = clock::now();
+          if (!keep_alive(h, deadline))
+            throw lock_lost("etcd: the lease of the waiting request for '" + req.name +
+                            "' ended while it waited; the wait was abandoned");
+          sent = ka_sent;
+          next_keepalive = ka_sent + keepalive_every;
+        }
+        // Our key and the one created just before it, in one read: ours missing = our lease
+        // died; no predecessor = we hold the lock.
+        json pred = range_of(pfx, prefix_end(pfx));
+        pred["sort_order"] = "DESCEND";
+        pred["sort_target"] = "CREATE";
+        pred["limit"] = "2";
+        pred["max_create_revision"] = str(h.revision);
+        auto pr = gw_.call("kv/range", pred, deadline);
+        const auto& kvs = kvs_of(pr);
+        if (kvs.empty() || num(kvs[0], "create_revision") != h.revision)
+          throw lock_lost("etcd: the waiting key for '" + req.name + "' was deleted");
+        if (kvs.size() == 1) return taken{h, sent, true};
+        wait_deleted(unb64(kvs[1].value("key", "")), num(pr["header"], "revision") + 1,
+                     std::min(deadline, next_keepalive));
+        failures = 0;
+      } catch (const connection_error&) {
+        // A member stopped or the leader changed: try again within the deadline; the key keeps
+        // its place while its lease lives.
+        auto pause = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
+        std::this_thread::sleep_until(std::min(deadline, clock::now() + pause));
+      }
+    }
+  } catch (...) {
+    revoke_quietly(lease, clock::now() + gw_.timeout());
+    throw;
+  }
+  revoke_quietly(lease, clock::now() + gw_.timeout());  // gave up: leave the queue at once
+  return std::nullopt;
+}
+
+bool queue::wait_deleted(const std::string& key, std::int64_t from, steady_time until) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool gone = false;
+  json req = {
+      {"create_request",
+       {{"key", b64(key)}, {"start_revision", str(from)}, {"filters", json::array({"NOPUT"})}}}};
+  auto s = gw_.open_stream(
+      "watch", req,
+      [&](const json& msg) {
+        auto it = msg.find("events");
+        if (it == msg.end() || it->empty()) return;
+        {
+          std::lock_guard g(m);
+          gone = true;
+        }
+        cv.notify_all();
+      },
+      std::max(until, clock::now() + gw_.timeout()));
+  std::unique_lock lk(m);
+  cv.wait_until(lk, until, [&] { return gone || s->ended(); });
+  bool result = gone;
+  lk.unlock();
+  s->stop();
+  return result;
+}
+
+bool queue::keep_alive(const hold& h, steady_time deadline) {
+  auto r = gw_.call("lease/keepalive", {{"ID", str(h.lease)}}, deadline);
+  auto res = r.find("result");
+  return res != r.end() && num(*res, "TTL") > 0;
+}
+
+bool queue::still_holds(const hold& h, steady_time deadline) {
+  json cmp = {{"key", b64(h.key)},
+              {"target", "CREATE"},
+              {"result", "EQUAL"},
+              {"create_revision", str(h.revision)}};
+  auto r = gw_.call("kv/txn", {{"compare", json::array({cmp})}}, deadline);
+  return r.value("succeeded", false);
+}
+
+bool queue::give_up(const hold& h, steady_time refreshed, steady_time deadline) {
+  // Delete the key (owner-checked by its create revision: a later hold of the same lease and
+  // name has another) and keep the lease as a spare for the next acquisition: one write.
+  json cmp = {{"key", b64(h.key)},
+              {"target", "CREATE"},
+              {"result", "EQUAL"},
+              {"create_revision", str(h.revision)}};
+  json txn = {{"compare", json::array({cmp})},
+              {"success", json::array({{{"request_delete_range", {{"key", b64(h.key)}}}}})}};
+  bool deleted = false;
+  try {
+    deleted = gw_.call("kv/txn", txn, deadline).value("succeeded", false);
+  } catch (...) {
+    spares_.revoke_later(h.lease);  // unknown outcome: the lease, and the key with it, must end
+    throw;
+  }
+  if (deleted)
+    spares_.put_back(spare{h.lease, h.ttl_s, refreshed});
+  else
+    spares_.revoke_later(h.lease);
+  return deleted;
+}
+
+std::optional<hold> queue::find_owner(const std::string& name, const std::string& owner,
+                                      steady_time deadline) {
+  const std::string pfx = lock_prefix(prefix_, name);
+  auto r = gw_.call("kv/range", range_of(pfx, prefix_end(pfx)), deadline);
+  for (const auto& kv : kvs_of(r))
+    if (fields_of(kv).owner == owner) return hold_of(kv, 0);
+  return std::nullopt;
+}
+
+std::vector<lock_status> queue::list(std::string_view name_prefix, steady_time deadline) {
+  const std::string base = prefix_.empty() ? std::string() : prefix_ + "/";
+  const std::string from = base + encode_name(name_prefix);
+  json req = range_of(from, prefix_end(from));
+  req["sort_order"] = "ASCEND";
+  req["sort_target"] = "CREATE";
+  auto r = gw_.call("kv/range", req, deadline);
+  std::map<std::string, bool> seen;
+  std::vector<lock_status> out;
+  for (const auto& kv : kvs_of(r)) {
+    std::string key = unb64(kv.value("key", ""));
+    auto slash = key.rfind('/');
+    if (slash == std::string::npos || slash < base.size()) continue;
+    std::string encoded = key.substr(base.size(), slash - base.size());
+    if (seen[encoded]) continue;  // a waiter: the first-created key holds
+    seen[encoded] = true;
+    lock_status s;
+    try {
+      s.name = decode_name(encoded);
+    } catch (const config_error&) {
+      s.name = encoded;  // a key sqlock did not write
+    }
+    auto f = fields_of(kv);
+    s.owner = f.owner;
+    s.holder = f.holder.empty() ? "lease " + key.substr(slash + 1) : f.holder;
+    s.fence = static_cast<std::uint64_t>(num(kv, "create_revision"));
+    s.mode = "lease";
+    if (auto lease = num(kv, "lease"); lease != 0) {
+      auto t = gw_.call("lease/timetolive", {{"ID", str(lease)}}, deadline);
+      auto ttl = num(t, "TTL");
+      if (ttl > 0) {
+        auto now = std::chrono::duration_cast<milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+        s.expires_at = format_utc_ms(now + ttl * 1000);  // display only: the server's TTL
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool queue::delete_holder(const std::string& name, steady_time deadline) {
+  const std::string pfx = lock_prefix(prefix_, name);
+  auto r = gw_.call("kv/range", first_of(pfx), deadline);
+  const auto& kvs = kvs_of(r);
+  if (kvs.empty()) return false;
+  json cmp = {{"key", kvs[0]["key"]},
+              {"target", "CREATE"},
+              {"result", "EQUAL"},
+              {"create_revision", str(num(kvs[0], "create_revision"))}};
+  json txn = {{"compare", json::array({cmp})},
+              {"success", json::array({{{"request_delete_range", {{"key", kvs[0]["key"]}}}}})}};
+  return gw_.call("kv/txn", txn, deadline).value("succeeded", false);
+}
+
+std::unique_ptr<stream> queue::watch_deletes(
+    std::int64_t from, std::function<void(const std::string&, std::int64_t)> on_delete,
+    steady_time deadline) {
+  const std::string base = prefix_.empty() ? std::string() : prefix_ + "/";
+  json create = range_of(base, prefix_end(base));
+  create["filters"] = json::array({"NOPUT"});
+  if (from > 1) create["start_revision"] = str(from);
+  return gw_.open_stream(
+      "watch", {{"create_request", create}},
+      [on_delete = std::move(on_delete)](const json& msg) {
+        auto it = msg.find("events");
+        if (it == msg.end()) return;
+        for (const auto& ev : *it) {
+          if (ev.value("type", "") != "DELETE") continue;
+          const auto& kv = ev["kv"];
+          on_delete(unb64(kv.value("key", "")), num(kv, "mod_revision"));
+        }
+      },
+      deadline, false);
+}
+
+void queue::ping(steady_time deadline) {
+  json req = range_of(prefix_, prefix_end(prefix_));
+  req["count_only"] = true;
+  gw_.call("kv/range", req, deadline);
+}
+
+}  // namespace sqlock::etcd::detail

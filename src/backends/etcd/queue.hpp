@@ -1,0 +1,80 @@
+// The lock queue of one name in etcd, as etcd's concurrency.Mutex keeps it: every contender's
+// key `<prefix>/<encoded name>/<lease id hex>` is attached to its own lease; the key with the
+// lowest create revision holds the lock; a waiter watches only the key created just before its
+// own. Also the administrative reads (list, force release) and the prefix watch that reports
+// deleted keys.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gateway.hpp"
+#include "spares.hpp"
+
+namespace sqlock::etcd::detail {
+
+/// One key in the queue, ours.
+struct hold {
+  std::string key;            ///< full key
+  std::int64_t lease = 0;     ///< its lease
+  std::int64_t revision = 0;  ///< its create revision: the fence
+  std::int64_t ttl_s = 0;     ///< the lease's TTL as granted, in seconds
+};
+
+/// A hold just obtained.
+struct taken {
+  hold h;            ///< the key
+  steady_time sent;  ///< when the request that last extended its lease was sent
+  bool waited = false;
+};
+
+class queue {
+ public:
+  queue(gateway& gw, std::string prefix);
+
+  /// etcd's TryLock: holds the lock now or leaves no key behind. A retried call with the same
+  /// owner finds the key its lost reply created.
+  std::optional<taken> try_take(const lock_request& req, steady_time deadline);
+  /// etcd's Lock: queues a key, then waits fairly (watching the predecessor, keeping the
+  /// waiting key's lease alive) until it is the first or `deadline`; removes the key when it
+  /// gives up. Throws lock_lost when the waiting key's lease dies.
+  std::optional<taken> wait_take(const lock_request& req, steady_time deadline,
+                                 const wait_policy& policy);
+  /// Keeps the lease of `h` alive once; false when the lease is gone.
+  bool keep_alive(const hold& h, steady_time deadline);
+  /// True while the key of `h` exists with its create revision.
+  bool still_holds(const hold& h, steady_time deadline);
+  /// Deletes the key of `h` (false when it was already gone) and keeps its lease, last extended
+  /// by a request sent at `refreshed`, as a spare while it is young.
+  bool give_up(const hold& h, steady_time refreshed, steady_time deadline);
+  /// The key `owner` holds or waits with under `name` (for a release without a handle).
+  std::optional<hold> find_owner(const std::string& name, const std::string& owner,
+                                 steady_time deadline);
+  /// The holder of every name starting with `name_prefix`.
+  std::vector<lock_status> list(std::string_view name_prefix, steady_time deadline);
+  /// Deletes the holder's key of `name` (its lease stays: it may carry other locks of an
+  /// etcdctl session); false when nobody held it.
+  bool delete_holder(const std::string& name, steady_time deadline);
+  /// Watches every key under the prefix from revision `from` (0 = now) and calls `on_delete`
+  /// with each deleted key and the revision of its deletion. Returns without waiting for the
+  /// watch to be confirmed: events from `from` on are delivered whenever it starts.
+  std::unique_ptr<stream> watch_deletes(
+      std::int64_t from, std::function<void(const std::string&, std::int64_t)> on_delete,
+      steady_time deadline);
+  /// Checks that a member answers.
+  void ping(steady_time deadline);
+
+ private:
+  static std::int64_t ttl_for(milliseconds lease);
+  void revoke_quietly(std::int64_t lease, steady_time deadline);
+  bool wait_deleted(const std::string& key, std::int64_t from, steady_time until);
+
+  gateway& gw_;
+  std::string prefix_;  // "<prefix>"
+  spares spares_;
+};
+
+}  // namespace sqlock::etcd::detail

@@ -1,0 +1,142 @@
+// The etcd backend under faults: a frozen member (SIGSTOP of a private etcd) never holds a
+// caller past its deadline, a waiter gets the lock after the member comes back, and in the
+// 3-member cluster a leader change grants no lock twice and keeps fences rising, while a lost
+// quorum makes renewals unknown and then the hold lost. Run serially (they stop shared members).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+
+#include "etcd_env.hpp"
+#include "sqlock/client.hpp"
+#include "test_env.hpp"
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+namespace sqlock::test {
+namespace {
+
+using namespace etcd_env;
+
+class etcd_cluster_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_CLUSTER_URL", url_);
+    SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_CLUSTER_CTL", ctl_);
+  }
+  std::string leader() {
+    auto l = sh(ctl_ + " leader");
+    while (!l.empty() && l.back() == '\n') l.pop_back();
+    return l;
+  }
+  std::string url_, ctl_;
+};
+
+TEST_F(etcd_cluster_test, a_leader_change_grants_no_lock_twice_and_fences_keep_rising) {
+  auto n = unique_name("leader");
+  auto a = sqlock::connect(url_);
+  auto b = sqlock::connect(url_);
+  auto la = a.make_lock(n, {.lease = 5s});
+  la.lock();
+  auto first = la.fence();
+  auto lb = b.make_lock(n, {.lease = 5s});
+  auto waiting = std::async(std::launch::async, [&] { return lb.try_lock_for(30s); });
+  auto leader = this->leader();
+  ASSERT_FALSE(leader.empty());
+  sh(ctl_ + " stop " + leader);
+  std::this_thread::sleep_for(3s);  // a new leader is elected; a held lock stays held
+  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout);
+  EXPECT_FALSE(la.lost());
+  la.unlock();
+  EXPECT_TRUE(waiting.get());
+  EXPECT_GT(lb.fence(), first);
+  lb.unlock();
+  sh(ctl_ + " start " + leader);
+}
+
+TEST_F(etcd_cluster_test, a_lost_quorum_makes_renewals_unknown_then_the_hold_lost) {
+  auto n = unique_name("quorum");
+  client_options o;
+  o.release_timeout = 1s;
+  auto a = sqlock::connect(url_ + "?timeout=500ms", o);
+  auto la = a.make_lock(n, {.lease = 3s});
+  std::atomic<bool> told{false};
+  la.on_lost([&](const std::string&) { told = true; });
+  la.lock();
+  auto before = a.stats();
+  // Two of three members stop: the last one has no leader and answers nothing useful.
+  auto first = leader();
+  ASSERT_FALSE(first.empty());
+  std::string other = first == "1" ? "2" : "1";
+  sh(ctl_ + " stop " + first);
+  sh(ctl_ + " stop " + other);
+  for (int i = 0; i < 400 && !told; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(told);  // lost when the lease ran out with no renewal answered
+  EXPECT_GT(a.stats().renewal_failures, before.renewal_failures);  // unknown first
+  la.unlock();
+  sh(ctl_ + " start " + first);
+  sh(ctl_ + " start " + other);
+  // The cluster is back: the lock is free again once the old lease expired on the server.
+  auto b = sqlock::connect(url_);
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(20s));
+  lb.unlock();
+}
+
+// Generous bound for "returned by its deadline": the deadline plus one attempt's allowance and
+// scheduling slack. Not a speed claim: a call that waited for the frozen server would take the
+// whole test.
+constexpr auto slack = 2s;
+
+TEST(etcd_frozen, every_wait_renewal_and_release_returns_by_its_deadline) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);  // the servers are installed
+  private_etcd server(22679);
+  client_options o;
+  o.release_timeout = 1s;
+  auto holder = sqlock::connect(server.url() + "?timeout=1s", o);
+  auto l = holder.make_lock("frozen", {.lease = 3s});
+  std::atomic<bool> told{false};
+  l.on_lost([&](const std::string&) { told = true; });
+  l.lock();
+  auto waiter = sqlock::connect(server.url() + "?timeout=1s");
+  auto w = waiter.make_lock("frozen");
+  server.freeze();
+  auto start = steady::now();
+  try {
+    EXPECT_FALSE(w.try_lock_for(1s));
+  } catch (const connection_error&) {
+    // The outcome is unknown: also an answer by the deadline.
+  }
+  EXPECT_LT(steady::now() - start, 1s + slack);
+  // The holder's renewals get no answer: the hold is reported lost when its lease runs out.
+  for (int i = 0; i < 300 && !told; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(told);
+  start = steady::now();
+  l.unlock();  // bounded by the release timeout
+  EXPECT_LT(steady::now() - start, 1s + slack);
+  server.thaw();
+}
+
+TEST(etcd_frozen, a_waiter_gets_the_lock_after_the_server_comes_back) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
+  private_etcd server(22689);
+  auto a = sqlock::connect(server.url() + "?timeout=1s");
+  auto la = a.make_lock("back", {.lease = 3s});
+  la.lock();
+  auto b = sqlock::connect(server.url() + "?timeout=1s");
+  auto lb = b.make_lock("back");
+  auto got = std::async(std::launch::async, [&] { return lb.try_lock_for(20s); });
+  std::this_thread::sleep_for(300ms);
+  server.freeze();
+  std::this_thread::sleep_for(1500ms);
+  server.thaw();
+  la.unlock();
+  EXPECT_TRUE(got.get());
+  lb.unlock();
+}
+
+}  // namespace
+}  // namespace sqlock::test

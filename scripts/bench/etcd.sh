@@ -8,7 +8,7 @@
 # Usage: scripts/bench/etcd.sh [build-dir]   (prints Markdown-ready raw output)
 set -euo pipefail
 build=${1:-build}
-sqlock=$build/src/cli/sqlock
+sqlock=$build/bin/sqlock
 url=${SQLOCK_TEST_ETCD_URL:?start the test servers (scripts/servers.sh start etcd)}
 hostport=${url#etcd://}
 hostport=${hostport%%/*}

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/export.hpp"
 
 namespace sqlock::etcd {
 
@@ -37,18 +38,18 @@ struct options {
 };
 
 /// Opens a store. Throws config_error for bad options; connects lazily.
-std::shared_ptr<backend> open(const options& opts);
+SQLOCK_API std::shared_ptr<backend> open(const options& opts);
 
 /// The escaped form of a lock name inside keys: '/', '%' and bytes below 0x20 or 0x7F become
 /// `%XX`, so that no name's keys fall under another name's prefix; every other byte (printable
 /// ASCII, UTF-8) stays. Prefix-preserving and injective.
-std::string encode_name(std::string_view name);
+SQLOCK_API std::string encode_name(std::string_view name);
 
 /// Inverse of encode_name(); config_error on a malformed escape.
-std::string decode_name(std::string_view encoded);
+SQLOCK_API std::string decode_name(std::string_view encoded);
 
 /// The key prefix of lock `name`, `<prefix>/<encoded name>/`: what `etcdctl lock` takes
 /// (without the trailing '/') to contend for the same lock.
-std::string lock_prefix(std::string_view prefix, std::string_view name);
+SQLOCK_API std::string lock_prefix(std::string_view prefix, std::string_view name);
 
 }  // namespace sqlock::etcd

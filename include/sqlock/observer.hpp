@@ -9,6 +9,8 @@
 // sqlock.
 #pragma once
 
+#include "sqlock/export.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -33,7 +35,7 @@ enum class event_type {
 };
 
 /// The name of an event type: "acquired", "renewal_failed", ...
-std::string_view to_string(event_type t) noexcept;
+SQLOCK_API std::string_view to_string(event_type t) noexcept;
 
 /// One event. Views point into the core's strings and live only during the call.
 struct event {
@@ -49,7 +51,7 @@ struct event {
 };
 
 /// Receives events. Implementations must be thread-safe, fast and must not block.
-class observer {
+class SQLOCK_API observer {
  public:
   virtual ~observer() = default;
   /// Called once per event; catch your own errors (an exception here ends the process).
@@ -60,11 +62,11 @@ class observer {
 enum class log_level { trace, debug, info, warn, error, off };
 
 /// The name of a level: "trace", "debug", "info", "warn", "error", "off".
-std::string_view to_string(log_level l) noexcept;
+SQLOCK_API std::string_view to_string(log_level l) noexcept;
 
 /// The level an event is logged at: attempt/renewed trace; acquired/released debug; timeout
 /// info; retry/renewal_failed/release_failed warn; lost error.
-log_level level_of(event_type t) noexcept;
+SQLOCK_API log_level level_of(event_type t) noexcept;
 
 /// Where log lines go: the application's callback (thread-safe; `message` lives only during the
 /// call and never holds a lock owner token or a password).
@@ -73,13 +75,13 @@ using log_sink = std::function<void(log_level level, std::string_view message)>;
 /// An observer that formats events of `min` level and above into one line each and hands them
 /// to `sink` (e.g. "acquired lock 'orders:42' on sqlite (pessimistic): fence 7, waited 12.5 ms,
 /// contended"). Below `min` nothing is formatted. A null sink or `off` gives a silent logger.
-std::shared_ptr<observer> make_logger(log_level min, log_sink sink);
+SQLOCK_API std::shared_ptr<observer> make_logger(log_level min, log_sink sink);
 
 /// One line describing `e` (what make_logger() hands to its sink). Control characters of the
 /// lock name are shown as '?'.
-std::string describe(const event& e);
+SQLOCK_API std::string describe(const event& e);
 
 /// An observer that passes each event to every one of `targets` in order (nulls are skipped).
-std::shared_ptr<observer> fan_out(std::vector<std::shared_ptr<observer>> targets);
+SQLOCK_API std::shared_ptr<observer> fan_out(std::vector<std::shared_ptr<observer>> targets);
 
 }  // namespace sqlock

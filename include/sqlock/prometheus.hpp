@@ -8,6 +8,8 @@
 // own Exposer, or as text with text().
 #pragma once
 
+#include "sqlock/export.hpp"
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,10 +35,10 @@ struct metrics_options {
 
 /// A grouping that keeps the part of a name before the first `separator` (the whole name when
 /// it has none), cut to `max_length` bytes.
-lock_grouping name_prefix(char separator = ':', std::size_t max_length = 64);
+SQLOCK_API lock_grouping name_prefix(char separator = ':', std::size_t max_length = 64);
 
 /// Metrics for every client whose client_options::observer it is (share one across clients).
-class metrics_observer final : public observer {
+class SQLOCK_API metrics_observer final : public observer {
  public:
   /// Registers its metric families on `registry` (a new one when null).
   explicit metrics_observer(std::shared_ptr<::prometheus::Registry> registry = nullptr,
@@ -59,6 +61,6 @@ class metrics_observer final : public observer {
 };
 
 /// Everything on `registry` in the Prometheus text exposition format (version 0.0.4).
-std::string text(const ::prometheus::Registry& registry);
+SQLOCK_API std::string text(const ::prometheus::Registry& registry);
 
 }  // namespace sqlock::prometheus

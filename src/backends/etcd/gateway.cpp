@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <charconv>
 #include <condition_variable>
@@ -17,6 +19,36 @@ using clock = std::chrono::steady_clock;
 
 // A pooled keep-alive connection that the member had closed: nothing was read from it.
 struct stale_connection {};
+
+// OpenSSL writes with write(2), not send(MSG_NOSIGNAL): a write to a connection the member has
+// closed raises SIGPIPE, which would end the application. For the duration of a request the
+// calling thread blocks SIGPIPE and consumes one it caused, so the write fails with EPIPE
+// instead; the application's own disposition of SIGPIPE is left alone.
+class sigpipe_guard {
+ public:
+  sigpipe_guard() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~sigpipe_guard() {
+    if (!was_pending_) {
+      timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  sigpipe_guard(const sigpipe_guard&) = delete;
+  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
+
+ private:
+  sigset_t pipe_{}, old_{};
+  bool was_pending_ = false;
+};
 
 // gRPC status codes the gateway reports in `code`.
 constexpr int grpc_invalid_argument = 3;
@@ -49,6 +81,10 @@ std::chrono::microseconds left(steady_time deadline) {
   } catch (const json::exception&) {
     // Not JSON (a proxy's page): keep the HTTP status.
   }
+  if (message.find("user name is empty") != std::string::npos)
+    throw auth_error("etcd at " + where(e) +
+                     " requires authentication: give user:password in "
+                     "the URL");
   if (code == grpc_permission_denied)
     throw auth_error("etcd at " + where(e) + " refused the operation: " + message);
   if (status == 404 && code == 0)
@@ -99,6 +135,7 @@ class http_stream final : public stream {
 
  private:
   void run(const std::string& path, const std::string& body, const httplib::Headers& headers) {
+    sigpipe_guard quiet;
     httplib::Request req;
     req.method = "POST";
     req.path = path;
@@ -267,7 +304,10 @@ json gateway::exchange(member& m, std::unique_ptr<httplib::Client> cli, std::str
     reply.append(data, n);
     return true;
   };
-  auto res = cli->send(req);
+  httplib::Result res = [&] {
+    sigpipe_guard quiet;
+    return cli->send(req);
+  }();
   bool complete = static_cast<bool>(res);
   if (!complete && status == 0 && reply.empty() && res.error() != httplib::Error::Connection &&
       clock::now() < deadline)

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -48,40 +49,93 @@ inline std::string prefix_of(const std::string& u) {
 // use by the other tests at the same time.
 class private_etcd {
  public:
-  explicit private_etcd(int port) : port_(port) {
+  /// With `tls`: HTTPS with a CA, server and client certificates made here (openssl); with
+  /// `client_certs` too, the member requires a client certificate.
+  explicit private_etcd(int port, bool tls = false, bool client_certs = false)
+      : port_(port), tls_(tls), client_certs_(client_certs) {
     std::string c = std::to_string(port), p = std::to_string(port + 1);
+    std::string d = dir_.path.string();
+    if (tls_) make_certificates();
+    std::string scheme = tls_ ? "https://" : "http://";
     pid_ = ::fork();
     if (pid_ == 0) {
-      std::string data = (dir_.path / "data").string(), log = (dir_.path / "log").string();
-      std::string peer = "http://127.0.0.1:" + p, client = "http://127.0.0.1:" + c;
+      std::string data = d + "/data", log = d + "/log";
+      std::string peer = "http://127.0.0.1:" + p, client = scheme + "127.0.0.1:" + c;
       std::string cluster = "p=" + peer;
-      ::execlp("etcd", "etcd", "--name", "p", "--data-dir", data.c_str(), "--listen-client-urls",
-               client.c_str(), "--advertise-client-urls", client.c_str(), "--listen-peer-urls",
-               peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(), "--initial-cluster",
-               cluster.c_str(), "--log-outputs", log.c_str(), "--logger", "zap", nullptr);
+      std::string cert = d + "/server.crt", key = d + "/server.key", ca = d + "/ca.crt";
+      if (tls_)
+        ::execlp("etcd", "etcd", "--name", "p", "--data-dir", data.c_str(), "--listen-client-urls",
+                 client.c_str(), "--advertise-client-urls", client.c_str(), "--listen-peer-urls",
+                 peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(), "--initial-cluster",
+                 cluster.c_str(), "--log-outputs", log.c_str(), "--logger", "zap", "--cert-file",
+                 cert.c_str(), "--key-file", key.c_str(), "--trusted-ca-file", ca.c_str(),
+                 client_certs_ ? "--client-cert-auth" : "--client-cert-auth=false", nullptr);
+      else
+        ::execlp("etcd", "etcd", "--name", "p", "--data-dir", data.c_str(), "--listen-client-urls",
+                 client.c_str(), "--advertise-client-urls", client.c_str(), "--listen-peer-urls",
+                 peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(), "--initial-cluster",
+                 cluster.c_str(), "--log-outputs", log.c_str(), "--logger", "zap", nullptr);
       ::_exit(127);
     }
     for (int i = 0; i < 100; ++i) {
-      if (sh("ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:" + c +
-             " --command-timeout=1s endpoint health 2>&1")
-              .find("is healthy") != std::string::npos)
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {  // it failed to start (see its log)
+        pid_ = -1;
         return;
+      }
+      if (etcdctl("endpoint health 2>&1").find("is healthy") != std::string::npos) return;
       std::this_thread::sleep_for(100ms);
     }
   }
   ~private_etcd() {
+    if (pid_ <= 0) return;
     ::kill(pid_, SIGCONT);
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
   private_etcd(const private_etcd&) = delete;
   private_etcd& operator=(const private_etcd&) = delete;
-  std::string url() const { return "etcd://127.0.0.1:" + std::to_string(port_) + "/private"; }
+
+  /// The URL of this member (with the TLS files when it has TLS), `userinfo` ("u:p@") inserted.
+  std::string url(const std::string& userinfo = {}) const {
+    std::string d = dir_.path.string();
+    std::string u = std::string(tls_ ? "etcds://" : "etcd://") + userinfo +
+                    "127.0.0.1:" + std::to_string(port_) + "/private";
+    if (tls_) u += "?cacert=" + d + "/ca.crt";
+    if (client_certs_) u += "&cert=" + d + "/client.crt&key=" + d + "/client.key";
+    return u;
+  }
+  /// Runs etcdctl against this member; its output.
+  std::string etcdctl(const std::string& args) const {
+    std::string d = dir_.path.string();
+    std::string tls =
+        tls_ ? " --cacert=" + d + "/ca.crt --cert=" + d + "/client.crt --key=" + d + "/client.key"
+             : "";
+    return sh(
+        "ETCDCTL_API=3 timeout 5 etcdctl --endpoints=" + std::string(tls_ ? "https" : "http") +
+        "://127.0.0.1:" + std::to_string(port_) + tls + " --command-timeout=2s " + args);
+  }
+  std::filesystem::path dir() const { return dir_.path; }
+  /// True while the member runs.
+  bool running() const { return pid_ > 0; }
   void freeze() { ::kill(pid_, SIGSTOP); }
   void thaw() { ::kill(pid_, SIGCONT); }
 
  private:
+  void make_certificates() {
+    std::string d = dir_.path.string();
+    std::string ext = d + "/san.cnf";
+    sh("printf 'subjectAltName=IP:127.0.0.1\\n' > " + ext);
+    sh("cd " + d +
+       " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=sqlock-test-ca "
+       "-keyout ca.key -out ca.crt 2>/dev/null"
+       " && for n in server client; do openssl req -newkey rsa:2048 -nodes -subj /CN=$n "
+       "-keyout $n.key -out $n.csr 2>/dev/null && openssl x509 -req -in $n.csr -CA ca.crt "
+       "-CAkey ca.key -CAcreateserial -days 2 -extfile san.cnf -out $n.crt 2>/dev/null; done");
+  }
+
   int port_;
+  bool tls_;
+  bool client_certs_;
   temp_dir dir_;
   pid_t pid_ = -1;
 };

@@ -93,6 +93,7 @@ TEST(etcd_frozen, every_wait_renewal_and_release_returns_by_its_deadline) {
   std::string shared;
   SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);  // the servers are installed
   private_etcd server(22679);
+  ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
   client_options o;
   o.release_timeout = 1s;
   auto holder = sqlock::connect(server.url() + "?timeout=1s", o);
@@ -123,6 +124,7 @@ TEST(etcd_frozen, a_waiter_gets_the_lock_after_the_server_comes_back) {
   std::string shared;
   SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
   private_etcd server(22689);
+  ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
   auto a = sqlock::connect(server.url() + "?timeout=1s");
   auto la = a.make_lock("back", {.lease = 3s});
   la.lock();
@@ -136,6 +138,49 @@ TEST(etcd_frozen, a_waiter_gets_the_lock_after_the_server_comes_back) {
   la.unlock();
   EXPECT_TRUE(got.get());
   lb.unlock();
+}
+
+TEST(etcd_tls, a_member_that_requires_client_certificates) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
+  private_etcd server(22699, true, true);
+  ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
+  ASSERT_NE(server.etcdctl("endpoint health 2>&1").find("is healthy"), std::string::npos);
+  auto c = sqlock::connect(server.url());
+  auto l = c.make_lock("tls");
+  ASSERT_TRUE(l.try_lock());
+  EXPECT_FALSE(sqlock::connect(server.url()).make_lock("tls").try_lock());
+  l.unlock();
+  // Without the client certificate, or without the CA to check the member against: refused.
+  auto d = server.dir().string();
+  EXPECT_THROW(sqlock::connect("etcds://127.0.0.1:22699/private?cacert=" + d + "/ca.crt"), error);
+  EXPECT_THROW(sqlock::connect("etcds://127.0.0.1:22699/private?cert=" + d +
+                               "/client.crt&key=" + d + "/client.key"),
+               error);
+}
+
+TEST(etcd_tls, a_member_with_authentication) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
+  private_etcd server(22709);
+  ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
+  server.etcdctl("user add root --new-user-password=root-pw >/dev/null 2>&1");
+  server.etcdctl("user grant-role root root >/dev/null 2>&1");
+  server.etcdctl("auth enable >/dev/null 2>&1");
+  auto c = sqlock::connect(server.url("root:root-pw@"));
+  auto l = c.make_lock("auth");
+  ASSERT_TRUE(l.try_lock());
+  EXPECT_FALSE(sqlock::connect(server.url("root:root-pw@")).make_lock("auth").try_lock());
+  l.unlock();
+  // A wrong password: auth_error, and the password is not in it.
+  try {
+    sqlock::connect(server.url("root:wrong-s3cr3t@"));
+    ADD_FAILURE() << "a wrong password was accepted";
+  } catch (const auth_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("s3cr3t"), std::string::npos) << e.what();
+  }
+  // No user at all on a member with authentication on: refused as auth_error too.
+  EXPECT_THROW(sqlock::connect(server.url()).make_lock("auth").try_lock(), auth_error);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ enum exit_code : int {
   unavailable = 69,  ///< backend unreachable
   software = 70,     ///< lease lost while the command ran
   tempfail = 75,     ///< lock not obtained within --wait
+  noperm = 77,       ///< the store refused the credentials or permissions
 };
 
 /// --url if given, else $SQLOCK_URL, else sqlite: at the default state path.
@@ -29,6 +30,7 @@ int guarded(const std::function<int()>& fn);
 /// Subcommands.
 struct run_args {
   std::string url, wait, lease = "30s", mode, name;
+  std::string kill_after = "10s";  ///< grace between SIGTERM and SIGKILL to CMD's group on loss
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);

@@ -76,16 +76,34 @@ int main(int argc, char** argv) {
       "lock store URL (default: $SQLOCK_URL, else sqlite: in $XDG_STATE_HOME/sqlock)";
 
   run_args ra;
+  bool ra_nonblock = false;
+  const auto nonempty = CLI::Validator(
+      [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; }, "",
+      "NONEMPTY");
   auto* run =
       app.add_subcommand("run", "run a command while holding a lock (like flock across machines)");
-  run->add_option("--url", ra.url, url_help);
-  run->add_option("--wait", ra.wait,
-                  "how long to wait for the lock (250ms, 30s, 5m); 0 = one try; default forever");
-  run->add_option("--lease", ra.lease, "lease, renewed while the command runs")
+  run->add_option("-u,--url", ra.url, url_help);
+  auto* wait_opt =
+      run->add_option(
+             "-w,--wait", ra.wait,
+             "how long to wait for the lock (250ms, 30s, 5m); 0 = one try; default forever")
+          ->check(nonempty);
+  run->add_flag("-n,--nonblock", ra_nonblock, "one try, no waiting (= --wait 0)")
+      ->excludes(wait_opt);
+  run->add_option("-l,--lease", ra.lease, "lease, renewed while the command runs (at least 500ms)")
       ->capture_default_str();
-  run->add_option("--mode", ra.mode, "backend mode: pessimistic, optimistic, advisory");
+  run->add_option(
+         "--kill-after", ra.kill_after,
+         "on a lost lease: SIGTERM to the command's process group, SIGKILL this much later")
+      ->capture_default_str();
+  run->add_option("--mode", ra.mode, "backend mode: pessimistic, optimistic, advisory")
+      ->check(nonempty);
   run->add_option("name", ra.name, "lock name")->required();
   run->add_option("command", ra.command, "command and arguments (after --)")->required();
+  app.footer(
+      "Exit: CMD's status; 64 bad arguments or URL; 69 store unreachable; 70 lease lost (CMD's\n"
+      "process group stopped); 75 not obtained within --wait; 77 access refused by the store;\n"
+      "126 CMD not executable; 127 CMD not found; 128+N CMD killed by signal N.");
 
   std::string list_url, list_prefix;
   bool list_json = false;
@@ -150,6 +168,7 @@ int main(int argc, char** argv) {
     return usage;
   }
 
+  if (ra_nonblock) ra.wait = "0";
   if (*run) return guarded([&] { return run_command(ra); });
   if (*list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
   if (*rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });

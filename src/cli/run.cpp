@@ -1,4 +1,6 @@
-// `sqlock run NAME -- CMD`: CMD runs while the lock is held and renewed.
+// `sqlock run NAME -- CMD`: CMD runs while the lock is held and renewed. CMD gets its own
+// process group (the terminal's foreground group when sqlock had it), so a lost lease stops
+// CMD and everything it started, not just its first process.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -6,8 +8,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "common.hpp"
@@ -18,18 +22,82 @@ extern char** environ;
 namespace sqlock::cli {
 namespace {
 
+// A shorter lease is lost before the first renewal can reach the store.
+constexpr milliseconds min_lease{500};
+
+// 0: waiting for the lock; > 0: CMD's pid (= its process group); -1: CMD reaped.
 std::atomic<pid_t> child_pid{0};
 std::atomic<bool> lease_lost{false};
 
+// The grace period after a loss: the group gets SIGTERM at once and SIGKILL when it ends.
+class stopper {
+ public:
+  explicit stopper(milliseconds grace) : grace_(grace) {}
+  stopper(const stopper&) = delete;
+  stopper& operator=(const stopper&) = delete;
+  ~stopper() { stop_killer(); }
+  // Starts the grace period (once): SIGTERM to the group now, SIGKILL to it later if CMD has
+  // not been reaped by then (after reaping, finish() takes over).
+  void start(pid_t pgid) {
+    std::lock_guard g(m_);
+    if (started_) return;
+    started_ = true;
+    deadline_ = std::chrono::steady_clock::now() + grace_;
+    ::kill(-pgid, SIGTERM);
+    killer_ = std::thread([this, pgid] {
+      std::unique_lock lk(m_);
+      if (!cv_.wait_until(lk, deadline_, [this] { return reaped_; })) ::kill(-pgid, SIGKILL);
+    });
+  }
+  // After CMD was reaped on a loss: waits out the grace period while the group still has
+  // members, then kills what is left and reaps it (sqlock is their subreaper).
+  void finish(pid_t pgid) {
+    stop_killer();
+    steady_time deadline;
+    {
+      std::lock_guard g(m_);
+      deadline = deadline_;
+    }
+    while (group_alive(pgid) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::kill(-pgid, SIGKILL);
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (group_alive(pgid) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+ private:
+  void stop_killer() {
+    {
+      std::lock_guard g(m_);
+      reaped_ = true;
+    }
+    cv_.notify_all();
+    if (killer_.joinable()) killer_.join();
+  }
+  static bool group_alive(pid_t pgid) {
+    while (::waitpid(-pgid, nullptr, WNOHANG) > 0) {  // reap members re-parented to sqlock
+    }
+    return ::kill(-pgid, 0) == 0;
+  }
+
+  milliseconds grace_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool started_ = false, reaped_ = false;
+  steady_time deadline_{};
+  std::thread killer_;
+};
+
 // Signals are blocked in every thread and handled here: before CMD starts they end sqlock
-// (nothing is held yet: the wait is simply abandoned); while CMD runs they are passed to it.
+// (nothing is held yet: the wait is simply abandoned); while CMD runs they go to its group.
 void signal_thread(sigset_t set) {
   for (;;) {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
     pid_t pid = child_pid.load();
     if (pid > 0) {
-      ::kill(pid, sig);
+      ::kill(-pid, sig);
     } else if (pid == 0) {
       std::cerr << "sqlock: interrupted while waiting for the lock\n";
       ::_exit(128 + sig);
@@ -37,12 +105,30 @@ void signal_thread(sigset_t set) {
   }
 }
 
-void escalate_later(pid_t pid) {
-  std::thread([pid] {
-    std::this_thread::sleep_for(std::chrono::seconds(10));
-    if (child_pid.load() == pid) ::kill(pid, SIGKILL);  // still not reaped: it ignored SIGTERM
-  }).detach();
-}
+// Makes CMD's group the terminal's foreground group while it runs, when sqlock's group was.
+class terminal {
+ public:
+  terminal() : ours_(::isatty(0) && ::tcgetpgrp(0) == ::getpgrp()) {}
+  bool ours() const { return ours_; }
+  void give(pid_t pgid) const {
+    if (ours_) with_ttou_ignored([pgid] { ::tcsetpgrp(0, pgid); });
+  }
+  void take_back() const {
+    if (ours_) with_ttou_ignored([] { ::tcsetpgrp(0, ::getpgrp()); });
+  }
+
+ private:
+  template <class F>
+  static void with_ttou_ignored(F f) {
+    struct sigaction ign {
+    }, old{};
+    ign.sa_handler = SIG_IGN;
+    ::sigaction(SIGTTOU, &ign, &old);
+    f();
+    ::sigaction(SIGTTOU, &old, nullptr);
+  }
+  bool ours_;
+};
 
 }  // namespace
 
@@ -50,24 +136,24 @@ int run_command(const run_args& a) {
   std::optional<milliseconds> wait;
   if (!a.wait.empty()) wait = parse_duration(a.wait);
   auto lease = parse_duration(a.lease);
+  if (lease < min_lease)
+    throw config_error("--lease " + a.lease +
+                       " is too short for renewal to keep it (minimum 500ms)");
+  stopper stop(parse_duration(a.kill_after));
   if (a.command.empty()) throw config_error("run needs a command after --");
 
   sigset_t set, old;
   sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, s);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, s);
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread exists, so all inherit it
   std::thread(signal_thread, set).detach();
 
   auto c = connect(with_mode(resolve_url(a.url), a.mode));
   auto l = c.make_lock(a.name, {.lease = lease});
-  l.on_lost([](const std::string& name) {
+  l.on_lost([&stop](const std::string& name) {
     lease_lost = true;
     std::cerr << "sqlock: lease of '" << name << "' lost; stopping the command\n";
-    pid_t pid = child_pid.load();
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      escalate_later(pid);
-    }
+    if (pid_t pid = child_pid.load(); pid > 0) stop.start(pid);
   });
   bool got = wait ? l.try_lock_for(*wait) : (l.lock(), true);
   if (!got) {
@@ -100,6 +186,9 @@ int run_command(const run_args& a) {
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  terminal tty;
+  // Orphans of CMD's group come back to sqlock, so the group can be reaped after a loss.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -110,24 +199,34 @@ int run_command(const run_args& a) {
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // CMD never outlives sqlock
     if (::getppid() != parent) ::_exit(1);
+    ::setpgid(0, 0);
+    tty.give(::getpid());  // as well as the parent: whichever runs first
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     ::execvpe(argv[0], argv.data(), envp.data());
     int err = errno;
-    const char* msg = "sqlock: cannot execute command: ";
+    const char* msg = err == ENOENT ? ": command not found\n" : ": cannot execute: ";
+    (void)!::write(2, "sqlock: ", 8);
+    (void)!::write(2, argv[0], std::strlen(argv[0]));
     (void)!::write(2, msg, std::strlen(msg));
-    (void)!::write(2, std::strerror(err), std::strlen(std::strerror(err)));
-    (void)!::write(2, "\n", 1);
+    if (err != ENOENT) {
+      (void)!::write(2, std::strerror(err), std::strlen(std::strerror(err)));
+      (void)!::write(2, "\n", 1);
+    }
     ::_exit(err == ENOENT ? 127 : 126);
   }
+  ::setpgid(pid, pid);
+  tty.give(pid);
   child_pid = pid;
-  if (lease_lost) {  // lost between acquiring and starting CMD
-    ::kill(pid, SIGTERM);
-    escalate_later(pid);
-  }
+  if (lease_lost) stop.start(pid);  // lost between acquiring and starting CMD
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   child_pid = -1;  // reaped: signals no longer go anywhere
+  tty.take_back();
+  if (lease_lost) {
+    stop.start(pid);  // no-op unless the loss came as CMD exited
+    stop.finish(pid);
+  }
   l.unlock();
   if (lease_lost) return software;
   if (WIFEXITED(status)) return WEXITSTATUS(status);

@@ -62,8 +62,14 @@ class stopper {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ::kill(-pgid, SIGKILL);
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (group_alive(pgid) && std::chrono::steady_clock::now() < give_up)
+    while (group_alive(pgid)) {
+      if (std::chrono::steady_clock::now() >= give_up) {
+        std::cerr << "sqlock: processes of group " << pgid
+                  << " survive SIGKILL (stuck in the kernel?)\n";
+        return;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 
  private:

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `sqlock run` flags: short forms, input that must be refused (exit 64), exit codes 127 and 77
+# (the latter against PostgreSQL with a wrong password when that backend is built).
+set -uo pipefail
+sqlock=$1
+dir=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$dir"' EXIT
+export SQLOCK_URL="sqlite:$dir/locks.db"
+fails=0
+check() {  # check DESCRIPTION EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: expected '$2', got '$3'"; fails=$((fails + 1)); fi
+}
+
+out=$("$sqlock" run -u "sqlite:$dir/other.db" -l 2s -w 1s short -- sh -c 'echo "$SQLOCK_NAME"')
+check "-u -l -w run CMD" short "$out"
+check "-u chose the store" yes "$([ -f "$dir/other.db" ] && echo yes)"
+
+"$sqlock" run held -- sleep 30 &
+holder=$!
+for _ in $(seq 50); do "$sqlock" list | grep -q held && break; sleep 0.1; done
+"$sqlock" run -n held -- true 2>/dev/null
+check "-n on a held lock exits 75" 75 $?
+"$sqlock" run -w 200ms held -- true 2>/dev/null
+check "-w 200ms on a held lock exits 75" 75 $?
+kill -TERM $holder
+wait $holder
+
+refused() {  # refused DESCRIPTION ARGS...: `sqlock run ARGS... x -- true` must exit 64
+  local what=$1
+  shift
+  "$sqlock" run "$@" refused -- true 2>/dev/null
+  check "$what exits 64" 64 $?
+}
+refused "--wait ''" --wait ''
+refused "--wait ' 5s'" --wait ' 5s'
+refused "--wait '5s '" --wait '5s '
+refused "--mode ''" --mode ''
+refused "--lease 1ms" --lease 1ms
+refused "--lease 499ms" --lease 499ms
+refused "--kill-after ''" --kill-after ''
+refused "-n with --wait" -n --wait 1s
+"$sqlock" run --lease 500ms edge -- true
+check "--lease 500ms is accepted" 0 $?
+
+err=$("$sqlock" run nf -- no-such-command-xyz 2>&1 >/dev/null)
+check "missing command exits 127" 127 "$("$sqlock" run nf -- no-such-command-xyz 2>/dev/null; echo $?)"
+check "the 127 message names the command" "sqlock: no-such-command-xyz: command not found" "$err"
+
+help=$("$sqlock" --help)
+case "$help" in *"77 access refused"*) r=yes ;; *) r=no ;; esac
+check "--help documents exit 77" yes "$r"
+
+if [ "${SQLOCK_CLI_POSTGRES:-}" = 1 ]; then
+  if [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
+    # Same server and user, wrong password.
+    bad=$(echo "$SQLOCK_TEST_POSTGRES_URL" | sed -E 's#^(postgresql://[^:/@]+)(:[^@]*)?@#\1:wrong-password-for-test@#')
+    "$sqlock" run -u "$bad" authtest -- true 2>"$dir/auth.err"
+    check "wrong password exits 77" 77 $?
+    check "the password is not printed" no "$(grep -q wrong-password-for-test "$dir/auth.err" && echo yes || echo no)"
+  elif [ "${SQLOCK_TEST_REQUIRE_ALL:-}" = 1 ]; then
+    echo "FAIL: SQLOCK_TEST_POSTGRES_URL unset under SQLOCK_TEST_REQUIRE_ALL"
+    fails=$((fails + 1))
+  else
+    echo "skip: exit 77 (SQLOCK_TEST_POSTGRES_URL unset)"
+  fi
+fi
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all run-flag checks passed"

@@ -1,15 +1,8 @@
 #!/usr/bin/env bash
 # `sqlock run` flags: short forms, input that must be refused (exit 64), exit codes 127 and 77
 # (the latter against PostgreSQL with a wrong password when that backend is built).
-set -uo pipefail
-sqlock=$1
-dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$dir"' EXIT
-export SQLOCK_URL="sqlite:$dir/locks.db"
-fails=0
-check() {  # check DESCRIPTION EXPECTED ACTUAL
-  if [ "$2" == "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: expected '$2', got '$3'"; fails=$((fails + 1)); fi
-}
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 out=$("$sqlock" run -u "sqlite:$dir/other.db" -l 2s -w 1s short -- sh -c 'echo "$SQLOCK_NAME"')
 check "-u -l -w run CMD" short "$out"
@@ -65,5 +58,4 @@ if [ "${SQLOCK_CLI_POSTGRES:-}" = 1 ]; then
   fi
 fi
 
-[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "all run-flag checks passed"
+finish "run-flag"

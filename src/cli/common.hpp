@@ -31,6 +31,8 @@ int guarded(const std::function<int()>& fn);
 struct run_args {
   std::string url, wait, lease = "30s", mode, name;
   std::string kill_after = "10s";  ///< grace between SIGTERM and SIGKILL to CMD's group on loss
+  std::string shell_command;       ///< -c: run through `sh -c` instead of `command`
+  int conflict_exit = tempfail;    ///< exit code when the lock is not obtained within --wait
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);

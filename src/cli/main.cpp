@@ -98,11 +98,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--mode", ra.mode, "backend mode: pessimistic, optimistic, advisory")
       ->check(nonempty);
+  auto* shell_opt =
+      run->add_option("-c,--command", ra.shell_command, "command string, run through sh -c")
+          ->check(nonempty);
+  run->add_option("-E,--conflict-exit-code", ra.conflict_exit,
+                  "exit code when the lock is not obtained within --wait")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 255));
   run->add_option("name", ra.name, "lock name")->required();
-  run->add_option("command", ra.command, "command and arguments (after --)")->required();
+  run->add_option("command", ra.command, "command and arguments (after --)")->excludes(shell_opt);
   app.footer(
       "Exit: CMD's status; 64 bad arguments or URL; 69 store unreachable; 70 lease lost (CMD's\n"
-      "process group stopped); 75 not obtained within --wait; 77 access refused by the store;\n"
+      "process group stopped); 75 not obtained within --wait (or -E N); 77 access refused by the "
+      "store;\n"
       "126 CMD not executable; 127 CMD not found; 128+N CMD killed by signal N.");
 
   std::string list_url, list_prefix;

@@ -146,7 +146,9 @@ int run_command(const run_args& a) {
     throw config_error("--lease " + a.lease +
                        " is too short for renewal to keep it (minimum 500ms)");
   stopper stop(parse_duration(a.kill_after));
-  if (a.command.empty()) throw config_error("run needs a command after --");
+  std::vector<std::string> args = a.command;
+  if (!a.shell_command.empty()) args = {"sh", "-c", a.shell_command};
+  if (args.empty()) throw config_error("run needs a command after -- (or -c STRING)");
 
   sigset_t set, old;
   sigemptyset(&set);
@@ -164,7 +166,7 @@ int run_command(const run_args& a) {
   bool got = wait ? l.try_lock_for(*wait) : (l.lock(), true);
   if (!got) {
     std::cerr << "sqlock: lock '" << a.name << "' not obtained within " << a.wait << "\n";
-    return tempfail;
+    return a.conflict_exit;
   }
   std::string fence;
   try {
@@ -188,7 +190,6 @@ int run_command(const run_args& a) {
   std::vector<char*> envp, argv;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> args = a.command;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 

@@ -15,6 +15,8 @@ for _ in $(seq 50); do "$sqlock" list | grep -q held && break; sleep 0.1; done
 check "-n on a held lock exits 75" 75 $?
 "$sqlock" run -w 200ms held -- true 2>/dev/null
 check "-w 200ms on a held lock exits 75" 75 $?
+"$sqlock" run -n -E 3 held -- true 2>/dev/null
+check "-E 3: a conflict exits 3" 3 $?
 kill -TERM $holder
 wait $holder
 
@@ -32,6 +34,14 @@ refused "--lease 1ms" --lease 1ms
 refused "--lease 499ms" --lease 499ms
 refused "--kill-after ''" --kill-after ''
 refused "-n with --wait" -n --wait 1s
+refused "-c ''" -c ''
+refused "-E 256" -E 256
+refused "-c with a command after --" -c true
+"$sqlock" run nocmd 2>/dev/null
+check "run without a command exits 64" 64 $?
+
+out=$("$sqlock" run -c 'echo "$SQLOCK_NAME" | tr a-z A-Z' shellcmd)
+check "-c runs its string through sh -c" SHELLCMD "$out"
 "$sqlock" run --lease 500ms edge -- true
 check "--lease 500ms is accepted" 0 $?
 

@@ -36,6 +36,8 @@ struct run_args {
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);
+/// `sqlock hold NAME`: prints the fence, holds until a signal (exit 0) or a loss (exit 70).
+int hold_command(const run_args& a);
 
 struct bench_args {
   std::string url, mode, duration = "5s", lease = "30s";

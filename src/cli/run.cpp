@@ -25,9 +25,16 @@ namespace {
 // A shorter lease is lost before the first renewal can reach the store.
 constexpr milliseconds min_lease{500};
 
-// 0: waiting for the lock; > 0: CMD's pid (= its process group); -1: CMD reaped.
+// 0: waiting for the lock; > 0: CMD's pid (= its process group); -1: CMD reaped;
+// holding: `sqlock hold` has the lock and waits for a signal.
+constexpr pid_t holding = -2;
 std::atomic<pid_t> child_pid{0};
 std::atomic<bool> lease_lost{false};
+
+// What ends `sqlock hold`: a signal or the loss of the lease.
+std::mutex hold_m;
+std::condition_variable hold_cv;
+int hold_signal = 0;  // guarded by hold_m
 
 // The grace period after a loss: the group gets SIGTERM at once and SIGKILL when it ends.
 class stopper {
@@ -96,7 +103,8 @@ class stopper {
 };
 
 // Signals are blocked in every thread and handled here: before CMD starts they end sqlock
-// (nothing is held yet: the wait is simply abandoned); while CMD runs they go to its group.
+// (nothing is held yet: the wait is simply abandoned); while CMD runs they go to its group;
+// `sqlock hold` is told and releases.
 void signal_thread(sigset_t set) {
   for (;;) {
     int sig = 0;
@@ -104,6 +112,10 @@ void signal_thread(sigset_t set) {
     pid_t pid = child_pid.load();
     if (pid > 0) {
       ::kill(-pid, sig);
+    } else if (pid == holding) {
+      std::lock_guard g(hold_m);
+      hold_signal = sig;
+      hold_cv.notify_all();
     } else if (pid == 0) {
       std::cerr << "sqlock: interrupted while waiting for the lock\n";
       ::_exit(128 + sig);
@@ -136,21 +148,22 @@ class terminal {
   bool ours_;
 };
 
-}  // namespace
-
-int run_command(const run_args& a) {
+// The lock of `run`/`hold`, acquired (nullopt: not within --wait), with its fence ("" when
+// the backend has none). Signals go to signal_thread from here on; `old` gets the mask before.
+struct acquired {
+  mutex lock;
+  std::string fence;
+};
+std::optional<acquired> acquire_for(const run_args& a, sigset_t& old,
+                                    std::function<void(const std::string&)> on_lost) {
   std::optional<milliseconds> wait;
   if (!a.wait.empty()) wait = parse_duration(a.wait);
   auto lease = parse_duration(a.lease);
   if (lease < min_lease)
     throw config_error("--lease " + a.lease +
                        " is too short for renewal to keep it (minimum 500ms)");
-  stopper stop(parse_duration(a.kill_after));
-  std::vector<std::string> args = a.command;
-  if (!a.shell_command.empty()) args = {"sh", "-c", a.shell_command};
-  if (args.empty()) throw config_error("run needs a command after -- (or -c STRING)");
 
-  sigset_t set, old;
+  sigset_t set;
   sigemptyset(&set);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, s);
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread exists, so all inherit it
@@ -158,22 +171,37 @@ int run_command(const run_args& a) {
 
   auto c = connect(with_mode(resolve_url(a.url), a.mode));
   auto l = c.make_lock(a.name, {.lease = lease});
-  l.on_lost([&stop](const std::string& name) {
-    lease_lost = true;
-    std::cerr << "sqlock: lease of '" << name << "' lost; stopping the command\n";
-    if (pid_t pid = child_pid.load(); pid > 0) stop.start(pid);
-  });
+  l.on_lost(std::move(on_lost));
   bool got = wait ? l.try_lock_for(*wait) : (l.lock(), true);
   if (!got) {
     std::cerr << "sqlock: lock '" << a.name << "' not obtained within " << a.wait << "\n";
-    return a.conflict_exit;
+    return std::nullopt;
   }
   std::string fence;
   try {
     fence = std::to_string(l.fence());
   } catch (const unsupported&) {
-    // No fencing on this backend: SQLOCK_FENCE stays empty.
+    // No fencing on this backend: the fence stays empty.
   }
+  return acquired{std::move(l), std::move(fence)};
+}
+
+}  // namespace
+
+int run_command(const run_args& a) {
+  stopper stop(parse_duration(a.kill_after));
+  std::vector<std::string> args = a.command;
+  if (!a.shell_command.empty()) args = {"sh", "-c", a.shell_command};
+  if (args.empty()) throw config_error("run needs a command after -- (or -c STRING)");
+  sigset_t old;
+  auto got = acquire_for(a, old, [&stop](const std::string& name) {
+    lease_lost = true;
+    std::cerr << "sqlock: lease of '" << name << "' lost; stopping the command\n";
+    if (pid_t pid = child_pid.load(); pid > 0) stop.start(pid);
+  });
+  if (!got) return a.conflict_exit;
+  auto& l = got->lock;
+  const auto& fence = got->fence;
 
   // Everything the child needs is prepared before fork(): only exec-safe calls after it.
   std::vector<std::string> env_store;
@@ -239,6 +267,25 @@ int run_command(const run_args& a) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return software;
+}
+
+int hold_command(const run_args& a) {
+  sigset_t old;
+  auto got = acquire_for(a, old, [](const std::string& name) {
+    std::cerr << "sqlock: lease of '" << name << "' lost\n";
+    std::lock_guard g(hold_m);
+    lease_lost = true;
+    hold_cv.notify_all();
+  });
+  if (!got) return a.conflict_exit;
+  child_pid = holding;
+  std::cout << got->fence << std::endl;  // flushed: a script reads it while sqlock holds
+  {
+    std::unique_lock g(hold_m);
+    hold_cv.wait(g, [] { return hold_signal != 0 || lease_lost; });  // until told: no deadline
+  }
+  got->lock.unlock();
+  return lease_lost ? software : ok;
 }
 
 }  // namespace sqlock::cli

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `sqlock run` flags: short forms, input that must be refused (exit 64), exit codes 127 and 77
+# `sqlock run` and `sqlock hold` flags: short forms, input that must be refused (exit 64), exit codes 127 and 77
 # (the latter against PostgreSQL with a wrong password when that backend is built).
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -48,6 +48,31 @@ check "--lease 500ms is accepted" 0 $?
 err=$("$sqlock" run nf -- no-such-command-xyz 2>&1 >/dev/null)
 check "missing command exits 127" 127 "$("$sqlock" run nf -- no-such-command-xyz 2>/dev/null; echo $?)"
 check "the 127 message names the command" "sqlock: no-such-command-xyz: command not found" "$err"
+
+# hold: prints the fence, keeps the lock until a signal (exit 0) or a loss (exit 70).
+"$sqlock" hold -l 2s kept >"$dir/hold.out" &
+holder=$!
+for _ in $(seq 100); do [ -s "$dir/hold.out" ] && break; sleep 0.1; done
+fence=$(cat "$dir/hold.out")
+case "$("$sqlock" list --json)" in *"\"name\":\"kept\""*"\"fence\":$fence,"* | *"\"fence\":$fence,"*"\"name\":\"kept\""*) r=yes ;; *) r=no ;; esac
+check "hold prints the fence list shows ($fence)" yes "$r"
+"$sqlock" run -n kept -- true 2>/dev/null
+check "hold keeps the lock" 75 $?
+"$sqlock" hold -n -E 9 kept 2>/dev/null
+check "hold -n -E 9 on a held lock exits 9" 9 $?
+kill -INT $holder
+wait $holder
+check "hold ends on SIGINT with 0" 0 $?
+"$sqlock" run -n kept -- true
+check "hold released the lock" 0 $?
+"$sqlock" hold -l 1s dropped >"$dir/dropped.out" 2>/dev/null &
+holder=$!
+for _ in $(seq 100); do [ -s "$dir/dropped.out" ] && break; sleep 0.1; done
+"$sqlock" release --force dropped >/dev/null
+wait $holder
+check "hold exits 70 on a lost lease" 70 $?
+"$sqlock" hold --lease 1ms x 2>/dev/null
+check "hold --lease 1ms exits 64" 64 $?
 
 help=$("$sqlock" --help)
 case "$help" in *"77 access refused"*) r=yes ;; *) r=no ;; esac

@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   auto* run =
       app.add_subcommand("run", "run a command while holding a lock (like flock across machines)");
   add_lock_options(run, ra, ra_nonblock, url_help);
+  run->positionals_at_end();  // after NAME, everything is CMD: `--` only needed for a leading dash
   run->add_option(
          "--kill-after", ra.kill_after,
          "on a lost lease: SIGTERM to the command's process group, SIGKILL this much later")
@@ -185,6 +186,8 @@ int main(int argc, char** argv) {
     return usage;
   }
 
+  // After NAME the parser keeps everything, `--` too: it only marks where CMD begins.
+  if (!ra.command.empty() && ra.command.front() == "--") ra.command.erase(ra.command.begin());
   if (ra_nonblock) ra.wait = "0";
   if (ha_nonblock) ha.wait = "0";
   if (*run) return guarded([&] { return run_command(ra); });

@@ -40,6 +40,12 @@ refused "-c with a command after --" -c true
 "$sqlock" run nocmd 2>/dev/null
 check "run without a command exits 64" 64 $?
 
+out=$("$sqlock" run nodash sh -c 'echo "$0"' arg0)
+check "no -- needed before CMD's own options" arg0 "$out"
+mkdir "$dir/bin" && printf '#!/bin/sh\necho dash\n' >"$dir/bin/-dash" && chmod +x "$dir/bin/-dash"
+out=$(PATH="$dir/bin:$PATH" "$sqlock" run dashed -- -dash)
+check "run NAME -- -dash runs -dash" dash "$out"
+
 out=$("$sqlock" run -c 'echo "$SQLOCK_NAME" | tr a-z A-Z' shellcmd)
 check "-c runs its string through sh -c" SHELLCMD "$out"
 "$sqlock" run --lease 500ms edge -- true

@@ -254,7 +254,18 @@ int run_command(const run_args& a) {
   child_pid = pid;
   if (lease_lost) stop.start(pid);  // lost between acquiring and starting CMD
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    if (::waitpid(pid, &status, tty.ours() ? WUNTRACED : 0) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (!WIFSTOPPED(status)) break;
+    // Ctrl-Z stopped CMD: stop sqlock too, so the shell's job control sees the job stopped;
+    // `fg` (or `bg`) continues sqlock, which continues CMD (in the foreground after `fg`).
+    tty.take_back();
+    ::kill(::getpid(), SIGSTOP);
+    if (::tcgetpgrp(0) == ::getpgrp()) tty.give(pid);  // `fg`, not `bg`
+    ::kill(-pid, SIGCONT);
   }
   child_pid = -1;  // reaped: signals no longer go anywhere
   tty.take_back();

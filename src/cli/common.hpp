@@ -33,6 +33,8 @@ struct run_args {
   std::string kill_after = "10s";  ///< grace between SIGTERM and SIGKILL to CMD's group on loss
   std::string shell_command;       ///< -c: run through `sh -c` instead of `command`
   int conflict_exit = tempfail;    ///< exit code when the lock is not obtained within --wait
+  bool verbose = false;            ///< -v: acquire/renew/release events on stderr
+  bool quiet = false;              ///< -q: none of sqlock's own messages on stderr
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);

@@ -33,6 +33,9 @@ void add_lock_options(CLI::App* sub, run_args& a, bool& nonblock, const char* ur
                   "exit code when the lock is not obtained within --wait")
       ->capture_default_str()
       ->check(CLI::Range(0, 255));
+  auto* verbose = sub->add_flag("-v,--verbose", a.verbose, "lock events on stderr");
+  sub->add_flag("-q,--quiet", a.quiet, "no messages of sqlock's own (the exit code tells)")
+      ->excludes(verbose);
 }
 
 int list_command(const std::string& url_text, const std::string& prefix, bool json) {

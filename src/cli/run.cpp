@@ -169,7 +169,14 @@ std::optional<acquired> acquire_for(const run_args& a, sigset_t& old,
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread exists, so all inherit it
   std::thread(signal_thread, set).detach();
 
-  auto c = connect(with_mode(resolve_url(a.url), a.mode));
+  if (a.quiet) std::cerr.rdbuf(nullptr);  // messages are dropped from here on
+  client_options opts;
+  if (a.verbose)
+    opts.observer = make_logger(log_level::trace, [](log_level, std::string_view message) {
+      std::string line = "sqlock: " + std::string(message) + "\n";
+      (void)!::write(2, line.data(), line.size());  // one write: lines never interleave
+    });
+  auto c = connect(with_mode(resolve_url(a.url), a.mode), std::move(opts));
   auto l = c.make_lock(a.name, {.lease = lease});
   l.on_lost(std::move(on_lost));
   bool got = wait ? l.try_lock_for(*wait) : (l.lock(), true);

@@ -17,6 +17,8 @@ check "-n on a held lock exits 75" 75 $?
 check "-w 200ms on a held lock exits 75" 75 $?
 "$sqlock" run -n -E 3 held -- true 2>/dev/null
 check "-E 3: a conflict exits 3" 3 $?
+err=$("$sqlock" run -n -q held -- true 2>&1)
+check "-q: a conflict exits 75 without a message" "75|" "$?|$err"
 kill -TERM $holder
 wait $holder
 
@@ -79,6 +81,13 @@ wait $holder
 check "hold exits 70 on a lost lease" 70 $?
 "$sqlock" hold --lease 1ms x 2>/dev/null
 check "hold --lease 1ms exits 64" 64 $?
+
+err=$("$sqlock" run -v verbose -- true 2>&1 >/dev/null)
+for word in acquired released; do
+  case "$err" in *"$word lock 'verbose'"*) r=yes ;; *) r=no ;; esac
+  check "-v shows the $word event" yes "$r"
+done
+refused "-v with -q" -v -q
 
 help=$("$sqlock" --help)
 case "$help" in *"77 access refused"*) r=yes ;; *) r=no ;; esac

@@ -42,6 +42,9 @@ std::string with_mode(const std::string& text, const std::string& mode) {
 int guarded(const std::function<int()>& fn) {
   try {
     return fn();
+  } catch (const auth_error& e) {
+    std::cerr << "sqlock: access refused: " << e.what() << "\n";
+    return noperm;
   } catch (const config_error& e) {
     std::cerr << "sqlock: " << e.what() << "\n";
     return usage;

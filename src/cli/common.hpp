@@ -15,6 +15,7 @@ enum exit_code : int {
   unavailable = 69,  ///< backend unreachable
   software = 70,     ///< lease lost while the command ran
   tempfail = 75,     ///< lock not obtained within --wait
+  noperm = 77,       ///< the store refused the credentials or permissions
 };
 
 /// --url if given, else $SQLOCK_URL, else sqlite: at the default state path.
@@ -29,9 +30,16 @@ int guarded(const std::function<int()>& fn);
 /// Subcommands.
 struct run_args {
   std::string url, wait, lease = "30s", mode, name;
+  std::string kill_after = "10s";  ///< grace between SIGTERM and SIGKILL to CMD's group on loss
+  std::string shell_command;       ///< -c: run through `sh -c` instead of `command`
+  int conflict_exit = tempfail;    ///< exit code when the lock is not obtained within --wait
+  bool verbose = false;            ///< -v: acquire/renew/release events on stderr
+  bool quiet = false;              ///< -q: none of sqlock's own messages on stderr
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);
+/// `sqlock hold NAME`: prints the fence, holds until a signal (exit 0) or a loss (exit 70).
+int hold_command(const run_args& a);
 
 struct bench_args {
   std::string url, mode, duration = "5s", lease = "30s";

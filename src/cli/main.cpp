@@ -12,6 +12,32 @@ using namespace sqlock::cli;
 
 namespace {
 
+const CLI::Validator nonempty(
+    [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; }, "",
+    "NONEMPTY");
+
+// The options `run` and `hold` share: where, how long to wait, the lease, the mode.
+void add_lock_options(CLI::App* sub, run_args& a, bool& nonblock, const char* url_help) {
+  sub->add_option("-u,--url", a.url, url_help);
+  auto* wait_opt =
+      sub->add_option(
+             "-w,--wait", a.wait,
+             "how long to wait for the lock (250ms, 30s, 5m); 0 = one try; default forever")
+          ->check(nonempty);
+  sub->add_flag("-n,--nonblock", nonblock, "one try, no waiting (= --wait 0)")->excludes(wait_opt);
+  sub->add_option("-l,--lease", a.lease, "lease, renewed while held (at least 500ms)")
+      ->capture_default_str();
+  sub->add_option("--mode", a.mode, "backend mode: pessimistic, optimistic, advisory")
+      ->check(nonempty);
+  sub->add_option("-E,--conflict-exit-code", a.conflict_exit,
+                  "exit code when the lock is not obtained within --wait")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 255));
+  auto* verbose = sub->add_flag("-v,--verbose", a.verbose, "lock events on stderr");
+  sub->add_flag("-q,--quiet", a.quiet, "no messages of sqlock's own (the exit code tells)")
+      ->excludes(verbose);
+}
+
 int list_command(const std::string& url_text, const std::string& prefix, bool json) {
   auto c = connect(resolve_url(url_text));
   auto rows = c.list(prefix);
@@ -75,17 +101,30 @@ int main(int argc, char** argv) {
   const char* url_help =
       "lock store URL (default: $SQLOCK_URL, else sqlite: in $XDG_STATE_HOME/sqlock)";
 
-  run_args ra;
+  run_args ra, ha;
+  bool ra_nonblock = false, ha_nonblock = false;
   auto* run =
       app.add_subcommand("run", "run a command while holding a lock (like flock across machines)");
-  run->add_option("--url", ra.url, url_help);
-  run->add_option("--wait", ra.wait,
-                  "how long to wait for the lock (250ms, 30s, 5m); 0 = one try; default forever");
-  run->add_option("--lease", ra.lease, "lease, renewed while the command runs")
+  add_lock_options(run, ra, ra_nonblock, url_help);
+  run->positionals_at_end();  // after NAME, everything is CMD: `--` only needed for a leading dash
+  run->add_option(
+         "--kill-after", ra.kill_after,
+         "on a lost lease: SIGTERM to the command's process group, SIGKILL this much later")
       ->capture_default_str();
-  run->add_option("--mode", ra.mode, "backend mode: pessimistic, optimistic, advisory");
+  auto* shell_opt =
+      run->add_option("-c,--command", ra.shell_command, "command string, run through sh -c")
+          ->check(nonempty);
   run->add_option("name", ra.name, "lock name")->required();
-  run->add_option("command", ra.command, "command and arguments (after --)")->required();
+  run->add_option("command", ra.command, "command and arguments (after --)")->excludes(shell_opt);
+  auto* hold = app.add_subcommand(
+      "hold", "take a lock, print its fence, hold it until SIGINT/SIGTERM (exit 0) or loss (70)");
+  add_lock_options(hold, ha, ha_nonblock, url_help);
+  hold->add_option("name", ha.name, "lock name")->required();
+  app.footer(
+      "Exit: CMD's status; 64 bad arguments or URL; 69 store unreachable; 70 lease lost (CMD's\n"
+      "process group stopped); 75 not obtained within --wait (or -E N); 77 access refused by the "
+      "store;\n"
+      "126 CMD not executable; 127 CMD not found; 128+N CMD killed by signal N.");
 
   std::string list_url, list_prefix;
   bool list_json = false;
@@ -150,7 +189,12 @@ int main(int argc, char** argv) {
     return usage;
   }
 
+  // After NAME the parser keeps everything, `--` too: it only marks where CMD begins.
+  if (!ra.command.empty() && ra.command.front() == "--") ra.command.erase(ra.command.begin());
+  if (ra_nonblock) ra.wait = "0";
+  if (ha_nonblock) ha.wait = "0";
   if (*run) return guarded([&] { return run_command(ra); });
+  if (*hold) return guarded([&] { return hold_command(ha); });
   if (*list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
   if (*rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
   if (*mig) return guarded([&] { return migrate_command(mig_url, mig_print); });

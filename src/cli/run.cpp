@@ -1,4 +1,6 @@
-// `sqlock run NAME -- CMD`: CMD runs while the lock is held and renewed.
+// `sqlock run NAME -- CMD`: CMD runs while the lock is held and renewed. CMD gets its own
+// process group (the terminal's foreground group when sqlock had it), so a lost lease stops
+// CMD and everything it started, not just its first process.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -6,8 +8,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "common.hpp"
@@ -18,18 +22,100 @@ extern char** environ;
 namespace sqlock::cli {
 namespace {
 
+// A shorter lease is lost before the first renewal can reach the store.
+constexpr milliseconds min_lease{500};
+
+// 0: waiting for the lock; > 0: CMD's pid (= its process group); -1: CMD reaped;
+// holding: `sqlock hold` has the lock and waits for a signal.
+constexpr pid_t holding = -2;
 std::atomic<pid_t> child_pid{0};
 std::atomic<bool> lease_lost{false};
 
+// What ends `sqlock hold`: a signal or the loss of the lease.
+std::mutex hold_m;
+std::condition_variable hold_cv;
+int hold_signal = 0;  // guarded by hold_m
+
+// The grace period after a loss: the group gets SIGTERM at once and SIGKILL when it ends.
+class stopper {
+ public:
+  explicit stopper(milliseconds grace) : grace_(grace) {}
+  stopper(const stopper&) = delete;
+  stopper& operator=(const stopper&) = delete;
+  ~stopper() { stop_killer(); }
+  // Starts the grace period (once): SIGTERM to the group now, SIGKILL to it later if CMD has
+  // not been reaped by then (after reaping, finish() takes over).
+  void start(pid_t pgid) {
+    std::lock_guard g(m_);
+    if (started_) return;
+    started_ = true;
+    deadline_ = std::chrono::steady_clock::now() + grace_;
+    ::kill(-pgid, SIGTERM);
+    killer_ = std::thread([this, pgid] {
+      std::unique_lock lk(m_);
+      if (!cv_.wait_until(lk, deadline_, [this] { return reaped_; })) ::kill(-pgid, SIGKILL);
+    });
+  }
+  // After CMD was reaped on a loss: waits out the grace period while the group still has
+  // members, then kills what is left and reaps it (sqlock is their subreaper).
+  void finish(pid_t pgid) {
+    stop_killer();
+    steady_time deadline;
+    {
+      std::lock_guard g(m_);
+      deadline = deadline_;
+    }
+    while (group_alive(pgid) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::kill(-pgid, SIGKILL);
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (group_alive(pgid)) {
+      if (std::chrono::steady_clock::now() >= give_up) {
+        std::cerr << "sqlock: processes of group " << pgid
+                  << " survive SIGKILL (stuck in the kernel?)\n";
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+ private:
+  void stop_killer() {
+    {
+      std::lock_guard g(m_);
+      reaped_ = true;
+    }
+    cv_.notify_all();
+    if (killer_.joinable()) killer_.join();
+  }
+  static bool group_alive(pid_t pgid) {
+    while (::waitpid(-pgid, nullptr, WNOHANG) > 0) {  // reap members re-parented to sqlock
+    }
+    return ::kill(-pgid, 0) == 0;
+  }
+
+  milliseconds grace_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool started_ = false, reaped_ = false;
+  steady_time deadline_{};
+  std::thread killer_;
+};
+
 // Signals are blocked in every thread and handled here: before CMD starts they end sqlock
-// (nothing is held yet: the wait is simply abandoned); while CMD runs they are passed to it.
+// (nothing is held yet: the wait is simply abandoned); while CMD runs they go to its group;
+// `sqlock hold` is told and releases.
 void signal_thread(sigset_t set) {
   for (;;) {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
     pid_t pid = child_pid.load();
     if (pid > 0) {
-      ::kill(pid, sig);
+      ::kill(-pid, sig);
+    } else if (pid == holding) {
+      std::lock_guard g(hold_m);
+      hold_signal = sig;
+      hold_cv.notify_all();
     } else if (pid == 0) {
       std::cerr << "sqlock: interrupted while waiting for the lock\n";
       ::_exit(128 + sig);
@@ -37,49 +123,92 @@ void signal_thread(sigset_t set) {
   }
 }
 
-void escalate_later(pid_t pid) {
-  std::thread([pid] {
-    std::this_thread::sleep_for(std::chrono::seconds(10));
-    if (child_pid.load() == pid) ::kill(pid, SIGKILL);  // still not reaped: it ignored SIGTERM
-  }).detach();
-}
+// Makes CMD's group the terminal's foreground group while it runs, when sqlock's group was.
+class terminal {
+ public:
+  terminal() : ours_(::isatty(0) && ::tcgetpgrp(0) == ::getpgrp()) {}
+  bool ours() const { return ours_; }
+  void give(pid_t pgid) const {
+    if (ours_) with_ttou_ignored([pgid] { ::tcsetpgrp(0, pgid); });
+  }
+  void take_back() const {
+    if (ours_) with_ttou_ignored([] { ::tcsetpgrp(0, ::getpgrp()); });
+  }
 
-}  // namespace
+ private:
+  template <class F>
+  static void with_ttou_ignored(F f) {
+    struct sigaction ign {
+    }, old{};
+    ign.sa_handler = SIG_IGN;
+    ::sigaction(SIGTTOU, &ign, &old);
+    f();
+    ::sigaction(SIGTTOU, &old, nullptr);
+  }
+  bool ours_;
+};
 
-int run_command(const run_args& a) {
+// The lock of `run`/`hold`, acquired (nullopt: not within --wait), with its fence ("" when
+// the backend has none). Signals go to signal_thread from here on; `old` gets the mask before.
+struct acquired {
+  mutex lock;
+  std::string fence;
+};
+std::optional<acquired> acquire_for(const run_args& a, sigset_t& old,
+                                    std::function<void(const std::string&)> on_lost) {
   std::optional<milliseconds> wait;
   if (!a.wait.empty()) wait = parse_duration(a.wait);
   auto lease = parse_duration(a.lease);
-  if (a.command.empty()) throw config_error("run needs a command after --");
+  if (lease < min_lease)
+    throw config_error("--lease " + a.lease +
+                       " is too short for renewal to keep it (minimum 500ms)");
 
-  sigset_t set, old;
+  sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, s);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, s);
   pthread_sigmask(SIG_BLOCK, &set, &old);  // before any thread exists, so all inherit it
   std::thread(signal_thread, set).detach();
 
-  auto c = connect(with_mode(resolve_url(a.url), a.mode));
+  if (a.quiet) std::cerr.rdbuf(nullptr);  // messages are dropped from here on
+  client_options opts;
+  if (a.verbose)
+    opts.observer = make_logger(log_level::trace, [](log_level, std::string_view message) {
+      std::string line = "sqlock: " + std::string(message) + "\n";
+      (void)!::write(2, line.data(), line.size());  // one write: lines never interleave
+    });
+  auto c = connect(with_mode(resolve_url(a.url), a.mode), std::move(opts));
   auto l = c.make_lock(a.name, {.lease = lease});
-  l.on_lost([](const std::string& name) {
-    lease_lost = true;
-    std::cerr << "sqlock: lease of '" << name << "' lost; stopping the command\n";
-    pid_t pid = child_pid.load();
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      escalate_later(pid);
-    }
-  });
+  l.on_lost(std::move(on_lost));
   bool got = wait ? l.try_lock_for(*wait) : (l.lock(), true);
   if (!got) {
     std::cerr << "sqlock: lock '" << a.name << "' not obtained within " << a.wait << "\n";
-    return tempfail;
+    return std::nullopt;
   }
   std::string fence;
   try {
     fence = std::to_string(l.fence());
   } catch (const unsupported&) {
-    // No fencing on this backend: SQLOCK_FENCE stays empty.
+    // No fencing on this backend: the fence stays empty.
   }
+  return acquired{std::move(l), std::move(fence)};
+}
+
+}  // namespace
+
+int run_command(const run_args& a) {
+  stopper stop(parse_duration(a.kill_after));
+  std::vector<std::string> args = a.command;
+  if (!a.shell_command.empty()) args = {"sh", "-c", a.shell_command};
+  if (args.empty()) throw config_error("run needs a command after -- (or -c STRING)");
+  sigset_t old;
+  auto got = acquire_for(a, old, [&stop](const std::string& name) {
+    lease_lost = true;
+    std::cerr << "sqlock: lease of '" << name << "' lost; stopping the command\n";
+    if (pid_t pid = child_pid.load(); pid > 0) stop.start(pid);
+  });
+  if (!got) return a.conflict_exit;
+  auto& l = got->lock;
+  const auto& fence = got->fence;
 
   // Everything the child needs is prepared before fork(): only exec-safe calls after it.
   std::vector<std::string> env_store;
@@ -96,10 +225,12 @@ int run_command(const run_args& a) {
   std::vector<char*> envp, argv;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> args = a.command;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  terminal tty;
+  // Orphans of CMD's group come back to sqlock, so the group can be reaped after a loss.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -110,29 +241,69 @@ int run_command(const run_args& a) {
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // CMD never outlives sqlock
     if (::getppid() != parent) ::_exit(1);
+    ::setpgid(0, 0);
+    tty.give(::getpid());  // as well as the parent: whichever runs first
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     ::execvpe(argv[0], argv.data(), envp.data());
     int err = errno;
-    const char* msg = "sqlock: cannot execute command: ";
+    const char* msg = err == ENOENT ? ": command not found\n" : ": cannot execute: ";
+    (void)!::write(2, "sqlock: ", 8);
+    (void)!::write(2, argv[0], std::strlen(argv[0]));
     (void)!::write(2, msg, std::strlen(msg));
-    (void)!::write(2, std::strerror(err), std::strlen(std::strerror(err)));
-    (void)!::write(2, "\n", 1);
+    if (err != ENOENT) {
+      (void)!::write(2, std::strerror(err), std::strlen(std::strerror(err)));
+      (void)!::write(2, "\n", 1);
+    }
     ::_exit(err == ENOENT ? 127 : 126);
   }
+  ::setpgid(pid, pid);
+  tty.give(pid);
   child_pid = pid;
-  if (lease_lost) {  // lost between acquiring and starting CMD
-    ::kill(pid, SIGTERM);
-    escalate_later(pid);
-  }
+  if (lease_lost) stop.start(pid);  // lost between acquiring and starting CMD
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    if (::waitpid(pid, &status, tty.ours() ? WUNTRACED : 0) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (!WIFSTOPPED(status)) break;
+    // Ctrl-Z stopped CMD: stop sqlock too, so the shell's job control sees the job stopped;
+    // `fg` (or `bg`) continues sqlock, which continues CMD (in the foreground after `fg`).
+    tty.take_back();
+    ::kill(::getpid(), SIGSTOP);
+    if (::tcgetpgrp(0) == ::getpgrp()) tty.give(pid);  // `fg`, not `bg`
+    ::kill(-pid, SIGCONT);
   }
   child_pid = -1;  // reaped: signals no longer go anywhere
+  tty.take_back();
+  if (lease_lost) {
+    stop.start(pid);  // no-op unless the loss came as CMD exited
+    stop.finish(pid);
+  }
   l.unlock();
   if (lease_lost) return software;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return software;
+}
+
+int hold_command(const run_args& a) {
+  sigset_t old;
+  auto got = acquire_for(a, old, [](const std::string& name) {
+    std::cerr << "sqlock: lease of '" << name << "' lost\n";
+    std::lock_guard g(hold_m);
+    lease_lost = true;
+    hold_cv.notify_all();
+  });
+  if (!got) return a.conflict_exit;
+  child_pid = holding;
+  std::cout << got->fence << std::endl;  // flushed: a script reads it while sqlock holds
+  {
+    std::unique_lock g(hold_m);
+    hold_cv.wait(g, [] { return hold_signal != 0 || lease_lost; });  // until told: no deadline
+  }
+  got->lock.unlock();
+  return lease_lost ? software : ok;
 }
 
 }  // namespace sqlock::cli

@@ -1,14 +1,7 @@
 #!/usr/bin/env bash
 # The CLI contract: environment, exit codes, signal forwarding, lost lease, list/release/migrate.
-set -uo pipefail
-sqlock=$1
-dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$dir"' EXIT
-export SQLOCK_URL="sqlite:$dir/locks.db"
-fails=0
-check() {  # check DESCRIPTION EXPECTED ACTUAL
-  if [ "$2" == "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: expected '$2', got '$3'"; fails=$((fails + 1)); fi
-}
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 out=$("$sqlock" run envtest -- sh -c 'echo "$SQLOCK_NAME|$SQLOCK_FENCE|${#SQLOCK_OWNER}"')
 check "environment of CMD" "envtest|1|32" "$out"
@@ -96,5 +89,4 @@ wait $held
 check "serve: the holder saw the loss (exit 70)" 70 $?
 kill $server
 
-[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "all CLI contract checks passed"
+finish "CLI contract"

@@ -10,7 +10,10 @@
 #include <mysql_connection.h>
 #include <mysql_driver.h>
 
+#include <algorithm>
 #include <map>
+
+#include <utf8.h>
 #include <mutex>
 
 #include "connector.hpp"
@@ -27,7 +30,9 @@ namespace {
   return d;
 }
 
-// libmysqlclient wants mysql_thread_init()/mysql_thread_end() around each thread's use.
+// The client library wants mysql_thread_init()/mysql_thread_end() around each thread's use of
+// it (Connector/C++'s threadInit()/threadEnd()). This thread_local is only that per-thread init
+// guard: it carries no state between calls, so it stays.
 struct thread_scope {
   thread_scope() { driver()->threadInit(); }
   ~thread_scope() { driver()->threadEnd(); }
@@ -61,13 +66,14 @@ const char* const migrate_hint =
     switch (code) {
       case 1044:  // access denied to database
       case 1045:  // access denied (bad user/password)
-      case 1049:  // unknown database
       case 1698:  // access denied (auth plugin)
+        throw auth_error(msg);
+      case 1049:  // unknown database
         throw config_error(msg);
       case 1142:  // command denied
       case 1143:  // column denied
       case 1370:  // execute command denied on routine
-        throw config_error(
+        throw auth_error(
             msg + "; grant the user EXECUTE on the sqlock schema (see docs/backends/mysql.md)");
       case 1305:  // PROCEDURE/FUNCTION does not exist
         if (lock_call) throw sql::transient_error(msg + migrate_hint, std::to_string(code));
@@ -105,9 +111,14 @@ sql::rows read_all(::sql::ResultSet& rs) {
   return out;
 }
 
-class connector_connection final : public sql::connection {
+int seconds_ceil(milliseconds ms) {
+  return static_cast<int>(std::max<std::int64_t>(1, (ms.count() + 999) / 1000));
+}
+
+class connector_connection final : public connection {
  public:
-  explicit connector_connection(std::unique_ptr<::sql::Connection> c) : conn_(std::move(c)) {}
+  connector_connection(std::unique_ptr<::sql::Connection> c, milliseconds io_timeout)
+      : conn_(std::move(c)), io_timeout_(io_timeout), timeout_s_(seconds_ceil(io_timeout)) {}
   ~connector_connection() override {
     try {
       cache_.clear();
@@ -117,8 +128,12 @@ class connector_connection final : public sql::connection {
     }
   }
 
-  sql::rows run(const sql::operation& op, const sql::params& p) override {
+  sql::rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override {
     ensure_thread();
+    if (!conn_) throw connection_error("MySQL connection was closed after a timeout");
+    if (!p.name.empty()) check_name(p.name, "lock name");
+    if (!p.prefix.empty()) check_name(p.prefix, "name prefix");
+    bound_by(deadline);
     try {
       if (op.statements.size() == 1) return run_one(op.key, 0, op.statements[0], p);
       // Several statements: one transaction, rows of the last.
@@ -138,7 +153,25 @@ class connector_connection final : public sql::connection {
         throw;
       }
     } catch (...) {
-      rethrow("MySQL operation '" + op.key + "' failed", true);
+      try {
+        rethrow("MySQL operation '" + op.key + "' failed", true);
+      } catch (const connection_error&) {
+        // A read/write timeout or a reset: the session's state is unknown; never reuse it.
+        close();
+        throw;
+      }
+    }
+  }
+
+  bool alive() noexcept override {
+    ensure_thread();
+    if (!conn_) return false;
+    try {
+      exec_text("DO 0");
+      return true;
+    } catch (...) {
+      close();
+      return false;
     }
   }
 
@@ -166,6 +199,33 @@ class connector_connection final : public sql::connection {
   }
 
  private:
+  void close() noexcept {
+    try {
+      cache_.clear();
+      conn_.reset();
+    } catch (...) {
+      // Closing a broken connection may throw; it is gone either way.
+    }
+  }
+
+  // Bounds the exchanges of one call by `deadline` as far as the connector allows: the read and
+  // write timeouts (whole seconds, rounded up) are lowered to the time left when that is shorter
+  // than the I/O timeout. A call whose deadline has passed is not sent.
+  void bound_by(steady_time deadline) {
+    auto bound = exchange_bound(deadline, io_timeout_);
+    auto left = std::chrono::ceil<milliseconds>(bound - std::chrono::steady_clock::now());
+    if (left <= milliseconds(0)) throw connection_error("MySQL call not sent: its deadline passed");
+    const int s = seconds_ceil(left);
+    if (s == timeout_s_) return;
+    try {
+      conn_->setClientOption("OPT_READ_TIMEOUT", &s);
+      conn_->setClientOption("OPT_WRITE_TIMEOUT", &s);
+      timeout_s_ = s;
+    } catch (const ::sql::SQLException&) {
+      // This connector build cannot change them after connecting: the connect-time ones hold.
+    }
+  }
+
   struct prepared {
     std::unique_ptr<::sql::PreparedStatement> st;
     std::vector<std::string> names;
@@ -229,15 +289,23 @@ class connector_connection final : public sql::connection {
 
   std::unique_ptr<::sql::Connection> conn_;
   std::map<std::string, prepared> cache_;
+  milliseconds io_timeout_;
+  int timeout_s_;
 };
-
-int seconds_ceil(milliseconds ms) {
-  return static_cast<int>((ms.count() + 999) / 1000);
-}
 
 }  // namespace
 
-std::unique_ptr<sql::connection> open_connection(const options& o) {
+void check_name(std::string_view name, const char* what) {
+  if (name.size() > max_name_bytes)
+    throw config_error(std::string(what) + " is " + std::to_string(name.size()) +
+                       " bytes long; MySQL stores at most " + std::to_string(max_name_bytes));
+  if (name.find('\0') != std::string_view::npos || !utf8::is_valid(name.begin(), name.end()))
+    throw config_error(std::string(what) +
+                       " is not valid UTF-8 text (MySQL stores names as utf8mb4, without NUL "
+                       "bytes)");
+}
+
+std::unique_ptr<connection> open_connection(const options& o) {
   ensure_thread();
   ::sql::ConnectOptionsMap m;
   if (!o.socket.empty()) {
@@ -251,11 +319,9 @@ std::unique_ptr<sql::connection> open_connection(const options& o) {
   m["schema"] = ::sql::SQLString(o.database);
   m["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
   m["OPT_RECONNECT"] = false;  // a silent reconnect would drop session-scoped locks unseen
-  if (o.connect_timeout.count() > 0) m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(o.connect_timeout);
-  if (o.read_timeout.count() > 0) {
-    m["OPT_READ_TIMEOUT"] = seconds_ceil(o.read_timeout);
-    m["OPT_WRITE_TIMEOUT"] = seconds_ceil(o.read_timeout);
-  }
+  m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(o.connect_timeout);
+  m["OPT_READ_TIMEOUT"] = seconds_ceil(o.timeout);
+  m["OPT_WRITE_TIMEOUT"] = seconds_ceil(o.timeout);
   if (!o.ssl_mode.empty()) {
     static const std::map<std::string, int> modes = {
         {"disabled", ::sql::SSL_MODE_DISABLED},
@@ -282,7 +348,7 @@ std::unique_ptr<sql::connection> open_connection(const options& o) {
   try {
     std::unique_ptr<::sql::Connection> c(driver()->connect(m));
     c->setAutoCommit(true);
-    return std::make_unique<connector_connection>(std::move(c));
+    return std::make_unique<connector_connection>(std::move(c), o.timeout);
   } catch (...) {
     rethrow("cannot connect to MySQL at " + where + " as '" + o.user + "' (database '" +
             o.database + "')");

@@ -1,0 +1,18 @@
+// MySQL's session-bound lock model: GET_LOCK on a dedicated server session per hold. The hold
+// ends with its session (crash, KILL CONNECTION, network loss); a watcher thread pings the
+// holding sessions that no call is using every 100 ms (Connector/C++ 1.1 does not hand out the
+// socket to poll) and reports a dead session's hold through report_lost() at once. Waiting
+// blocks in the server (GET_LOCK's timeout) in chunks shorter than the I/O timeout.
+#pragma once
+
+#include <memory>
+
+#include "sqlock/backend.hpp"
+#include "sqlock/mysql/mysql.hpp"
+
+namespace sqlock::mysql::detail {
+
+/// The advisory (GET_LOCK) backend for `o` (mode "advisory"); `url_text` is shown redacted.
+std::shared_ptr<backend> open_advisory(const options& o, std::string url_text);
+
+}  // namespace sqlock::mysql::detail

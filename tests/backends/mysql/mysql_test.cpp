@@ -5,7 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "mysql_env.hpp"
@@ -287,6 +291,38 @@ TEST_F(mysql_server, kill_connection_frees_an_advisory_lock_and_the_holder_sees_
   EXPECT_FALSE(a.make_lock(n).try_lock());
   lb.unlock();
   EXPECT_TRUE(a.make_lock(n).try_lock());
+}
+
+TEST_F(mysql_server, killed_advisory_session_is_reported_lost_at_once) {
+  std::string admin;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_MYSQL_ADMIN_URL", admin);
+  auto a = connect(mode_url("advisory"));
+  auto n = unique_name("killwatch");
+  // A long lease: the renewal (every 20 s) is not what notices the death; the watcher is.
+  auto la = a.make_lock(n, {.lease = 60s});
+  std::mutex m;
+  std::condition_variable cv;
+  std::optional<std::chrono::steady_clock::time_point> told_at;
+  la.on_lost([&](const std::string&) {
+    std::lock_guard g(m);
+    told_at = std::chrono::steady_clock::now();
+    cv.notify_all();
+  });
+  la.lock();
+  auto killer = raw_backend(admin);
+  auto id = single(query(*killer, "SELECT IS_USED_LOCK('sqlock:" + n + "')"));
+  ASSERT_NE(id, "NULL");
+  const auto killed = std::chrono::steady_clock::now();
+  query(*killer, "KILL CONNECTION " + id);
+  std::unique_lock g(m);
+  // A correctness bound (the goal is 250 ms), not a speed claim.
+  ASSERT_TRUE(cv.wait_for(g, 2s, [&] { return told_at.has_value(); }))
+      << "on_lost did not fire within 2 s of KILL CONNECTION";
+  std::printf(
+      "[ measured ] KILL CONNECTION -> on_lost: %lld ms (bound 2000 ms, goal 250 ms)\n",
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(*told_at - killed).count()));
+  EXPECT_TRUE(la.lost());
 }
 
 TEST_F(mysql_server, long_and_case_variant_names_map_to_distinct_get_lock_names) {

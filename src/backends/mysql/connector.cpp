@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "connector.hpp"
+#include "socket_deadline.hpp"
 #include "sqlock/mysql/dialect.hpp"
 
 namespace sqlock::mysql::detail {
@@ -115,10 +116,19 @@ int seconds_ceil(milliseconds ms) {
   return static_cast<int>(std::max<std::int64_t>(1, (ms.count() + 999) / 1000));
 }
 
+// A session just opened and the socket it uses (-1 when it could not be told apart).
+struct native {
+  std::unique_ptr<::sql::Connection> conn;
+  int fd = -1;
+};
+// Connects with every timeout at most `limit` (whole seconds, rounded up).
+native connect_native(const options& o, milliseconds limit);
+
+// Connects on first use, when the call's deadline is known; a connection that was closed (a
+// timeout, a reset) stays closed.
 class connector_connection final : public connection {
  public:
-  connector_connection(std::unique_ptr<::sql::Connection> c, milliseconds io_timeout)
-      : conn_(std::move(c)), io_timeout_(io_timeout), timeout_s_(seconds_ceil(io_timeout)) {}
+  explicit connector_connection(options o) : opts_(std::move(o)) {}
   ~connector_connection() override {
     try {
       cache_.clear();
@@ -130,33 +140,25 @@ class connector_connection final : public connection {
 
   sql::rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override {
     ensure_thread();
-    if (!conn_) throw connection_error("MySQL connection was closed after a timeout");
     if (!p.name.empty()) check_name(p.name, "lock name");
     if (!p.prefix.empty()) check_name(p.prefix, "name prefix");
-    bound_by(deadline);
+    const auto bound = exchange_bound(deadline, opts_.timeout);
+    ensure_open(bound);
+    watched_call watch(fd_, bound);
     try {
-      if (op.statements.size() == 1) return run_one(op.key, 0, op.statements[0], p);
-      // Several statements: one transaction, rows of the last.
-      exec_text("START TRANSACTION");
-      try {
-        sql::rows out;
-        for (std::size_t i = 0; i < op.statements.size(); ++i)
-          out = run_one(op.key, i, op.statements[i], p);
-        exec_text("COMMIT");
-        return out;
-      } catch (...) {
-        try {
-          exec_text("ROLLBACK");
-        } catch (...) {
-          // The connection may be gone; the server rolls back on its own then.
-        }
-        throw;
-      }
+      auto out = run_statements(op, p);
+      if (watch.finish()) close();  // answered just as the socket was shut down: it is dead
+      return out;
     } catch (...) {
+      if (watch.finish()) {
+        close();
+        throw connection_error("MySQL operation '" + op.key +
+                               "' timed out: no answer by its deadline");
+      }
       try {
         rethrow("MySQL operation '" + op.key + "' failed", true);
       } catch (const connection_error&) {
-        // A read/write timeout or a reset: the session's state is unknown; never reuse it.
+        // A reset or the connector's own timeout: the session's state is unknown; never reuse it.
         close();
         throw;
       }
@@ -167,7 +169,9 @@ class connector_connection final : public connection {
     ensure_thread();
     if (!conn_) return false;
     try {
+      watched_call watch(fd_, std::chrono::steady_clock::now() + opts_.timeout);
       exec_text("DO 0");
+      if (watch.finish()) throw connection_error("ping timed out");
       return true;
     } catch (...) {
       close();
@@ -177,6 +181,7 @@ class connector_connection final : public connection {
 
   void execute_script(std::string_view script) override {
     ensure_thread();
+    ensure_open(std::chrono::steady_clock::now() + opts_.timeout);
     for (const auto& stmt : split_script(script)) {
       try {
         exec_text(stmt);
@@ -189,6 +194,7 @@ class connector_connection final : public connection {
 
   sql::rows query(std::string_view text) override {
     ensure_thread();
+    ensure_open(std::chrono::steady_clock::now() + opts_.timeout);
     try {
       std::unique_ptr<::sql::Statement> st(conn_->createStatement());
       bool has_rs = st->execute(::sql::SQLString(text.data(), text.size()));
@@ -199,7 +205,20 @@ class connector_connection final : public connection {
   }
 
  private:
+  // Opens the session on first use, bounded by `bound` (whole seconds, rounded up).
+  void ensure_open(steady_time bound) {
+    if (conn_) return;
+    if (opened_) throw connection_error("MySQL connection was closed after a failed call");
+    auto left = std::chrono::ceil<milliseconds>(bound - std::chrono::steady_clock::now());
+    if (left <= milliseconds(0)) throw connection_error("MySQL call not sent: its deadline passed");
+    auto n = connect_native(opts_, left);
+    conn_ = std::move(n.conn);
+    fd_ = n.fd;
+    opened_ = true;
+  }
+
   void close() noexcept {
+    fd_ = -1;
     try {
       cache_.clear();
       conn_.reset();
@@ -208,21 +227,23 @@ class connector_connection final : public connection {
     }
   }
 
-  // Bounds the exchanges of one call by `deadline` as far as the connector allows: the read and
-  // write timeouts (whole seconds, rounded up) are lowered to the time left when that is shorter
-  // than the I/O timeout. A call whose deadline has passed is not sent.
-  void bound_by(steady_time deadline) {
-    auto bound = exchange_bound(deadline, io_timeout_);
-    auto left = std::chrono::ceil<milliseconds>(bound - std::chrono::steady_clock::now());
-    if (left <= milliseconds(0)) throw connection_error("MySQL call not sent: its deadline passed");
-    const int s = seconds_ceil(left);
-    if (s == timeout_s_) return;
+  // The statements of `op`: one alone, several in one transaction (the rows of the last).
+  sql::rows run_statements(const sql::operation& op, const sql::params& p) {
+    if (op.statements.size() == 1) return run_one(op.key, 0, op.statements[0], p);
+    exec_text("START TRANSACTION");
     try {
-      conn_->setClientOption("OPT_READ_TIMEOUT", &s);
-      conn_->setClientOption("OPT_WRITE_TIMEOUT", &s);
-      timeout_s_ = s;
-    } catch (const ::sql::SQLException&) {
-      // This connector build cannot change them after connecting: the connect-time ones hold.
+      sql::rows out;
+      for (std::size_t i = 0; i < op.statements.size(); ++i)
+        out = run_one(op.key, i, op.statements[i], p);
+      exec_text("COMMIT");
+      return out;
+    } catch (...) {
+      try {
+        exec_text("ROLLBACK");
+      } catch (...) {
+        // The connection may be gone; the server rolls back on its own then.
+      }
+      throw;
     }
   }
 
@@ -289,8 +310,9 @@ class connector_connection final : public connection {
 
   std::unique_ptr<::sql::Connection> conn_;
   std::map<std::string, prepared> cache_;
-  milliseconds io_timeout_;
-  int timeout_s_;
+  options opts_;
+  int fd_ = -1;
+  bool opened_ = false;
 };
 
 }  // namespace
@@ -305,8 +327,8 @@ void check_name(std::string_view name, const char* what) {
                        "bytes)");
 }
 
-std::unique_ptr<connection> open_connection(const options& o) {
-  ensure_thread();
+namespace {
+native connect_native(const options& o, milliseconds limit) {
   ::sql::ConnectOptionsMap m;
   if (!o.socket.empty()) {
     m["hostName"] = ::sql::SQLString("unix://" + o.socket);
@@ -319,9 +341,9 @@ std::unique_ptr<connection> open_connection(const options& o) {
   m["schema"] = ::sql::SQLString(o.database);
   m["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
   m["OPT_RECONNECT"] = false;  // a silent reconnect would drop session-scoped locks unseen
-  m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(o.connect_timeout);
-  m["OPT_READ_TIMEOUT"] = seconds_ceil(o.timeout);
-  m["OPT_WRITE_TIMEOUT"] = seconds_ceil(o.timeout);
+  m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(std::min(o.connect_timeout, limit));
+  m["OPT_READ_TIMEOUT"] = seconds_ceil(std::min(o.timeout, limit));
+  m["OPT_WRITE_TIMEOUT"] = seconds_ceil(std::min(o.timeout, limit));
   if (!o.ssl_mode.empty()) {
     static const std::map<std::string, int> modes = {
         {"disabled", ::sql::SSL_MODE_DISABLED},
@@ -346,13 +368,25 @@ std::unique_ptr<connection> open_connection(const options& o) {
   if (!o.tls_version.empty()) m["OPT_TLS_VERSION"] = ::sql::SQLString(o.tls_version);
   std::string where = o.socket.empty() ? o.host + ":" + std::to_string(o.port) : o.socket;
   try {
+    // One connect at a time in the process, so the socket that appeared is this connection's.
+    static std::mutex connecting;
+    std::unique_lock g(connecting);
+    const auto before = socket_inodes();
     std::unique_ptr<::sql::Connection> c(driver()->connect(m));
+    const int fd = new_socket(before, o.port > 0 ? o.port : 3306, o.socket);
+    g.unlock();
     c->setAutoCommit(true);
-    return std::make_unique<connector_connection>(std::move(c), o.timeout);
+    return native{std::move(c), fd};
   } catch (...) {
     rethrow("cannot connect to MySQL at " + where + " as '" + o.user + "' (database '" +
             o.database + "')");
   }
+}
+
+}  // namespace
+
+std::unique_ptr<connection> open_connection(const options& o) {
+  return std::make_unique<connector_connection>(o);
 }
 
 }  // namespace sqlock::mysql::detail

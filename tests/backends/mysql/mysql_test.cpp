@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
+#include "tcp_proxy.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {
@@ -223,7 +225,8 @@ TEST_F(mysql_server, migrate_is_repeatable_and_reports_the_version) {
   EXPECT_NO_THROW(b->check_schema());
   auto c = connect(mode_url("pessimistic"));
   auto l = c.make_lock(unique_name("after-migrate"));
-  EXPECT_TRUE(l.try_lock());
+  // Not try_lock(): its one 250 ms attempt may wait out another process's migrate (DDL).
+  EXPECT_TRUE(l.try_lock_for(10s));
   l.unlock();
 }
 
@@ -323,6 +326,41 @@ TEST_F(mysql_server, killed_advisory_session_is_reported_lost_at_once) {
       static_cast<long long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(*told_at - killed).count()));
   EXPECT_TRUE(la.lost());
+}
+
+// A server that stops answering (every connection blackholed by the proxy): every call returns
+// by its deadline. The read/write timeouts are whole seconds, so the slack allows for rounding.
+TEST_F(mysql_server, calls_return_by_their_deadline_when_the_server_stops_answering) {
+  auto u = url::parse(url_);
+  for (std::string mode : {"pessimistic", "advisory"}) {
+    tcp_proxy proxy(u.hosts.at(0).host, u.hosts.at(0).port);
+    auto via = with_host_port(with_param(url_, "mode", mode), u.hosts.at(0).host,
+                              u.hosts.at(0).port, proxy.port());
+    auto b = raw_backend(via);
+    auto held = b->try_acquire(lock_request{unique_name("frozen"), random_token(), 30s, "t"},
+                               soon(), nullptr);
+    ASSERT_TRUE(held.has_value()) << mode;
+    proxy.blackhole(true);
+    auto bounded = [&](const char* what, const std::function<void(steady_time)>& call) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto deadline = start + 1s;
+      try {
+        call(deadline);
+      } catch (const connection_error&) {
+        // the expected outcome of a call the server never answered
+      }
+      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      std::printf("[ measured ] %s %s with the server silent: %lld ms (deadline 1000 ms)\n",
+                  mode.c_str(), what, static_cast<long long>(took.count()));
+      EXPECT_LE(took, 1s + 2s) << mode << " " << what << " ran past its deadline";
+    };
+    bounded("renew", [&](steady_time d) { b->renew(*held, 30s, d); });
+    bounded("acquire", [&](steady_time d) {
+      b->try_acquire(lock_request{unique_name("frozen2"), random_token(), 30s, "t"}, d, nullptr);
+    });
+    bounded("release", [&](steady_time d) { b->release(*held, d); });
+  }
 }
 
 TEST_F(mysql_server, long_and_case_variant_names_map_to_distinct_get_lock_names) {

@@ -2,8 +2,11 @@
 // one, and a watcher thread that reports holds whose session died.
 #include "advisory_backend.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -17,7 +20,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// How often the watcher pings the idle holding sessions.
+/// The watcher's round: how long it polls, or how often it pings sessions of unknown socket.
 constexpr milliseconds watch_period(100);
 /// Margin kept between a server-side wait's end and the caller's deadline or the read timeout.
 constexpr milliseconds wait_margin(100);
@@ -40,7 +43,17 @@ struct server_wait final : wait_state {
 // be detached (the backend destroyed from inside a loss listener).
 struct watch_state {
   std::mutex m;
-  std::condition_variable cv;
+  const int wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // a new hold, or stop
+  watch_state() {
+    if (wake < 0) throw backend_error("MySQL advisory watcher: eventfd failed");
+  }
+  ~watch_state() { ::close(wake); }
+  watch_state(const watch_state&) = delete;
+  watch_state& operator=(const watch_state&) = delete;
+  void poke() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake, &one, sizeof one);  // a full counter wakes anyway
+  }
   bool stop = false;
   std::vector<std::weak_ptr<session>> holding;  // sessions carrying a hold
 };
@@ -64,7 +77,7 @@ class advisory_backend final : public sql::engine_backend {
       std::lock_guard g(watch_->m);
       watch_->stop = true;
     }
-    watch_->cv.notify_all();
+    watch_->poke();
     if (watcher_.get_id() == std::this_thread::get_id())
       watcher_.detach();
     else
@@ -121,6 +134,7 @@ class advisory_backend final : public sql::engine_backend {
       std::lock_guard w(watch_->m);
       watch_->holding.push_back(s);
     }
+    watch_->poke();  // watch it from now, not from the watcher's next round
     return lease_info{req.name, req.owner, fence, std::move(s)};
   }
 
@@ -197,31 +211,55 @@ class advisory_backend final : public sql::engine_backend {
     if (s->conn && idle_sessions_.size() < opts_.pool) idle_sessions_.push_back(std::move(s));
   }
 
-  // Pings every holding session that no call is using; a dead one's hold is reported lost.
+  // Watches every holding session that no call is using: polls the sockets it knows for a
+  // close or stray bytes (then confirms with a ping), pings the others each round; a dead
+  // session's hold is reported lost at once.
   void watch(const std::shared_ptr<watch_state>& w) {
     std::unique_lock g(w->m);
     while (!w->stop) {
-      w->cv.wait_for(g, watch_period, [&] { return w->stop; });
-      if (w->stop) return;
       auto holding = w->holding;
       g.unlock();
       std::vector<std::pair<std::string, std::string>> lost;
-      std::vector<std::weak_ptr<session>> still;
-      for (auto& weak : holding) {
+      std::vector<std::weak_ptr<session>> still, polled;
+      std::vector<pollfd> fds;
+      // Under the session's mutex: is it dead (no connection, or no answer to a ping when its
+      // socket is unknown or `check`)? Sessions a call is using are left to that call.
+      auto examine = [&](const std::weak_ptr<session>& weak, bool check) {
         auto s = weak.lock();
-        if (!s) continue;
+        if (!s) return;
         std::unique_lock sg(s->m, std::try_to_lock);
-        if (!sg.owns_lock()) {  // a call is using it: that call sees the death itself
+        if (!sg.owns_lock()) {
           still.push_back(weak);
-          continue;
+          return;
         }
-        if (s->owner.empty()) continue;  // released (or dropped) since
+        if (s->owner.empty()) return;  // released (or dropped) since
+        const int fd = s->conn ? s->conn->socket() : -1;
+        if (s->conn && !check && fd >= 0) {
+          polled.push_back(weak);
+          fds.push_back(pollfd{fd, POLLIN | POLLRDHUP, 0});
+          return;
+        }
         if (s->conn && s->conn->alive()) {
           still.push_back(weak);
-          continue;
+          return;
         }
         lost.emplace_back(s->name, s->owner);
         drop(*s);
+      };
+      for (auto& weak : holding) examine(weak, false);
+      // A descriptor closed by a call meanwhile only gives a spurious wake: the ping decides.
+      fds.push_back(pollfd{w->wake, POLLIN, 0});
+      ::poll(fds.data(), fds.size(), static_cast<int>(watch_period.count()));
+      std::uint64_t pokes = 0;
+      if (fds.back().revents != 0) {
+        [[maybe_unused]] auto n = ::read(w->wake, &pokes, sizeof pokes);  // clear the pokes
+      }
+      fds.pop_back();
+      for (std::size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents != 0)
+          examine(polled[i], true);
+        else
+          still.push_back(polled[i]);
       }
       for (auto& [name, owner] : lost) {
         report_lost(name, owner);  // no lock held: a listener may call back into the backend

@@ -1,7 +1,8 @@
 // MySQL's session-bound lock model: GET_LOCK on a dedicated server session per hold. The hold
-// ends with its session (crash, KILL CONNECTION, network loss); a watcher thread pings the
-// holding sessions that no call is using every 100 ms (Connector/C++ 1.1 does not hand out the
-// socket to poll) and reports a dead session's hold through report_lost() at once. Waiting
+// ends with its session (crash, KILL CONNECTION, network loss); a watcher thread polls the
+// sockets of the holding sessions that no call is using (pinging those whose socket the driver
+// could not tell apart, every 100 ms) and reports a dead session's hold through report_lost()
+// at once. Waiting
 // blocks in the server (GET_LOCK's timeout) in chunks shorter than the I/O timeout.
 #pragma once
 

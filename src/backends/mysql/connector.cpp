@@ -165,6 +165,8 @@ class connector_connection final : public connection {
     }
   }
 
+  int socket() const noexcept override { return fd_; }
+
   bool alive() noexcept override {
     ensure_thread();
     if (!conn_) return false;

@@ -24,6 +24,9 @@ class connection : public sql::connection {
  public:
   /// A cheap round trip (`DO 0`); false (and the connection closed) when the session is gone.
   virtual bool alive() noexcept = 0;
+  /// The socket of the open session, to poll while it is idle; -1 when closed, not yet opened,
+  /// or not told apart (socket_deadline.hpp).
+  virtual int socket() const noexcept = 0;
 };
 
 /// Opens one connection (autocommit, utf8mb4, no auto-reconnect). Throws connection_error when

@@ -317,14 +317,18 @@ TEST_F(mysql_server, killed_advisory_session_is_reported_lost_at_once) {
   ASSERT_NE(id, "NULL");
   const auto killed = std::chrono::steady_clock::now();
   query(*killer, "KILL CONNECTION " + id);
+  const auto kill_returned = std::chrono::steady_clock::now();
   std::unique_lock g(m);
   // A correctness bound (the goal is 250 ms), not a speed claim.
   ASSERT_TRUE(cv.wait_for(g, 2s, [&] { return told_at.has_value(); }))
       << "on_lost did not fire within 2 s of KILL CONNECTION";
+  auto ms = [](auto d) {
+    return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
   std::printf(
-      "[ measured ] KILL CONNECTION -> on_lost: %lld ms (bound 2000 ms, goal 250 ms)\n",
-      static_cast<long long>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(*told_at - killed).count()));
+      "[ measured ] KILL CONNECTION -> on_lost: %lld ms (the KILL statement itself: %lld ms; "
+      "bound 2000 ms, goal 250 ms)\n",
+      ms(*told_at - killed), ms(kill_returned - killed));
   EXPECT_TRUE(la.lost());
 }
 

@@ -343,9 +343,6 @@ native connect_native(const options& o, milliseconds limit) {
   m["schema"] = ::sql::SQLString(o.database);
   m["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
   m["OPT_RECONNECT"] = false;  // a silent reconnect would drop session-scoped locks unseen
-  m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(std::min(o.connect_timeout, limit));
-  m["OPT_READ_TIMEOUT"] = seconds_ceil(std::min(o.timeout, limit));
-  m["OPT_WRITE_TIMEOUT"] = seconds_ceil(std::min(o.timeout, limit));
   if (!o.ssl_mode.empty()) {
     static const std::map<std::string, int> modes = {
         {"disabled", ::sql::SSL_MODE_DISABLED},
@@ -370,9 +367,20 @@ native connect_native(const options& o, milliseconds limit) {
   if (!o.tls_version.empty()) m["OPT_TLS_VERSION"] = ::sql::SQLString(o.tls_version);
   std::string where = o.socket.empty() ? o.host + ":" + std::to_string(o.port) : o.socket;
   try {
-    // One connect at a time in the process, so the socket that appeared is this connection's.
-    static std::mutex connecting;
-    std::unique_lock g(connecting);
+    // One connect at a time in the process, so the socket that appeared is this connection's;
+    // waiting for another connect counts against this call's time.
+    static std::timed_mutex connecting;
+    std::unique_lock g(connecting, std::defer_lock);
+    const auto start = std::chrono::steady_clock::now();
+    if (!g.try_lock_for(limit))
+      throw connection_error("MySQL connect to " + where +
+                             " not started by its deadline: another connect of this process is "
+                             "still waiting for its server");
+    const auto left =
+        limit - std::chrono::ceil<milliseconds>(std::chrono::steady_clock::now() - start);
+    m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(std::min(o.connect_timeout, left));
+    m["OPT_READ_TIMEOUT"] = seconds_ceil(std::min(o.timeout, left));
+    m["OPT_WRITE_TIMEOUT"] = seconds_ceil(std::min(o.timeout, left));
     const auto before = socket_inodes();
     std::unique_ptr<::sql::Connection> c(driver()->connect(m));
     const int fd = new_socket(before, o.port > 0 ? o.port : 3306, o.socket);

@@ -1,7 +1,8 @@
 // MySQL 8 / MariaDB 10.4+ backend over mysql-connector-c++ 1.1 (the JDBC-style API Debian
 // ships). URL: mysql://user:pass@host:port/db or mariadb://..., with
 //   ?mode=pessimistic|optimistic|advisory  ?socket=/run/mysqld/mysqld.sock  ?pool=4
-//   ?connect_timeout=5s  ?read_timeout=60s  ?migrate=auto
+//   ?timeout=5s (longest exchange with the server)  ?connect_timeout= (default: timeout)
+//   ?migrate=auto|off
 //   ?ssl_mode=disabled|preferred|required|verify_ca|verify_identity  ?ssl_ca= ?ssl_capath=
 //   ?ssl_cert= ?ssl_key= ?ssl_cipher= ?ssl_crl= ?tls_version=
 // Lock logic lives in stored procedures (sql/mysql/, SQL SECURITY DEFINER) installed by
@@ -21,26 +22,27 @@ namespace sqlock::mysql {
 
 /// How to reach the server (an aggregate: use designated initialisers).
 struct options {
-  std::string host = "127.0.0.1";    ///< host name or address ("" = 127.0.0.1)
-  int port = 3306;                   ///< TCP port; 0 = 3306
-  std::string socket{};              ///< Unix socket path; "" = TCP to host:port
-  std::string user{};                ///< user name ("" = the connector's default)
-  std::string password{};            ///< password ("" = none)
-  std::string database{};            ///< schema holding the sqlock tables; required
-  std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
-  std::size_t pool = 4;              ///< idle connections kept (and idle advisory sessions); 0 = 1
-  milliseconds connect_timeout{5000};  ///< connect timeout; 0 = the connector's default
-  milliseconds read_timeout{60000};    ///< per-reply timeout; 0 = none (advisory waits block
-                                       ///< in the server in chunks shorter than this)
-  bool auto_migrate = false;           ///< run `migrate` at connect instead of only checking
-  std::string ssl_mode{};     ///< "", disabled, preferred, required, verify_ca, verify_identity
-  std::string ssl_ca{};       ///< CA file ("" = none)
-  std::string ssl_capath{};   ///< CA directory ("" = none)
-  std::string ssl_cert{};     ///< client certificate ("" = none)
-  std::string ssl_key{};      ///< client key ("" = none)
-  std::string ssl_cipher{};   ///< allowed ciphers ("" = default)
-  std::string ssl_crl{};      ///< certificate revocation list ("" = none)
-  std::string tls_version{};  ///< allowed TLS versions, e.g. "TLSv1.2,TLSv1.3" ("" = default)
+  std::string host = "127.0.0.1";      ///< host name or address ("" = 127.0.0.1)
+  int port = 3306;                     ///< TCP port; 0 = 3306
+  std::string socket{};                ///< Unix socket path; "" = TCP to host:port
+  std::string user{};                  ///< user name ("" = the connector's default)
+  std::string password{};              ///< password ("" = none)
+  std::string database{};              ///< schema holding the sqlock tables; required
+  std::string mode = "pessimistic";    ///< "pessimistic", "optimistic" or "advisory"
+  std::size_t pool = 4;                ///< idle connections kept (and idle advisory sessions); >= 1
+  milliseconds connect_timeout{5000};  ///< connect timeout (> 0; whole seconds, rounded up)
+  milliseconds timeout{5000};  ///< I/O timeout: the longest one exchange may take (> 0; whole
+                               ///< seconds, rounded up); advisory waits block in the server in
+                               ///< chunks shorter than half of it
+  bool auto_migrate = false;   ///< run `migrate` at connect instead of only checking
+  std::string ssl_mode{};      ///< "", disabled, preferred, required, verify_ca, verify_identity
+  std::string ssl_ca{};        ///< CA file ("" = none)
+  std::string ssl_capath{};    ///< CA directory ("" = none)
+  std::string ssl_cert{};      ///< client certificate ("" = none)
+  std::string ssl_key{};       ///< client key ("" = none)
+  std::string ssl_cipher{};    ///< allowed ciphers ("" = default)
+  std::string ssl_crl{};       ///< certificate revocation list ("" = none)
+  std::string tls_version{};   ///< allowed TLS versions, e.g. "TLSv1.2,TLSv1.3" ("" = default)
 };
 
 /// Opens a backend. Throws config_error for a bad mode or missing database, connection_error

@@ -10,10 +10,14 @@
 #include <mysql_connection.h>
 #include <mysql_driver.h>
 
+#include <algorithm>
 #include <map>
+
+#include <utf8.h>
 #include <mutex>
 
 #include "connector.hpp"
+#include "socket_deadline.hpp"
 #include "sqlock/mysql/dialect.hpp"
 
 namespace sqlock::mysql::detail {
@@ -27,7 +31,9 @@ namespace {
   return d;
 }
 
-// libmysqlclient wants mysql_thread_init()/mysql_thread_end() around each thread's use.
+// The client library wants mysql_thread_init()/mysql_thread_end() around each thread's use of
+// it (Connector/C++'s threadInit()/threadEnd()). This thread_local is only that per-thread init
+// guard: it carries no state between calls, so it stays.
 struct thread_scope {
   thread_scope() { driver()->threadInit(); }
   ~thread_scope() { driver()->threadEnd(); }
@@ -61,13 +67,14 @@ const char* const migrate_hint =
     switch (code) {
       case 1044:  // access denied to database
       case 1045:  // access denied (bad user/password)
-      case 1049:  // unknown database
       case 1698:  // access denied (auth plugin)
+        throw auth_error(msg);
+      case 1049:  // unknown database
         throw config_error(msg);
       case 1142:  // command denied
       case 1143:  // column denied
       case 1370:  // execute command denied on routine
-        throw config_error(
+        throw auth_error(
             msg + "; grant the user EXECUTE on the sqlock schema (see docs/backends/mysql.md)");
       case 1305:  // PROCEDURE/FUNCTION does not exist
         if (lock_call) throw sql::transient_error(msg + migrate_hint, std::to_string(code));
@@ -105,9 +112,23 @@ sql::rows read_all(::sql::ResultSet& rs) {
   return out;
 }
 
-class connector_connection final : public sql::connection {
+int seconds_ceil(milliseconds ms) {
+  return static_cast<int>(std::max<std::int64_t>(1, (ms.count() + 999) / 1000));
+}
+
+// A session just opened and the socket it uses (-1 when it could not be told apart).
+struct native {
+  std::unique_ptr<::sql::Connection> conn;
+  int fd = -1;
+};
+// Connects with every timeout at most `limit` (whole seconds, rounded up).
+native connect_native(const options& o, milliseconds limit);
+
+// Connects on first use, when the call's deadline is known; a connection that was closed (a
+// timeout, a reset) stays closed.
+class connector_connection final : public connection {
  public:
-  explicit connector_connection(std::unique_ptr<::sql::Connection> c) : conn_(std::move(c)) {}
+  explicit connector_connection(options o) : opts_(std::move(o)) {}
   ~connector_connection() override {
     try {
       cache_.clear();
@@ -117,33 +138,52 @@ class connector_connection final : public sql::connection {
     }
   }
 
-  sql::rows run(const sql::operation& op, const sql::params& p) override {
+  sql::rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override {
     ensure_thread();
+    if (!p.name.empty()) check_name(p.name, "lock name");
+    if (!p.prefix.empty()) check_name(p.prefix, "name prefix");
+    const auto bound = exchange_bound(deadline, opts_.timeout);
+    ensure_open(bound);
+    watched_call watch(fd_, bound);
     try {
-      if (op.statements.size() == 1) return run_one(op.key, 0, op.statements[0], p);
-      // Several statements: one transaction, rows of the last.
-      exec_text("START TRANSACTION");
+      auto out = run_statements(op, p);
+      if (watch.finish()) close();  // answered just as the socket was shut down: it is dead
+      return out;
+    } catch (...) {
+      if (watch.finish()) {
+        close();
+        throw connection_error("MySQL operation '" + op.key +
+                               "' timed out: no answer by its deadline");
+      }
       try {
-        sql::rows out;
-        for (std::size_t i = 0; i < op.statements.size(); ++i)
-          out = run_one(op.key, i, op.statements[i], p);
-        exec_text("COMMIT");
-        return out;
-      } catch (...) {
-        try {
-          exec_text("ROLLBACK");
-        } catch (...) {
-          // The connection may be gone; the server rolls back on its own then.
-        }
+        rethrow("MySQL operation '" + op.key + "' failed", true);
+      } catch (const connection_error&) {
+        // A reset or the connector's own timeout: the session's state is unknown; never reuse it.
+        close();
         throw;
       }
+    }
+  }
+
+  int socket() const noexcept override { return fd_; }
+
+  bool alive() noexcept override {
+    ensure_thread();
+    if (!conn_) return false;
+    try {
+      watched_call watch(fd_, std::chrono::steady_clock::now() + opts_.timeout);
+      exec_text("DO 0");
+      if (watch.finish()) throw connection_error("ping timed out");
+      return true;
     } catch (...) {
-      rethrow("MySQL operation '" + op.key + "' failed", true);
+      close();
+      return false;
     }
   }
 
   void execute_script(std::string_view script) override {
     ensure_thread();
+    ensure_open(std::chrono::steady_clock::now() + opts_.timeout);
     for (const auto& stmt : split_script(script)) {
       try {
         exec_text(stmt);
@@ -156,6 +196,7 @@ class connector_connection final : public sql::connection {
 
   sql::rows query(std::string_view text) override {
     ensure_thread();
+    ensure_open(std::chrono::steady_clock::now() + opts_.timeout);
     try {
       std::unique_ptr<::sql::Statement> st(conn_->createStatement());
       bool has_rs = st->execute(::sql::SQLString(text.data(), text.size()));
@@ -166,6 +207,48 @@ class connector_connection final : public sql::connection {
   }
 
  private:
+  // Opens the session on first use, bounded by `bound` (whole seconds, rounded up).
+  void ensure_open(steady_time bound) {
+    if (conn_) return;
+    if (opened_) throw connection_error("MySQL connection was closed after a failed call");
+    auto left = std::chrono::ceil<milliseconds>(bound - std::chrono::steady_clock::now());
+    if (left <= milliseconds(0)) throw connection_error("MySQL call not sent: its deadline passed");
+    auto n = connect_native(opts_, left);
+    conn_ = std::move(n.conn);
+    fd_ = n.fd;
+    opened_ = true;
+  }
+
+  void close() noexcept {
+    fd_ = -1;
+    try {
+      cache_.clear();
+      conn_.reset();
+    } catch (...) {
+      // Closing a broken connection may throw; it is gone either way.
+    }
+  }
+
+  // The statements of `op`: one alone, several in one transaction (the rows of the last).
+  sql::rows run_statements(const sql::operation& op, const sql::params& p) {
+    if (op.statements.size() == 1) return run_one(op.key, 0, op.statements[0], p);
+    exec_text("START TRANSACTION");
+    try {
+      sql::rows out;
+      for (std::size_t i = 0; i < op.statements.size(); ++i)
+        out = run_one(op.key, i, op.statements[i], p);
+      exec_text("COMMIT");
+      return out;
+    } catch (...) {
+      try {
+        exec_text("ROLLBACK");
+      } catch (...) {
+        // The connection may be gone; the server rolls back on its own then.
+      }
+      throw;
+    }
+  }
+
   struct prepared {
     std::unique_ptr<::sql::PreparedStatement> st;
     std::vector<std::string> names;
@@ -229,16 +312,25 @@ class connector_connection final : public sql::connection {
 
   std::unique_ptr<::sql::Connection> conn_;
   std::map<std::string, prepared> cache_;
+  options opts_;
+  int fd_ = -1;
+  bool opened_ = false;
 };
-
-int seconds_ceil(milliseconds ms) {
-  return static_cast<int>((ms.count() + 999) / 1000);
-}
 
 }  // namespace
 
-std::unique_ptr<sql::connection> open_connection(const options& o) {
-  ensure_thread();
+void check_name(std::string_view name, const char* what) {
+  if (name.size() > max_name_bytes)
+    throw config_error(std::string(what) + " is " + std::to_string(name.size()) +
+                       " bytes long; MySQL stores at most " + std::to_string(max_name_bytes));
+  if (name.find('\0') != std::string_view::npos || !utf8::is_valid(name.begin(), name.end()))
+    throw config_error(std::string(what) +
+                       " is not valid UTF-8 text (MySQL stores names as utf8mb4, without NUL "
+                       "bytes)");
+}
+
+namespace {
+native connect_native(const options& o, milliseconds limit) {
   ::sql::ConnectOptionsMap m;
   if (!o.socket.empty()) {
     m["hostName"] = ::sql::SQLString("unix://" + o.socket);
@@ -251,11 +343,6 @@ std::unique_ptr<sql::connection> open_connection(const options& o) {
   m["schema"] = ::sql::SQLString(o.database);
   m["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
   m["OPT_RECONNECT"] = false;  // a silent reconnect would drop session-scoped locks unseen
-  if (o.connect_timeout.count() > 0) m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(o.connect_timeout);
-  if (o.read_timeout.count() > 0) {
-    m["OPT_READ_TIMEOUT"] = seconds_ceil(o.read_timeout);
-    m["OPT_WRITE_TIMEOUT"] = seconds_ceil(o.read_timeout);
-  }
   if (!o.ssl_mode.empty()) {
     static const std::map<std::string, int> modes = {
         {"disabled", ::sql::SSL_MODE_DISABLED},
@@ -280,13 +367,36 @@ std::unique_ptr<sql::connection> open_connection(const options& o) {
   if (!o.tls_version.empty()) m["OPT_TLS_VERSION"] = ::sql::SQLString(o.tls_version);
   std::string where = o.socket.empty() ? o.host + ":" + std::to_string(o.port) : o.socket;
   try {
+    // One connect at a time in the process, so the socket that appeared is this connection's;
+    // waiting for another connect counts against this call's time.
+    static std::timed_mutex connecting;
+    std::unique_lock g(connecting, std::defer_lock);
+    const auto start = std::chrono::steady_clock::now();
+    if (!g.try_lock_for(limit))
+      throw connection_error("MySQL connect to " + where +
+                             " not started by its deadline: another connect of this process is "
+                             "still waiting for its server");
+    const auto left =
+        limit - std::chrono::ceil<milliseconds>(std::chrono::steady_clock::now() - start);
+    m["OPT_CONNECT_TIMEOUT"] = seconds_ceil(std::min(o.connect_timeout, left));
+    m["OPT_READ_TIMEOUT"] = seconds_ceil(std::min(o.timeout, left));
+    m["OPT_WRITE_TIMEOUT"] = seconds_ceil(std::min(o.timeout, left));
+    const auto before = socket_inodes();
     std::unique_ptr<::sql::Connection> c(driver()->connect(m));
+    const int fd = new_socket(before, o.port > 0 ? o.port : 3306, o.socket);
+    g.unlock();
     c->setAutoCommit(true);
-    return std::make_unique<connector_connection>(std::move(c));
+    return native{std::move(c), fd};
   } catch (...) {
     rethrow("cannot connect to MySQL at " + where + " as '" + o.user + "' (database '" +
             o.database + "')");
   }
+}
+
+}  // namespace
+
+std::unique_ptr<connection> open_connection(const options& o) {
+  return std::make_unique<connector_connection>(o);
 }
 
 }  // namespace sqlock::mysql::detail

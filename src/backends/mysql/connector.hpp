@@ -4,14 +4,34 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/sql_engine.hpp"
 
 namespace sqlock::mysql::detail {
 
+/// The longest lock name (bytes) the schema stores: `name` is a utf8mb4 TEXT column.
+inline constexpr std::size_t max_name_bytes = 65535;
+
+/// config_error unless `name` fits the schema: valid UTF-8, no NUL byte, at most
+/// max_name_bytes. Checked before anything is sent, so the server never sees a bad name.
+void check_name(std::string_view name, const char* what);
+
+/// One connection of the driver. run() bounds its exchanges by the deadline and the I/O
+/// timeout; a connection whose call timed out or broke is closed and answers connection_error.
+class connection : public sql::connection {
+ public:
+  /// A cheap round trip (`DO 0`); false (and the connection closed) when the session is gone.
+  virtual bool alive() noexcept = 0;
+  /// The socket of the open session, to poll while it is idle; -1 when closed, not yet opened,
+  /// or not told apart (socket_deadline.hpp).
+  virtual int socket() const noexcept = 0;
+};
+
 /// Opens one connection (autocommit, utf8mb4, no auto-reconnect). Throws connection_error when
-/// the server cannot be reached, config_error for bad credentials or an unknown database.
-std::unique_ptr<sql::connection> open_connection(const options& o);
+/// the server cannot be reached, auth_error for bad credentials, config_error for an unknown
+/// database.
+std::unique_ptr<connection> open_connection(const options& o);
 
 }  // namespace sqlock::mysql::detail

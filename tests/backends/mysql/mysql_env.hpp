@@ -6,7 +6,9 @@
 #include <string>
 
 #include "sqlock/client.hpp"
+#include "sqlock/mysql/mysql.hpp"
 #include "sqlock/sql_engine.hpp"
+#include "test_env.hpp"
 
 namespace sqlock::test {
 
@@ -37,5 +39,39 @@ inline void ensure_mysql_schema(const std::string& base) {
     });
   });
 }
+
+/// A backend made straight from a URL (no schema check): for raw SQL on its pooled connection.
+inline std::shared_ptr<sql::engine_backend> raw_backend(const std::string& url) {
+  register_builtin_backends();
+  auto b = std::dynamic_pointer_cast<sql::engine_backend>(make_backend(url));
+  if (!b) throw error("not an engine backend: " + url);
+  return b;
+}
+
+inline sql::rows query(sql::engine_backend& b, const std::string& text) {
+  sql::rows r;
+  b.with_connection([&](sql::connection& c) { r = c.query(text); });
+  return r;
+}
+
+inline void connect_with(const mysql::options& o) {
+  mysql::open(o)->verify();
+}
+
+inline std::string single(const sql::rows& r) {
+  if (r.empty() || r[0].empty() || !r[0][0]) return "NULL";
+  return *r[0][0];
+}
+
+/// A test that needs the server: skips without SQLOCK_TEST_MYSQL_URL; the schema is current.
+class mysql_server : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SQLOCK_REQUIRE_URL("SQLOCK_TEST_MYSQL_URL", url_);
+    ensure_mysql_schema(url_);
+  }
+  std::string mode_url(const std::string& mode) const { return with_param(url_, "mode", mode); }
+  std::string url_;
+};
 
 }  // namespace sqlock::test

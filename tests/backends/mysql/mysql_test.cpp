@@ -5,7 +5,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <functional>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "mysql_env.hpp"
@@ -14,45 +19,13 @@
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
+#include "tcp_proxy.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A backend made straight from a URL (no schema check): for raw SQL on its pooled connection.
-std::shared_ptr<sql::engine_backend> raw_backend(const std::string& url) {
-  register_builtin_backends();
-  auto b = std::dynamic_pointer_cast<sql::engine_backend>(make_backend(url));
-  if (!b) throw error("not an engine backend: " + url);
-  return b;
-}
-
-sql::rows query(sql::engine_backend& b, const std::string& text) {
-  sql::rows r;
-  b.with_connection([&](sql::connection& c) { r = c.query(text); });
-  return r;
-}
-
-void connect_with(const mysql::options& o) {
-  mysql::open(o)->verify();
-}
-
-std::string single(const sql::rows& r) {
-  if (r.empty() || r[0].empty() || !r[0][0]) return "NULL";
-  return *r[0][0];
-}
-
-class mysql_server : public ::testing::Test {
- protected:
-  void SetUp() override {
-    SQLOCK_REQUIRE_URL("SQLOCK_TEST_MYSQL_URL", url_);
-    ensure_mysql_schema(url_);
-  }
-  std::string mode_url(const std::string& mode) const { return with_param(url_, "mode", mode); }
-  std::string url_;
-};
 
 // ---- no server needed ----
 
@@ -134,6 +107,21 @@ TEST(mysql_url, parses_and_rejects) {
   EXPECT_THROW(mysql::parse_url("mysql://app@host/db?ssl_mode=maybe"), config_error);
   EXPECT_THROW(mysql::parse_url("mysql://app@h1,h2/db"), config_error);
   EXPECT_THROW(mysql::parse_url("mysql://app@host/db?pool=many"), config_error);
+  EXPECT_THROW(mysql::parse_url("mysql://app@host/db?pool=0"), config_error);
+  EXPECT_THROW(mysql::parse_url("mysql://app@host/db?timeout=0"), config_error);
+  EXPECT_THROW(mysql::parse_url("mysql://app@host/db?migrate=sometimes"), config_error);
+  EXPECT_EQ(mysql::parse_url("mysql://app@host/db").timeout, 5s);
+  EXPECT_EQ(mysql::parse_url("mysql://app@host/db?timeout=3s").connect_timeout, 3s);
+  // The password never comes back in a URL error.
+  for (const char* bad : {"mysql://u:Tr0ub4dor%3@h/db", "mysql://u:Tr0ub4dor@h:99999/db",
+                          "mysql://u:Tr0ub4dor@h/db?pool=0", "mysql://u:Tr0ub4dor@[h/db"}) {
+    try {
+      mysql::parse_url(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const config_error& e) {
+      EXPECT_EQ(std::string(e.what()).find("Tr0ub4dor"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // ---- against the server ----
@@ -165,7 +153,7 @@ TEST_F(mysql_server, missing_schema_names_sqlock_migrate) {
   // while (a live `sqlock migrate` re-creates routines), then fails naming `sqlock migrate`.
   auto b = raw_backend(empty);
   try {
-    b->try_acquire(lock_request{unique_name("nop"), random_token(), 1s, "t"});
+    b->try_acquire(lock_request{unique_name("nop"), random_token(), 1s, "t"}, soon(), nullptr);
     ADD_FAILURE() << "acquire without the schema succeeded";
   } catch (const error& e) {
     EXPECT_NE(std::string(e.what()).find("sqlock migrate"), std::string::npos) << e.what();
@@ -184,7 +172,8 @@ TEST_F(mysql_server, migrate_is_repeatable_and_reports_the_version) {
   EXPECT_NO_THROW(b->check_schema());
   auto c = connect(mode_url("pessimistic"));
   auto l = c.make_lock(unique_name("after-migrate"));
-  EXPECT_TRUE(l.try_lock());
+  // Not try_lock(): its one 250 ms attempt may wait out another process's migrate (DDL).
+  EXPECT_TRUE(l.try_lock_for(10s));
   l.unlock();
 }
 
@@ -349,9 +338,9 @@ TEST_F(mysql_server, lock_wait_timeout_is_retried_not_reported_busy) {
   lock_request req{unique_name("timeout"), random_token(), 10s, "t"};
   {  // give the name a (free) row: an optimistic release keeps it
     auto opt = raw_backend(mode_url("optimistic"));
-    auto l = opt->try_acquire(lock_request{req.name, random_token(), 10s, "t"});
+    auto l = opt->try_acquire(lock_request{req.name, random_token(), 10s, "t"}, soon(), nullptr);
     ASSERT_TRUE(l.has_value());
-    ASSERT_TRUE(opt->release(*l));
+    ASSERT_TRUE(opt->release(*l, soon()));
   }
   std::promise<void> locked;
   std::promise<void> finish;
@@ -381,20 +370,21 @@ TEST_F(mysql_server, lock_wait_timeout_is_retried_not_reported_busy) {
   p.lease_ms = 10000;
   p.holder = "t";
   try {
-    lib->with_connection([&](sql::connection& c) { c.run(lib->get_dialect().acquire, p); });
+    lib->with_connection([&](sql::connection& c) { c.run(lib->get_dialect().acquire, p, soon()); });
     ADD_FAILURE() << "acquire went through a locked row";
   } catch (const sql::transient_error& e) {
     EXPECT_EQ(e.code(), "1205") << e.what();
   }
   // Through the engine: retried until the DBA commits, then acquired with a fence.
-  auto result = std::async(std::launch::async, [&] { return lib->try_acquire(req); });
+  auto result =
+      std::async(std::launch::async, [&] { return lib->try_acquire(req, soon(), nullptr); });
   std::this_thread::sleep_for(1500ms);  // let at least one attempt time out (not asserted)
   finish.set_value();
   holder.join();
   auto got = result.get();
   ASSERT_TRUE(got.has_value()) << "a lock wait timeout was reported as busy";
   EXPECT_GT(got->fence, 0u);
-  EXPECT_TRUE(lib->release(*got));
+  EXPECT_TRUE(lib->release(*got, soon()));
 }
 
 TEST_F(mysql_server, deadlock_victim_is_a_transient_error_and_retried) {
@@ -448,7 +438,8 @@ TEST_F(mysql_server, deadlock_victim_is_a_transient_error_and_retried) {
   p.holder = "t";
   auto direct = std::async(std::launch::async, [&]() -> std::string {
     try {
-      lib->with_connection([&](sql::connection& c) { c.run(lib->get_dialect().acquire, p); });
+      lib->with_connection(
+          [&](sql::connection& c) { c.run(lib->get_dialect().acquire, p, soon()); });
       return "acquired";
     } catch (const sql::transient_error& e) {
       return "transient " + e.code();
@@ -471,9 +462,9 @@ TEST_F(mysql_server, deadlock_victim_is_a_transient_error_and_retried) {
   EXPECT_EQ(blocker_outcome.get_future().get(), "locked");
   dba.join();
   // Through the engine the same name is simply acquired (nothing of the victim's was kept).
-  auto got = lib->try_acquire(lock_request{name, p.owner, 10s, "t"});
+  auto got = lib->try_acquire(lock_request{name, p.owner, 10s, "t"}, soon(), nullptr);
   ASSERT_TRUE(got.has_value());
-  EXPECT_TRUE(lib->release(*got));
+  EXPECT_TRUE(lib->release(*got, soon()));
 }
 
 TEST_F(mysql_server, sweep_and_the_documented_event) {

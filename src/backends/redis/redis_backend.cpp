@@ -75,15 +75,20 @@ std::string iso8601(long long ms) {
   return ms <= 0 ? std::string() : format_utc_ms(ms);
 }
 
-// What the thread that just made a busy attempt remembers for wait_for_change().
-struct last_attempt {
-  const void* store = nullptr;
+class store;
+
+// One acquire() call's wait: the pub/sub interest registered before its first attempt (when a
+// subscriber runs), and what the last busy attempt saw.
+struct redis_wait final : public wait_state {
+  redis_wait(store& st, std::string n, std::unique_ptr<interest> w)
+      : s(st), name(std::move(n)), watching(std::move(w)) {}
+  void wait(steady_time until) override;
+  store& s;
   std::string name;
   std::unique_ptr<interest> watching;  // taken before the attempt was sent (null: no listener yet)
   bool split = false;  // Redlock: some servers granted, no majority (retry after a random delay)
   long long expires_in = -1;  // ms until the other hold expires (-1 = unknown)
 };
-thread_local last_attempt tl_attempt;
 
 // The outcome of one command on one server of a round.
 struct node_result {
@@ -115,22 +120,27 @@ class store final : public backend {
     }
   }
 
-  std::optional<lease_info> try_acquire(const lock_request& req) override {
+  // Interest in the lock's releases is registered before the first attempt is sent: a release
+  // published after this point cannot go unnoticed by the waits that follow.
+  std::unique_ptr<wait_state> open_wait(const lock_request& req) override {
+    std::unique_ptr<interest> w;
+    if (auto* sub = current_subscriber()) w = sub->watch(encode_name(req.name));
+    return std::make_unique<redis_wait>(*this, req.name, std::move(w));
+  }
+
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                        wait_state* ws) override {
     check_name(req.name);
     if (req.lease.count() <= 0) throw config_error("lease must be > 0");
-    // Register interest in the lock's releases before the attempt is sent: a release published
-    // after this point cannot go unnoticed by the wait that may follow.
-    auto& tl = tl_attempt;
-    tl.watching.reset();
-    tl.store = this;
-    tl.name = req.name;
-    tl.split = false;
-    tl.expires_in = -1;
-    if (auto* sub = current_subscriber()) tl.watching = sub->watch(encode_name(req.name));
+    auto* w = static_cast<redis_wait*>(ws);  // made by open_wait() for this acquire() call
+    if (w) {
+      w->split = false;
+      w->expires_in = -1;
+    }
     const auto keys = keys_of(req.name);
     const auto t0 = clock::now();
-    auto res =
-        round(script("acquire"), keys, {req.owner, std::to_string(req.lease.count()), req.holder});
+    auto res = round(script("acquire"), keys,
+                     {req.owner, std::to_string(req.lease.count()), req.holder}, deadline);
     const auto elapsed = clock::now() - t0;
     std::size_t granted = 0;
     std::uint64_t fence = 0;
@@ -147,38 +157,36 @@ class store final : public backend {
     });
     // The other hold runs out (on enough servers) after this: no need to sleep past it.
     // (Smallest of the servers' remaining times: an early re-check is harmless.)
-    if (!ttls.empty()) tl_attempt.expires_in = *std::min_element(ttls.begin(), ttls.end());
+    if (w && !ttls.empty()) w->expires_in = *std::min_element(ttls.begin(), ttls.end());
     if (!redlock_) {
       if (answered == 0) std::rethrow_exception(first_failure);
       if (granted == 0) return std::nullopt;
-      tl.watching.reset();
       return lease_info{req.name, req.owner, fence, nullptr};
     }
     // Redlock: a majority, and time left after the round trip and the clock drift allowance.
     const auto drift = req.lease / 100 + milliseconds(2);
-    if (granted >= quorum_ && elapsed + drift < req.lease) {
-      tl.watching.reset();
+    if (granted >= quorum_ && elapsed + drift < req.lease)
       return lease_info{req.name, req.owner, fence, nullptr};
-    }
     if (granted > 0 || answered < nodes_.size()) {
       // Undo everywhere, also where no reply came (the SET may have happened there).
       try {
-        round(script("release"), keys, {req.owner, channel_of(req.name), std::to_string(fence)});
+        round(script("release"), keys, {req.owner, channel_of(req.name), std::to_string(fence)},
+              std::max(deadline, clock::now() + s_.timeout));
       } catch (const std::exception&) {
         // The leases run out by themselves.
       }
     }
     if (answered < quorum_) throw quorum_error(answered, first_failure);
-    tl_attempt.split = granted > 0;
+    if (w) w->split = granted > 0;
     return std::nullopt;
   }
 
-  bool renew(const lease_info& l, milliseconds duration) override {
+  bool renew(const lease_info& l, milliseconds duration, steady_time deadline) override {
     check_name(l.name);
     if (duration.count() <= 0) throw config_error("lease must be > 0");
     const auto t0 = clock::now();
     auto res = round(script("renew"), {owner_key(prefix_, l.name), info_key(prefix_, l.name)},
-                     {l.owner, std::to_string(duration.count())});
+                     {l.owner, std::to_string(duration.count())}, deadline);
     const auto elapsed = clock::now() - t0;
     std::size_t ok = 0, gone = 0;
     const auto [answered, first_failure] = tally(res, "renew", [&](reply_view v) {
@@ -199,43 +207,15 @@ class store final : public backend {
                            std::to_string(quorum_) + "): " + describe_failure(first_failure));
   }
 
-  bool release(const lease_info& l) override {
+  bool release(const lease_info& l, steady_time deadline) override {
     check_name(l.name);
-    auto res = round(script("release"), keys_of(l.name),
-                     {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"});
+    auto res =
+        round(script("release"), keys_of(l.name),
+              {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"}, deadline);
     const auto [answered, released, first_failure] = tally_ones(res, "release");
     if (released > 0) return true;
     if (answered == 0) std::rethrow_exception(first_failure);
     return false;
-  }
-
-  void wait_for_change(std::string_view name, steady_time until) override {
-    auto now = clock::now();
-    if (until <= now) return;
-    auto& tl = tl_attempt;
-    const bool known = tl.store == this && tl.name == name;
-    if (known && tl.split) {
-      // Redlock split vote: nobody got a majority; retry after a random delay so that the
-      // contenders do not collide again.
-      tl.split = false;
-      std::this_thread::sleep_until(
-          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
-      return;
-    }
-    // A hold that simply expires publishes nothing: look again when its lease runs out.
-    if (known && tl.expires_in >= 0)
-      until = std::min<steady_time>(until, now + milliseconds(tl.expires_in + 1));
-    auto& sub = ensure_subscriber();
-    std::unique_ptr<interest> w;
-    if (known && tl.watching && tl.watching->registry() == sub.registry()) {
-      w = std::move(tl.watching);
-    } else {
-      // No interest was registered before the attempt (first wait of this store): a release
-      // may already have been missed, so only wait briefly.
-      w = sub.watch(encode_name(name));
-      until = std::min<steady_time>(until, now + milliseconds(20));
-    }
-    w->wait(until);
   }
 
   std::vector<lock_status> list(std::string_view prefix) override {
@@ -276,14 +256,14 @@ class store final : public backend {
   bool force_release(std::string_view name) override {
     check_name(name);
     auto res = round(script("force_release"), {owner_key(prefix_, name), info_key(prefix_, name)},
-                     {channel_of(name)});
+                     {channel_of(name)}, admin_deadline());
     const auto [answered, released, first_failure] = tally_ones(res, "force_release");
     if (answered == 0) std::rethrow_exception(first_failure);
     return released > 0;
   }
 
   void verify() override {
-    auto res = round_raw({"PING"});
+    auto res = round_raw({"PING"}, admin_deadline());
     const auto [ok, first_failure] = tally(res, "PING", [](reply_view) {});
     if (ok >= quorum_) return;
     if (!redlock_) std::rethrow_exception(first_failure);
@@ -392,6 +372,33 @@ class store final : public backend {
                             std::to_string(quorum_) + "): " + describe_failure(first_failure));
   }
 
+  friend struct redis_wait;
+
+  // The wait of one acquire() call (see redis_wait).
+  void wait_for(redis_wait& w, steady_time until) {
+    auto now = clock::now();
+    if (until <= now) return;
+    if (w.split) {
+      // Redlock split vote: nobody got a majority; retry after a random delay so that the
+      // contenders do not collide again.
+      w.split = false;
+      std::this_thread::sleep_until(
+          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
+      return;
+    }
+    // A hold that simply expires publishes nothing: look again when its lease runs out.
+    if (w.expires_in >= 0)
+      until = std::min<steady_time>(until, now + milliseconds(w.expires_in + 1));
+    auto& sub = ensure_subscriber();
+    if (!w.watching || w.watching->registry() != sub.registry()) {
+      // No interest was registered before the attempt (first wait of this store): a release
+      // may already have been missed, so only wait briefly; later waits are covered.
+      w.watching = sub.watch(encode_name(w.name));
+      until = std::min<steady_time>(until, now + milliseconds(20));
+    }
+    w.watching->wait(until);
+  }
+
   subscriber* current_subscriber() {
     std::lock_guard g(sub_m_);
     return sub_.get();
@@ -408,7 +415,7 @@ class store final : public backend {
   // so the round costs the slowest server's round trip. A server whose pooled connection turned
   // out stale (restart, CLIENT KILL) is asked once more on a fresh connection.
   std::vector<node_result> round_argv(const std::vector<std::string>& sha_argv,
-                                      const lua::script* s) {
+                                      const lua::script* s, steady_time deadline) {
     const std::size_t n = nodes_.size();
     std::vector<node_result> res(n);
     std::vector<bool> pending(n, true);
@@ -419,6 +426,7 @@ class store final : public backend {
         pending[i] = false;
         try {
           conns[i] = nodes_[i]->take();
+          conns[i]->bound(deadline, s_.timeout);
           conns[i]->append(sha_argv);
           conns[i]->flush();
         } catch (const error&) {
@@ -453,17 +461,20 @@ class store final : public backend {
         }
       }
       if (std::none_of(pending.begin(), pending.end(), [](bool b) { return b; })) break;
+      if (clock::now() >= deadline) break;  // no time left to ask again
     }
     return res;
   }
 
   std::vector<node_result> round(const lua::script& s, const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args) {
-    return round_argv(script_argv(s, false, keys, args), &s);
+                                 const std::vector<std::string>& args, steady_time deadline) {
+    return round_argv(script_argv(s, false, keys, args), &s, deadline);
   }
-  std::vector<node_result> round_raw(const std::vector<std::string>& argv) {
-    return round_argv(argv, nullptr);
+  std::vector<node_result> round_raw(const std::vector<std::string>& argv, steady_time deadline) {
+    return round_argv(argv, nullptr, deadline);
   }
+  // The deadline of an administrative call: the reply timeout from now.
+  steady_time admin_deadline() const { return clock::now() + s_.timeout; }
 
   // SCAN over `<prefix>:{<escaped name prefix>*}:owner` on one server, then one pipelined
   // inspect script per key of the batch (owner, PTTL and the server's TIME in one step).
@@ -555,6 +566,10 @@ void check_options(const options& o) {
     throw config_error("Redis timeouts must be >= 0");
 }
 
+void redis_wait::wait(steady_time until) {
+  s.wait_for(*this, until);
+}
+
 std::size_t parse_count(const std::string& what, const std::string& v) {
   try {
     std::size_t pos = 0;
@@ -584,9 +599,9 @@ std::shared_ptr<backend> from_url(const url& u, bool redlock) {
   if (!db.empty() && db[0] == '/') db.erase(0, 1);
   if (!db.empty()) o.db = static_cast<int>(parse_count("database number", db));
   o.prefix = u.param("prefix", "sqlock");
-  if (auto t = u.duration_param("timeout")) o.timeout = *t;
-  if (auto t = u.duration_param("connect_timeout")) o.connect_timeout = *t;
-  if (u.query.count("pool")) o.pool = parse_count("pool", u.param("pool"));
+  if (auto t = u.duration_param("timeout", milliseconds(1))) o.timeout = *t;
+  if (auto t = u.duration_param("connect_timeout", milliseconds(1))) o.connect_timeout = *t;
+  if (auto n = u.count_param("pool", 1, 1000)) o.pool = static_cast<std::size_t>(*n);
   return open(o);
 }
 

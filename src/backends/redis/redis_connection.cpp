@@ -59,8 +59,8 @@ void throw_reply_error(const redisReply& r, const std::string& where) {
   std::string text(r.str ? std::string(r.str, r.len) : std::string("unknown error"));
   std::string code = error_code(text);
   std::string msg = where + ": " + text;
-  if (code == "NOAUTH" || code == "WRONGPASS" || code == "NOPERM" || code == "WRONGTYPE")
-    throw config_error(msg);
+  if (code == "NOAUTH" || code == "WRONGPASS" || code == "NOPERM") throw auth_error(msg);
+  if (code == "WRONGTYPE") throw config_error(msg);
   if (code == "LOADING" || code == "BUSY" || code == "TRYAGAIN" || code == "MASTERDOWN" ||
       code == "READONLY" || code == "CLUSTERDOWN" || code == "OOM")
     throw connection_error(msg);
@@ -167,6 +167,12 @@ reply_ptr connection::command(const std::vector<std::string>& argv) {
   void* r = redisCommandArgv(c_, static_cast<int>(p.size()), p.data(), lens.data());
   if (!r) fail("command failed");
   return reply_ptr(static_cast<redisReply*>(r));
+}
+
+void connection::bound(steady_time deadline, milliseconds timeout) {
+  auto left = std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now());
+  auto t = std::clamp(left, milliseconds(1), timeout);
+  if (redisSetTimeout(c_, to_timeval(t)) != REDIS_OK) fail("cannot set the reply timeout");
 }
 
 void connection::append(const std::vector<std::string>& argv) {

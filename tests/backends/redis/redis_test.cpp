@@ -244,15 +244,15 @@ TEST_F(redis_single, acquire_is_idempotent_for_its_owner) {
   auto c = connect(url_);
   auto& b = c.get_backend();
   lock_request req{unique_name("idem"), random_token(), 5s, "test"};
-  auto first = b.try_acquire(req);
+  auto first = b.try_acquire(req, soon(), nullptr);
   ASSERT_TRUE(first);
-  auto again = b.try_acquire(req);  // a retry after a lost reply
+  auto again = b.try_acquire(req, soon(), nullptr);  // a retry after a lost reply
   ASSERT_TRUE(again);
   EXPECT_EQ(again->fence, first->fence);
   lock_request other{req.name, random_token(), 5s, "test"};
-  EXPECT_FALSE(b.try_acquire(other));
-  EXPECT_TRUE(b.release(*first));
-  EXPECT_FALSE(b.release(*first));
+  EXPECT_FALSE(b.try_acquire(other, soon(), nullptr));
+  EXPECT_TRUE(b.release(*first, soon()));
+  EXPECT_FALSE(b.release(*first, soon()));
 }
 
 TEST_F(redis_single, urls_are_checked) {
@@ -413,13 +413,13 @@ TEST_F(redis_single, waiters_are_woken_by_release_and_by_expiry) {
   // A hold that expires (holder gone without releasing) is found once its lease runs out.
   auto& raw = a.get_backend();
   lock_request req{n, random_token(), 600ms, "test"};
-  ASSERT_TRUE(raw.try_acquire(req));
+  ASSERT_TRUE(raw.try_acquire(req, soon(), nullptr));
   auto lb = b.make_lock(n);
   EXPECT_TRUE(lb.try_lock_for(20s));
   lb.unlock();
 }
 
-TEST_F(redis_single, wait_for_change_is_ended_by_the_release_message) {
+TEST_F(redis_single, a_wait_is_ended_by_the_release_message) {
   int port = port_of(url_);
   acl_user u(port);
   auto holder = connect(url_);
@@ -427,27 +427,32 @@ TEST_F(redis_single, wait_for_change_is_ended_by_the_release_message) {
   auto& hb = holder.get_backend();
   auto& wb = waiter.get_backend();
   auto n = unique_name("notify");
-  auto held = hb.try_acquire({n, random_token(), 60s, "holder"});
+  auto held = hb.try_acquire({n, random_token(), 60s, "holder"}, soon(), nullptr);
   ASSERT_TRUE(held);
-  // The first wait starts the listener; the next busy attempt registers interest before it is
-  // sent, and the wait that follows can only end early through the release message.
+  // The first acquire() call's wait starts the listener; the wait state of the next call
+  // registers interest before its first attempt is sent, and its wait can only end early
+  // through the release message.
   lock_request req{n, random_token(), 60s, "waiter"};
-  ASSERT_FALSE(wb.try_acquire(req));
-  wb.wait_for_change(n, std::chrono::steady_clock::now() + 2s);
-  ASSERT_FALSE(wb.try_acquire(req));
+  {
+    auto first = wb.open_wait(req);
+    ASSERT_FALSE(wb.try_acquire(req, soon(), first.get()));
+    first->wait(std::chrono::steady_clock::now() + 2s);
+  }
+  auto ws = wb.open_wait(req);
+  ASSERT_FALSE(wb.try_acquire(req, soon(), ws.get()));
   std::atomic<bool> woke{false};
   auto start = std::chrono::steady_clock::now();
   std::thread t([&] {
-    wb.wait_for_change(n, std::chrono::steady_clock::now() + 60s);
+    ws->wait(std::chrono::steady_clock::now() + 60s);
     woke = true;
   });
   std::this_thread::sleep_for(100ms);
-  EXPECT_TRUE(hb.release(*held));
+  EXPECT_TRUE(hb.release(*held, soon()));
   t.join();
   EXPECT_TRUE(woke);
   // Liveness only: without the message this wait would last 60 s (lease and deadline).
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
-  auto got = wb.try_acquire(req);
+  auto got = wb.try_acquire(req, soon(), ws.get());
   ASSERT_TRUE(got);
   // The waiter's client holds exactly one pattern subscription.
   std::string clients = u.admin.cmd({"CLIENT", "LIST"});
@@ -463,7 +468,7 @@ TEST_F(redis_single, wait_for_change_is_ended_by_the_release_message) {
     pos = end + 1;
   }
   EXPECT_EQ(subscribed, 1);
-  EXPECT_TRUE(wb.release(*got));
+  EXPECT_TRUE(wb.release(*got, soon()));
 }
 
 // ---- Redlock with servers down ----

@@ -245,7 +245,7 @@ class Run:
             time.sleep(min(2.0, a.seconds / 4))  # let the workers connect and contend
             gap = a.seconds / (len(faults) * a.rounds + 1)
             for kind in faults * a.rounds:
-                if mono() > self.end_at - 2e9:
+                if mono() > self.end_at - 2e9 or not self.live():
                     break
                 self.apply(kind)
                 time.sleep(gap / 2)
@@ -299,6 +299,7 @@ def main():
     ap.add_argument("--faults", default="")
     ap.add_argument("--rounds", type=int, default=1, help="times the fault list is applied")
     ap.add_argument("--private", action="store_true", help="private server even without faults")
+    ap.add_argument("--figures", help="append a JSON line describing the run to this file")
     a = ap.parse_args()
     a.faults = [f for f in a.faults.split(",") if f]
     unknown = set(a.faults) - HOLDER - SERVER - NETWORK
@@ -313,6 +314,11 @@ def main():
         r.setup()
         r.run()
         rc = r.finish()
+        if a.figures:
+            with open(a.figures, "a") as f:
+                f.write(json.dumps({"backend": a.backend, "faults": a.faults, "procs": a.procs,
+                                    "threads": a.threads, "cycles": a.cycles,
+                                    "out": a.out, "rc": rc}) + "\n")
     finally:
         r.cleanup()
     print(f"chaos: {a.backend} faults={','.join(a.faults) or 'none'} -> {a.out}")

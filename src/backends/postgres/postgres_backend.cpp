@@ -493,8 +493,8 @@ class pg_backend final : public sql::engine_backend {
 };
 
 bool is_sqlock_param(const std::string& key) {
-  return key == "mode" || key == "schema" || key == "migrate" || key == "pool" ||
-         key == "sessions" || key == "listen";
+  return key == "mode" || key == "schema" || key == "execute_role" || key == "migrate" ||
+         key == "pool" || key == "sessions" || key == "listen";
 }
 
 std::size_t parse_count(const std::string& key, const std::string& v) {
@@ -538,6 +538,7 @@ std::string parse_url(const std::string& url_text, options& o) {
     throw config_error("not a PostgreSQL URL: '" + u.redacted() + "'");
   if (u.query.count("mode")) o.mode = u.param("mode");
   if (u.query.count("schema")) o.schema = u.param("schema");
+  if (u.query.count("execute_role")) o.execute_role = u.param("execute_role");
   if (u.query.count("migrate"))
     o.auto_migrate = parse_switch("migrate", u.param("migrate"), "auto", "off");
   if (u.query.count("pool")) o.pool = parse_count("pool", u.param("pool"));
@@ -580,7 +581,7 @@ std::shared_ptr<backend> open(const std::string& conninfo, const options& o) {
 
 std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::string& shown,
                                       const options& o) {
-  auto d = make_dialect(o.mode, o.schema);  // validates mode and schema
+  auto d = make_dialect(o.mode, o.schema, o.execute_role);  // validates mode, schema, role
   d.notify = o.listen;
   check_conninfo(conninfo);
   return std::make_shared<pg_backend>(conninfo, shown, o, std::move(d));

@@ -14,19 +14,24 @@ root=${2:-$src}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-# Test programs and the gtest filter each runs under a sanitizer.
-runs=("sqlock_unit_tests:*" "sqlock_conformance_local:*")
+# Test programs and the gtest filter each runs under a sanitizer. The conformance case that
+# fork()s worker processes out of a multithreaded test is left out: a child of a multithreaded
+# parent may only call async-signal-safe functions, and GCC 12's ASan/TSan runtimes do not lock
+# their allocators around fork(), so the child hangs on an allocator lock another thread held
+# (seen in libpq's connect). Cross-process exclusion is the chaos suite's job (tests/chaos).
+nofork="-*threads_and_processes_keep_an_exact_counter*"
+runs=("sqlock_unit_tests:*" "sqlock_conformance_local:*$nofork")
 backends=(-DSQLOCK_WITH_SQLITE=ON -DSQLOCK_WITH_MYSQL=OFF -DSQLOCK_WITH_SOCI=OFF
   -DSQLOCK_WITH_ZOOKEEPER=OFF -DSQLOCK_WITH_ETCD=OFF)
 if [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
-  runs+=("sqlock_postgres_tests:postgres/conformance*")
+  runs+=("sqlock_postgres_tests:postgres/conformance*$nofork")
   backends+=(-DSQLOCK_WITH_POSTGRES=ON)
 else
   echo "sanitize.sh: SQLOCK_TEST_POSTGRES_URL unset: PostgreSQL conformance not run" >&2
   backends+=(-DSQLOCK_WITH_POSTGRES=OFF)
 fi
 if [ -n "${SQLOCK_TEST_REDIS_URL:-}" ]; then
-  runs+=("sqlock_redis_tests:redis/conformance*")
+  runs+=("sqlock_redis_tests:redis/conformance*$nofork")
   backends+=(-DSQLOCK_WITH_REDIS=ON)
 else
   echo "sanitize.sh: SQLOCK_TEST_REDIS_URL unset: Redis conformance not run" >&2
@@ -62,6 +67,7 @@ one() {
 }
 
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1
+export LSAN_OPTIONS=suppressions=$src/scripts/lsan.supp:print_suppressions=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 status=0

@@ -36,7 +36,10 @@ BEGIN
     RETURN QUERY SELECT NULL::bigint, 'busy'::text;
     RETURN;
   ELSE
-    -- Free or expired: claim it if nobody moved the version since we read it.
+    -- Free or expired: claim it if nobody moved the version since we read it. FOR UPDATE first
+    -- waits for a fenced transaction of the old holder (fence_check's FOR KEY SHARE), which the
+    -- UPDATE of non-key columns alone would not.
+    PERFORM 1 FROM sqlock.locks l WHERE l.name = p_name AND l.version = v_row.version FOR UPDATE;
     UPDATE sqlock.locks l
        SET owner = p_owner, mode = 'optimistic', fence = nextval('sqlock.fence_seq'),
            version = l.version + 1, acquired_at = v_now,

@@ -16,6 +16,14 @@ DECLARE
 BEGIN
   PERFORM sqlock.check_name_owner(p_name, p_owner);
   PERFORM sqlock.check_lease(p_lease_ms);
+  -- Taking over a free or expired row: lock it FOR UPDATE first, which waits for a fenced
+  -- transaction of the old holder (fence_check's FOR KEY SHARE) to end. The upsert below alone
+  -- would not wait: it updates only non-key columns. Both use v_now, so a row that was live here
+  -- is not seen expired below.
+  PERFORM 1 FROM sqlock.locks l
+    WHERE l.name = p_name AND l.owner IS DISTINCT FROM p_owner
+      AND (l.owner IS NULL OR l.expires_at <= v_now)
+    FOR UPDATE;
   INSERT INTO sqlock.locks AS l (name, owner, mode, fence, version, acquired_at, expires_at,
                                  holder, backend_pid, client_addr, application)
   VALUES (p_name, p_owner, 'pessimistic', nextval('sqlock.fence_seq'), 1, v_now,
@@ -34,7 +42,7 @@ BEGIN
          backend_pid = excluded.backend_pid,
          client_addr = excluded.client_addr,
          application = excluded.application
-   WHERE l.owner IS NULL OR l.owner = excluded.owner OR l.expires_at <= clock_timestamp()
+   WHERE l.owner IS NULL OR l.owner = excluded.owner OR l.expires_at <= v_now
   RETURNING l.fence INTO v_fence;
   RETURN QUERY SELECT * FROM sqlock.acquire_result(v_fence, 'busy', p_name, p_owner, 'pessimistic',
                                                    p_holder);

@@ -1,6 +1,9 @@
 -- true when p_fence is the fencing token of the current live hold of p_name (any mode). Call it
--- inside the transaction that does the protected write: on success it also takes a FOR SHARE
--- row lock on the hold, so no new holder can take the lock over until that transaction ends.
+-- inside the transaction that does the protected write: on success it also takes a FOR KEY
+-- SHARE row lock on the hold, so no new holder can take the lock over (a takeover locks the row
+-- FOR UPDATE first) and nobody can release or sweep it until that transaction ends, while the
+-- holder's own renewals (which update only non-key columns) go on: a fenced transaction longer
+-- than the lease does not cost the holder its lock.
 --   BEGIN;
 --   UPDATE orders SET status = 'paid' WHERE id = 42 AND sqlock.fence_check('orders:42', 1017);
 --   -- 0 rows updated = a stale holder: roll back
@@ -13,7 +16,7 @@ BEGIN
   PERFORM 1 FROM sqlock.locks l
     WHERE l.name = p_name AND l.fence = p_fence AND l.owner IS NOT NULL
       AND l.expires_at > clock_timestamp()
-    FOR SHARE;
+    FOR KEY SHARE;
   IF FOUND THEN
     RETURN true;
   END IF;

@@ -1,6 +1,7 @@
 // A small TCP proxy for fault tests (the kernel here has no netem): clients connect to
 // 127.0.0.1:port() and are forwarded to the real server; a test can blackhole every connection
-// (nothing is forwarded, connections stay open, as with a dead network path) or reset them all.
+// (nothing is forwarded, connections stay open, as with a dead network path), reset them all, or
+// delay every chunk it forwards.
 #pragma once
 
 #include <arpa/inet.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -51,6 +53,8 @@ class tcp_proxy {
   void blackhole(bool on) { blackhole_ = on; }
   /// Resets (RST) every open connection; new connections are still accepted.
   void reset_all() { ++reset_generation_; }
+  /// Holds every chunk this long before forwarding it (0 = no delay).
+  void delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
 
  private:
   struct conn {
@@ -108,6 +112,7 @@ class tcp_proxy {
           ::close(b);
           return;
         }
+        if (int d = delay_ms_; d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
         for (ssize_t off = 0; off < n;) {
           ssize_t w = ::send(to, buf + off, static_cast<std::size_t>(n - off), MSG_NOSIGNAL);
           if (w <= 0) {
@@ -129,6 +134,7 @@ class tcp_proxy {
   int listen_fd_ = -1;
   std::atomic<bool> stop_{false}, blackhole_{false};
   std::atomic<unsigned> reset_generation_{0};
+  std::atomic<int> delay_ms_{0};
   std::mutex m_;
   std::list<conn> conns_;
   std::thread acceptor_;

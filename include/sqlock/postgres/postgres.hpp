@@ -10,6 +10,9 @@
 // sqlock's own parameters are:
 //   mode=pessimistic|optimistic|advisory   (default pessimistic)
 //   schema=NAME      schema of the tables and functions (default sqlock)
+//   execute_role=NAME  group role `sqlock migrate` lets call the functions (default
+//                    <schema>_execute). Role names are cluster-wide: give each database of a
+//                    cluster its own, or an app role of one database can call another's.
 //   migrate=auto     apply `sqlock migrate` at connect (default: check the version and fail)
 //   pool=N           idle connections kept for lock operations (default 4, at least 1)
 //   sessions=N       advisory mode: dedicated sessions the locks are multiplexed over (default 2,
@@ -35,6 +38,7 @@ namespace sqlock::postgres {
 struct options {
   std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
   std::string schema = "sqlock";     ///< schema holding the sqlock tables and functions
+  std::string execute_role{};        ///< role granted EXECUTE at migrate; "" = <schema>_execute
   bool auto_migrate = false;         ///< migrate at verify() instead of failing when outdated
   std::size_t pool = 4;              ///< idle connections kept for lock operations (>= 1)
   std::size_t sessions = 2;          ///< advisory mode: dedicated lock sessions (>= 1)

@@ -152,7 +152,8 @@ namespace {
 
 // sqlock's own URL parameters; everything else is libpq's.
 bool is_sqlock_param(const std::string& key) {
-  for (const char* k : {"mode", "schema", "migrate", "pool", "sessions", "listen", "timeout"})
+  for (const char* k :
+       {"mode", "schema", "execute_role", "migrate", "pool", "sessions", "listen", "timeout"})
     if (key == k) return true;
   return false;
 }
@@ -168,6 +169,7 @@ void read_options(const url& u, options& o) {
   std::vector<std::string> mode_names(std::begin(modes), std::end(modes));
   if (auto v = u.choice_param("mode", mode_names)) o.mode = *v;
   if (u.query.count("schema")) o.schema = u.param("schema");
+  if (u.query.count("execute_role")) o.execute_role = u.param("execute_role");
   if (auto v = u.choice_param("migrate", {"auto", "off"})) o.auto_migrate = *v == "auto";
   if (auto v = u.count_param("pool", 1, max_connections)) o.pool = static_cast<std::size_t>(*v);
   if (auto v = u.count_param("sessions", 1, max_connections))

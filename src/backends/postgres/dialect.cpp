@@ -31,8 +31,21 @@ void check_schema_name(const std::string& schema) {
   }
 }
 
-std::string render(std::string_view text, const std::string& schema) {
-  if (schema == default_schema) return std::string(text);
+std::string execute_role_name(const std::string& schema, const std::string& execute_role) {
+  if (execute_role.empty()) return schema + "_execute";
+  try {
+    check_schema_name(execute_role);
+  } catch (const config_error&) {
+    throw config_error("bad PostgreSQL execute_role '" + execute_role +
+                       "': use lower-case letters, digits and '_' (at most 50, not pg_...)");
+  }
+  return execute_role;
+}
+
+std::string render(std::string_view text, const std::string& schema,
+                   const std::string& execute_role) {
+  const std::string role = execute_role_name(schema, execute_role);
+  if (schema == default_schema && role == "sqlock_execute") return std::string(text);
   auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::string out;
   out.reserve(text.size() + text.size() / 16);
@@ -54,7 +67,7 @@ std::string render(std::string_view text, const std::string& schema) {
       if (word == "sqlock" && (!in_comment || qualified))
         out += schema;
       else if (word == "sqlock_execute")
-        out += schema + "_execute";
+        out += role;
       else
         out.append(word);
       i = j;
@@ -69,8 +82,10 @@ std::string notify_channel(const std::string& schema) {
   return schema;
 }
 
-sql::dialect make_dialect(const std::string& mode, const std::string& schema) {
+sql::dialect make_dialect(const std::string& mode, const std::string& schema,
+                          const std::string& execute_role) {
   check_schema_name(schema);
+  (void)execute_role_name(schema, execute_role);  // validates it
   bool known = false;
   for (auto m : modes) known = known || m == mode;
   if (!known)
@@ -106,7 +121,9 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema) {
       schema + "' AND p.proname = 'schema_version'";
   d.version_query = "SELECT " + s + "schema_version()";
   for (const auto& f : bundle().routines) d.install_routines.emplace_back(f.name);
-  d.render = [schema](std::string_view text) { return render(text, schema); };
+  d.render = [schema, execute_role](std::string_view text) {
+    return render(text, schema, execute_role);
+  };
   d.sweep_batch = 1000;
   d.notify = false;
   return d;

@@ -12,7 +12,7 @@ namespace {
 
 std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::string& shown,
                                       const options& o) {
-  auto d = make_dialect(o.mode, o.schema);  // validates mode and schema
+  auto d = make_dialect(o.mode, o.schema, o.execute_role);  // validates mode, schema, role
   if (o.pool == 0) throw config_error("PostgreSQL pool must be at least 1 connection");
   if (o.sessions == 0) throw config_error("PostgreSQL sessions must be at least 1");
   if (o.timeout <= milliseconds(0)) throw config_error("PostgreSQL timeout must be positive");

@@ -28,20 +28,26 @@ const sql::bundle& bundle();
 /// most 50 characters, not starting with "pg_". (It is spliced into SQL and role names.)
 void check_schema_name(const std::string& schema);
 
+/// The EXECUTE-only group role of `schema`: `execute_role` when given (checked like a schema
+/// name), else `<schema>_execute`.
+std::string execute_role_name(const std::string& schema, const std::string& execute_role = {});
+
 /// Rewrites a SQL file for `schema`: the identifier `sqlock` becomes `schema` (in `--`
 /// comments only when qualifying an object, as in `sqlock.locks`, so "sqlock migrate" stays)
-/// and the role `sqlock_execute` becomes `<schema>_execute`. Identity for the default schema,
-/// so the files stay runnable by psql as they are.
-std::string render(std::string_view text, const std::string& schema);
+/// and the role `sqlock_execute` becomes execute_role_name(schema, execute_role). Identity for
+/// the defaults, so the files stay runnable by psql as they are.
+std::string render(std::string_view text, const std::string& schema,
+                   const std::string& execute_role = {});
 
 /// NOTIFY channel on which release, sweep and force_release wake waiters (the schema name).
 std::string notify_channel(const std::string& schema);
 
 /// The engine dialect for `mode` ("pessimistic", "optimistic" or "advisory") in `schema`:
 /// operations, schema-version queries, the routine files to install, and render. `notify` is
-/// false: a backend that listens for the channel sets it. Throws config_error for a bad mode or
-/// schema name.
+/// false: a backend that listens for the channel sets it. Throws config_error for a bad mode,
+/// schema or role name. `execute_role` as in execute_role_name().
 sql::dialect make_dialect(const std::string& mode,
-                          const std::string& schema = std::string(default_schema));
+                          const std::string& schema = std::string(default_schema),
+                          const std::string& execute_role = {});
 
 }  // namespace sqlock::postgres

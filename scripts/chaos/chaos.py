@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""The chaos driver: runs sqlock_chaos_worker processes against one backend, injects faults,
+lists what is left at the end and runs tests/chaos/check_history.py over the histories.
+
+  chaos.py --backend postgres --build build --out /tmp/chaos-pg \
+           --procs 3 --threads 4 --seconds 20 --faults kill,stop,freeze-long,restart
+
+Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble. Without a server
+fault the shared test server named by SQLOCK_TEST_*_URL is used (exit 77 = skipped when it is
+unset); a server fault (freeze-short, freeze-long, restart, minority, majority, member-kill,
+leader-kill) starts a private instance (scripts/chaos/servers.py). Network faults (blackhole,
+reset, delay) put sqlock_chaos_proxy between the workers and a single-host server. Holder
+faults: kill (SIGKILL a worker; a new one takes its place), stop (SIGSTOP past the lease, then
+SIGCONT), skew (workers run under libfaketime at +10 min and -10 min, monotonic clock real).
+Every fault is written to OUT/faults.jsonl with CLOCK_MONOTONIC times."""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servers  # noqa: E402
+
+HOLDER = {"kill", "stop", "skew"}
+SERVER = {"freeze-short", "freeze-long", "restart", "minority", "majority", "member-kill",
+          "leader-kill"}
+NETWORK = {"blackhole", "reset", "delay"}
+SHARED_URL = {
+    "postgres": ("SQLOCK_TEST_POSTGRES_APP_URL", "SQLOCK_TEST_POSTGRES_URL"),
+    "mysql": ("SQLOCK_TEST_MYSQL_EXEC_URL", "SQLOCK_TEST_MYSQL_URL"),
+    "redis": ("SQLOCK_TEST_REDIS_URL", None),
+    "redlock": ("SQLOCK_TEST_REDLOCK_URL", None),
+    "zookeeper": ("SQLOCK_TEST_ZOOKEEPER_URL", None),
+    "zk-ensemble": ("SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_URL", None),
+}
+PRIVATE = {
+    "postgres": servers.Postgres, "mysql": servers.Mysql, "redis": servers.Redis,
+    "redlock": servers.Redlock, "zookeeper": servers.ZooKeeper,
+    "zk-ensemble": lambda d: servers.ZooKeeper(d, members=3),
+}
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def mono():
+    return time.monotonic_ns()
+
+
+def with_param(url, key, value):
+    return url + ("&" if "?" in url else "?") + f"{key}={value}"
+
+
+class Run:
+    def __init__(self, a):
+        self.a = a
+        self.worker = os.path.join(a.build, "tests", "chaos", "sqlock_chaos_worker")
+        self.cli = os.path.join(a.build, "src", "cli", "sqlock")
+        self.server = None
+        self.proxy = None
+        self.procs = []  # [Popen]
+        self.history = {}  # pid -> history file
+        self.spawned = 0
+        self.faults = open(os.path.join(a.out, "faults.jsonl"), "w")
+        self.prefix = f"chaos/{os.getpid()}-{random.getrandbits(32):08x}/"
+        self.end_at = None
+
+    # ---- setup ----
+    def setup(self):
+        a, faults = self.a, set(self.a.faults)
+        if a.backend == "memory":
+            self.url = self.admin_url = "memory:"
+        elif a.backend == "sqlite":
+            self.url = self.admin_url = "sqlite:" + os.path.join(a.out, "locks.sqlite")
+        elif faults & SERVER or a.private:
+            self.require(SHARED_URL[a.backend][0])  # the server's packages are installed
+            self.server = PRIVATE[a.backend](os.path.join(a.out, "server"))
+            self.url, self.admin_url = self.server.url, self.server.admin_url
+        else:
+            var, admin = SHARED_URL[a.backend]
+            self.require(var)
+            self.url = os.environ[var]
+            self.admin_url = os.environ.get(admin, self.url) if admin else self.url
+        if a.backend in ("postgres", "mysql"):
+            subprocess.run([self.cli, "migrate", "--url", self.admin_url], check=True,
+                           stdout=subprocess.DEVNULL)
+        if a.backend.startswith("zookeeper") or a.backend == "zk-ensemble":
+            # The hold lives as long as the session: make it as long as the lease.
+            self.url = with_param(self.url, "session_timeout", f"{a.lease_ms}ms")
+        if faults & NETWORK:
+            self.start_proxy()
+
+    @staticmethod
+    def require(var):
+        """Skips (exit 77) when the backend's server URL is unset; fails under REQUIRE_ALL."""
+        if os.environ.get(var):
+            return
+        if os.environ.get("SQLOCK_TEST_REQUIRE_ALL") == "1":
+            sys.exit(f"chaos: {var} is unset and SQLOCK_TEST_REQUIRE_ALL=1")
+        print(f"chaos: {var} is unset; skipped")
+        sys.exit(77)
+
+    def start_proxy(self):
+        u = urllib.parse.urlsplit(self.url)
+        self.proxy = subprocess.Popen(
+            [os.path.join(self.a.build, "tests", "chaos", "sqlock_chaos_proxy"), u.hostname,
+             str(u.port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        port = int(self.proxy.stdout.readline().split()[1])
+        netloc = u.netloc.rsplit(":", 1)[0] + f":{port}"
+        self.url = urllib.parse.urlunsplit(u._replace(netloc=netloc))
+
+    def proxy_cmd(self, cmd):
+        self.proxy.stdin.write(cmd + "\n")
+        self.proxy.stdin.flush()
+        self.proxy.stdout.readline()
+
+    # ---- workers ----
+    def spawn(self, skew=None):
+        a = self.a
+        self.spawned += 1
+        seconds = max(1.0, (self.end_at - mono()) / 1e9) if self.end_at else a.seconds
+        cmd = [self.worker, "--url", self.url, "--prefix", self.prefix, "--names", str(a.names),
+               "--threads", str(a.threads), "--clients", str(a.clients), "--cycles",
+               str(a.cycles), "--seconds", str(seconds), "--lease-ms", str(a.lease_ms),
+               "--hold-us", str(a.hold_us), "--acquire-timeout-ms", str(a.acquire_timeout_ms),
+               "--history", os.path.join(a.out, f"h-{self.spawned:03d}.txt"),
+               "--store", os.path.join(a.out, "store")]
+        env = dict(os.environ)
+        if skew:
+            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME=skew, DONT_FAKE_MONOTONIC="1")
+        p = subprocess.Popen(cmd, env=env, stderr=open(os.path.join(a.out, "workers.err"), "a"))
+        if skew:
+            self.log("skew" + skew, pid=p.pid, condition=True)
+        self.procs.append(p)
+        self.history[p.pid] = cmd[cmd.index("--history") + 1]
+        return p
+
+    def victim(self):
+        """A live worker, preferably one whose last recorded operation left it holding."""
+        live = self.live()
+        holding = []
+        for p in live:
+            try:
+                with open(self.history[p.pid], "rb") as f:
+                    f.seek(0, os.SEEK_END)
+                    f.seek(max(0, f.tell() - 300))
+                    last = f.read().splitlines()[-1].split()
+                if len(last) > 4 and last[4] in (b"G", b"W"):
+                    holding.append(p)
+            except (OSError, IndexError):
+                pass
+        return random.choice(holding or live) if live else None
+
+    def live(self):
+        return [p for p in self.procs if p.poll() is None]
+
+    def log(self, kind, start=None, end=None, **extra):
+        rec = {"kind": kind, "start": start or mono(), "end": end, **extra}
+        rec["end"] = rec["end"] or rec["start"]
+        self.faults.write(json.dumps(rec) + "\n")
+        self.faults.flush()
+
+    # ---- faults ----
+    def signal_all(self, pids, sig):
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except OSError:
+                pass
+
+    def apply(self, kind):
+        lease = self.a.lease_ms / 1000
+        if kind == "kill" and (p := self.victim()):
+            t = mono()
+            p.kill()
+            p.wait()
+            self.log(kind, t, pid=p.pid)
+            self.spawn()
+        elif kind == "stop" and (p := self.victim()):
+            t = mono()
+            p.send_signal(signal.SIGSTOP)
+            time.sleep(lease * 1.5)
+            p.send_signal(signal.SIGCONT)
+            self.log(kind, t, mono(), pid=p.pid)
+        elif kind in ("freeze-short", "freeze-long"):
+            pids = self.server.pids()
+            t = mono()
+            self.signal_all(pids, signal.SIGSTOP)
+            time.sleep(lease * (0.5 if kind == "freeze-short" else 2))
+            self.signal_all(pids, signal.SIGCONT)
+            self.log(kind, t, mono())
+        elif kind == "restart":
+            t = mono()
+            self.server.restart()
+            self.log(kind, t, mono())
+        elif kind in ("minority", "majority"):
+            nodes = random.sample(self.server.nodes, 2 if kind == "minority" else 3)
+            t = mono()
+            for n in nodes:
+                n.kill()
+            time.sleep(lease * 2)
+            for n in nodes:
+                n.start()
+            self.log(kind, t, mono())
+        elif kind in ("member-kill", "leader-kill"):
+            lead = self.server.leader()
+            if lead is None:
+                return
+            i = lead if kind == "leader-kill" else (lead + 1) % len(self.server.dirs)
+            t = mono()
+            self.server.kill_member(i)
+            time.sleep(lease * 2)
+            self.server.restart_member(i)
+            self.log(kind, t, mono(), member=i + 1)
+        elif kind == "blackhole":
+            t = mono()
+            self.proxy_cmd("blackhole on")
+            time.sleep(lease * 2)
+            self.proxy_cmd("blackhole off")
+            self.log(kind, t, mono())
+        elif kind == "reset":
+            t = mono()
+            self.proxy_cmd("reset")
+            self.log(kind, t)
+        elif kind == "delay":
+            t = mono()
+            self.proxy_cmd(f"delay {int(self.a.lease_ms / 10)}")
+            time.sleep(lease)
+            self.proxy_cmd("delay 0")
+            self.log(kind, t, mono())
+
+    # ---- the run ----
+    def run(self):
+        a = self.a
+        faults = [f for f in a.faults if f != "skew"]
+        skews = ["+10m", "-10m"] if "skew" in a.faults else []
+        for i in range(a.procs):
+            self.spawn(skews[i] if i < len(skews) else None)
+        self.end_at = mono() + int(a.seconds * 1e9)
+        if faults:
+            time.sleep(min(2.0, a.seconds / 4))  # let the workers connect and contend
+            gap = a.seconds / (len(faults) * a.rounds + 1)
+            for kind in faults * a.rounds:
+                if mono() > self.end_at - 2e9 or not self.live():
+                    break
+                self.apply(kind)
+                time.sleep(gap / 2)
+        deadline = time.monotonic() + a.seconds + a.acquire_timeout_ms / 1000 + 120
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                self.log("worker-timeout", pid=p.pid)
+
+    def finish(self):
+        a = self.a
+        if self.proxy:
+            self.proxy.stdin.close()
+            self.proxy.wait()
+        if a.backend != "memory":
+            with open(os.path.join(a.out, "list.txt"), "w") as f:
+                subprocess.run([self.worker, "--url", self.admin_url, "--prefix", self.prefix,
+                                "--list"], stdout=f, check=True, timeout=60)
+        else:  # in-process: nothing can be left once the workers ended
+            with open(os.path.join(a.out, "list.txt"), "w") as f:
+                f.write("rows 0\n")
+        self.faults.close()
+        check = os.path.join(servers.REPO, "tests", "chaos", "check_history.py")
+        return subprocess.run([sys.executable, check, a.out]).returncode
+
+    def cleanup(self):
+        for p in self.live():
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+        if self.server:
+            self.server.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--backend", required=True, choices=["memory", "sqlite", *SHARED_URL])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--procs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--clients", type=int, default=0)
+    ap.add_argument("--names", type=int, default=1)
+    ap.add_argument("--cycles", type=int, default=1_000_000)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--lease-ms", type=int, default=2000)
+    ap.add_argument("--hold-us", type=int, default=2000)
+    ap.add_argument("--acquire-timeout-ms", type=int, default=30000)
+    ap.add_argument("--faults", default="")
+    ap.add_argument("--rounds", type=int, default=1, help="times the fault list is applied")
+    ap.add_argument("--private", action="store_true", help="private server even without faults")
+    ap.add_argument("--figures", help="append a JSON line describing the run to this file")
+    a = ap.parse_args()
+    a.faults = [f for f in a.faults.split(",") if f]
+    unknown = set(a.faults) - HOLDER - SERVER - NETWORK
+    if unknown:
+        ap.error(f"unknown faults: {', '.join(sorted(unknown))}")
+    if a.backend == "memory":
+        a.procs, a.faults = 1, []  # one process by nature: no holder or server to fault
+    shutil.rmtree(a.out, ignore_errors=True)
+    os.makedirs(a.out)
+    r = Run(a)
+    try:
+        r.setup()
+        r.run()
+        rc = r.finish()
+        if a.figures:
+            with open(a.figures, "a") as f:
+                f.write(json.dumps({"backend": a.backend, "faults": a.faults, "procs": a.procs,
+                                    "threads": a.threads, "cycles": a.cycles,
+                                    "out": a.out, "rc": rc}) + "\n")
+    finally:
+        r.cleanup()
+    print(f"chaos: {a.backend} faults={','.join(a.faults) or 'none'} -> {a.out}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

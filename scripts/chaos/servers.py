@@ -1,0 +1,260 @@
+"""Private server instances for the chaos driver: faults that freeze, kill or restart a server
+never touch the shared test servers. Each instance lives in its own run directory on its own
+loopback port and is started the way scripts/servers.d/ starts the shared ones (PostgreSQL and
+MariaDB through scripts/servers.sh with a port override; ZooKeeper through the server maker in
+40-zookeeper.sh; Redis directly). Every class offers: url (what workers use), admin_url (what
+`sqlock migrate` and the end-of-run list use), pids() (processes to SIGSTOP), restart()
+(kill hard, start on the same data, wait until it serves) and stop()."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port():
+    """A free loopback port below the ephemeral range (no client socket can take it)."""
+    for _ in range(200):
+        port = 27100 + int.from_bytes(os.urandom(2), "little") % 2800
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port in 27100-29899")
+
+
+def wait_until(what, seconds, probe):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if probe():
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not come up within {seconds}s")
+
+
+def children(pid):
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def read_env(path):
+    env = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"export (\w+)='(.*)'", line.strip())
+            if m:
+                env[m.group(1)] = m.group(2)
+    return env
+
+
+def servers_sh(run_dir, action, name, extra_env):
+    env = dict(os.environ, SQLOCK_RUN_DIR=run_dir, **extra_env)
+    subprocess.run(["bash", os.path.join(REPO, "scripts", "servers.sh"), action, name], env=env,
+                   check=action == "start", stdout=subprocess.DEVNULL)
+
+
+class Redis:
+    """One redis-server with an fsync-always append-only file, so a restart keeps the keys."""
+
+    def __init__(self, run_dir, port=None):
+        self.port = port or free_port()
+        self.dir = os.path.join(run_dir, f"redis-{self.port}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.proc = None
+        self.start()
+        self.url = self.admin_url = f"redis://127.0.0.1:{self.port}"
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", self.dir,
+             "--logfile", os.path.join(self.dir, "redis.log")], stdout=subprocess.DEVNULL)
+        wait_until(f"redis on {self.port}", 20, self.serving)
+
+    def serving(self):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+
+    def pids(self):
+        return [self.proc.pid]
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self):
+        self.kill()
+        self.start()
+
+    def stop(self):
+        self.kill()
+
+
+class Redlock:
+    """Five independent Redis masters."""
+
+    def __init__(self, run_dir):
+        self.nodes = [Redis(run_dir) for _ in range(5)]
+        hosts = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        self.url = self.admin_url = f"redlock://{hosts}"
+
+    def pids(self):
+        return [p for n in self.nodes for p in n.pids()]
+
+    def restart(self):
+        for n in self.nodes:
+            n.restart()
+
+    def stop(self):
+        for n in self.nodes:
+            n.stop()
+
+
+class Postgres:
+    """A PostgreSQL 15 cluster made by scripts/servers.d/10-postgres.sh on a private port."""
+
+    def __init__(self, run_dir):
+        self.run_dir, self.port = run_dir, free_port()
+        servers_sh(run_dir, "start", "postgres", {"SQLOCK_POSTGRES_PORT": str(self.port)})
+        env = read_env(os.path.join(run_dir, "env.sh"))
+        self.url, self.admin_url = env["SQLOCK_TEST_POSTGRES_APP_URL"], env["SQLOCK_TEST_POSTGRES_URL"]
+        self.data = os.path.join(run_dir, "postgres", "data")
+        self.bin = os.environ.get("SQLOCK_POSTGRES_BIN", "/usr/lib/postgresql/15/bin")
+
+    def ctl(self, *args):
+        cmd = [os.path.join(self.bin, "pg_ctl"), "-D", self.data, *args]
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def pids(self):
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            pm = int(f.readline())
+        return [pm] + children(pm)
+
+    def restart(self):
+        self.ctl("-m", "immediate", "-w", "-t", "60", "stop")  # SIGQUIT: a crash, no checkpoint
+        self.ctl("-l", os.path.join(self.run_dir, "postgres", "server.log"), "-w", "-t", "60",
+                 "start")
+
+    def stop(self):
+        servers_sh(self.run_dir, "stop", "postgres", {})
+
+
+class Mysql:
+    """A MariaDB made by scripts/servers.d/20-mysql.sh on a private port."""
+
+    def __init__(self, run_dir):
+        self.run_dir, self.port = run_dir, free_port()
+        servers_sh(run_dir, "start", "mysql", {"SQLOCK_MYSQL_PORT": str(self.port)})
+        env = read_env(os.path.join(run_dir, "env.sh"))
+        self.url, self.admin_url = env["SQLOCK_TEST_MYSQL_EXEC_URL"], env["SQLOCK_TEST_MYSQL_URL"]
+        self.dir = os.path.join(run_dir, "mysql")
+
+    def pids(self):
+        with open(os.path.join(self.dir, "mysqld.pid")) as f:
+            return [int(f.read())]
+
+    def restart(self):
+        for p in self.pids():
+            os.kill(p, signal.SIGKILL)
+        time.sleep(0.5)
+        binary = "mariadbd" if subprocess.run(["which", "mariadbd"], capture_output=True).returncode == 0 else "/usr/sbin/mariadbd"
+        subprocess.Popen([binary, f"--defaults-file={self.dir}/my.cnf"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until("MariaDB restart", 60, lambda: subprocess.run(
+            ["mariadb", "--no-defaults", "--protocol=socket", f"--socket={self.dir}/mysqld.sock",
+             "-uroot", "-e", "SELECT 1"], capture_output=True).returncode == 0)
+
+    def stop(self):
+        servers_sh(self.run_dir, "stop", "mysql", {})
+
+
+def zk_serving(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall(b"srvr")
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+    m = re.search(rb"^Mode: (\w+)", data, re.M)
+    return m.group(1).decode() if m else None
+
+
+class ZooKeeper:
+    """A standalone server (members=1) or an ensemble, made by 40-zookeeper.sh's server maker."""
+
+    def __init__(self, run_dir, members=1):
+        self.dirs, self.ports = [], []
+        quorum = ""
+        peers = [(free_port(), free_port()) for _ in range(members)] if members > 1 else []
+        for i, (q, e) in enumerate(peers, 1):
+            quorum += f"server.{i}=127.0.0.1:{q}:{e}\n"
+        for i in range(members):
+            d, port = os.path.join(run_dir, f"zk{i + 1}"), free_port()
+            myid = str(i + 1) if members > 1 else ""
+            script = (f"source '{REPO}/scripts/servers.d/40-zookeeper.sh'; "
+                      f"zookeeper_make_server '{d}' {port} '{myid}' \"$1\"")
+            subprocess.run(["bash", "-c", script, "zk", quorum], check=True)
+            self.dirs.append(d)
+            self.ports.append(port)
+        for i in range(members):
+            self.start(i)
+        for i in range(members):
+            self.wait(i)
+        hosts = ",".join(f"127.0.0.1:{p}" for p in self.ports)
+        self.url = self.admin_url = f"zookeeper://{hosts}/chaos"
+
+    def start(self, i):
+        subprocess.run([os.path.join(self.dirs[i], "run.sh")], check=True)
+
+    def wait(self, i):
+        wait_until(f"ZooKeeper member {i + 1}", 90, lambda: zk_serving(self.ports[i]))
+
+    def member_pid(self, i):
+        with open(os.path.join(self.dirs[i], "zk.pid")) as f:
+            return int(f.read())
+
+    def pids(self):
+        return [self.member_pid(i) for i in range(len(self.dirs))]
+
+    def leader(self):
+        for i, p in enumerate(self.ports):
+            try:
+                if zk_serving(p) == "leader":
+                    return i
+            except OSError:
+                pass
+        return None
+
+    def kill_member(self, i):
+        os.kill(self.member_pid(i), signal.SIGKILL)
+        time.sleep(0.2)
+
+    def restart_member(self, i):
+        self.start(i)
+        self.wait(i)
+
+    def restart(self):
+        for i in range(len(self.dirs)):
+            self.kill_member(i)
+        for i in range(len(self.dirs)):
+            self.start(i)
+        for i in range(len(self.dirs)):
+            self.wait(i)
+
+    def stop(self):
+        for i in range(len(self.dirs)):
+            try:
+                os.kill(self.member_pid(i), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass

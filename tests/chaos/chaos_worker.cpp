@@ -1,0 +1,187 @@
+// The chaos worker: T threads × N cycles of acquire → fenced write → verify → release through
+// the public library (sqlock::connect / make_lock), each operation recorded in a history file
+// (history.hpp) for tests/chaos/check_history.py. Several of these run at once under
+// scripts/chaos/chaos.py, which injects the faults. `--list` instead prints the locks left
+// under the prefix (the orphan check at the end of a run).
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fenced_store.hpp"
+#include "history.hpp"
+#include "sqlock/client.hpp"
+
+namespace {
+
+using namespace std::chrono;
+using sqlock::chaos::monotonic_ns;
+
+std::atomic<bool> stop_requested{false};
+extern "C" void on_term(int) {
+  stop_requested = true;
+}
+
+struct settings {
+  std::string url, prefix = "chaos/", history_path, store_dir;
+  int threads = 4, clients = 0, names = 1;
+  long cycles = 1000;
+  double seconds = 0;
+  long lease_ms = 2000, hold_us = 2000, acquire_timeout_ms = 30000;
+  bool list = false;
+};
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+class worker {
+ public:
+  worker(const settings& s, sqlock::chaos::history& h) : s_(s), h_(h), store_(s.store_dir) {
+    int n = s.clients > 0 ? s.clients : s.threads;
+    for (int i = 0; i < n; ++i) clients_.push_back(sqlock::connect(s.url));
+    fencing_ = clients_[0].caps().fencing;
+  }
+
+  void run() {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < s_.threads; ++t) ts.emplace_back([this, t] { thread_main(t); });
+    for (auto& t : ts) t.join();
+  }
+
+ private:
+  void log(std::int64_t start, int thread, int client, char ev, const std::string& name,
+           const std::string& rest) {
+    h_.line(std::to_string(start) + " " + std::to_string(monotonic_ns()) + " " +
+            std::to_string(thread) + " " + std::to_string(client) + " " + ev + " " +
+            sqlock::chaos::fenced_store::file_key(name) + (rest.empty() ? "" : " " + rest));
+  }
+
+  void thread_main(int t) {
+    const int c = t % static_cast<int>(clients_.size());
+    std::vector<sqlock::mutex> locks;
+    for (int i = 0; i < s_.names; ++i) {
+      locks.push_back(clients_[static_cast<std::size_t>(c)].make_lock(
+          s_.prefix + std::to_string(i), {.lease = milliseconds(s_.lease_ms)}));
+      const std::string name = locks.back().name();
+      locks.back().on_lost(
+          [this, c, name](const std::string&) { log(monotonic_ns(), -1, c, 'L', name, ""); });
+    }
+    std::mt19937_64 rng(std::random_device{}());
+    const std::string writer = std::to_string(::getpid()) + "." + std::to_string(t);
+    const auto end = s_.seconds > 0 ? steady_clock::now() + duration<double>(s_.seconds)
+                                    : steady_clock::time_point::max();
+    for (long cycle = 0; cycle < s_.cycles && !stop_requested && steady_clock::now() < end;
+         ++cycle) {
+      auto& l = locks[static_cast<std::size_t>(rng() % locks.size())];
+      cycle_once(l, t, c, writer, rng);
+    }
+  }
+
+  void cycle_once(sqlock::mutex& l, int t, int c, const std::string& writer, std::mt19937_64& rng) {
+    const std::string& name = l.name();
+    auto start = monotonic_ns();
+    try {
+      if (!l.try_lock_for(milliseconds(s_.acquire_timeout_ms))) {
+        log(start, t, c, 'T', name, "");
+        return;
+      }
+    } catch (const std::exception& ex) {
+      log(start, t, c, 'E', name, one_line(ex.what()));
+      std::this_thread::sleep_for(milliseconds(50));
+      return;
+    }
+    std::uint64_t fence = fencing_ ? l.fence() : 0;
+    log(start, t, c, 'G', name, std::to_string(fence) + " " + l.owner());
+    if (fencing_) {
+      start = monotonic_ns();
+      auto r = store_.write(name, fence, writer);
+      log(start, t, c, 'W', name,
+          std::to_string(fence) + (r.accepted ? " accepted " : " rejected ") +
+              std::to_string(r.highest) + " " + std::to_string(r.accepted_ns));
+    }
+    if (s_.hold_us > 0)
+      std::this_thread::sleep_for(microseconds(static_cast<long>(rng() % (s_.hold_us + 1))));
+    start = monotonic_ns();
+    bool held = false;
+    try {
+      held = l.renew();
+    } catch (const std::exception& ex) {
+      log(start, t, c, 'E', name, one_line(ex.what()));
+    }
+    log(start, t, c, 'V', name, held ? "ok" : "lost");
+    start = monotonic_ns();
+    l.unlock();
+    log(start, t, c, 'R', name, l.lost() ? "lost" : "held");
+  }
+
+  const settings& s_;
+  sqlock::chaos::history& h_;
+  sqlock::chaos::fenced_store store_;
+  std::vector<sqlock::client> clients_;
+  bool fencing_ = true;
+};
+
+int list_locks(const settings& s) {
+  auto rows = sqlock::connect(s.url).list(s.prefix);
+  std::printf("rows %zu\n", rows.size());
+  for (auto& r : rows)
+    std::printf("row %s fence=%llu expires=%s holder=%s\n",
+                sqlock::chaos::fenced_store::file_key(r.name).c_str(),
+                static_cast<unsigned long long>(r.fence), r.expires_at.c_str(), r.holder.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  settings s;
+  CLI::App app{"sqlock chaos worker: acquire -> fenced write -> release, with a history"};
+  app.add_option("--url", s.url, "lock store URL")->required();
+  app.add_option("--prefix", s.prefix, "lock name prefix (unique per run)")->capture_default_str();
+  app.add_option("--names", s.names, "distinct lock names")->capture_default_str();
+  app.add_option("--threads", s.threads, "worker threads")->capture_default_str();
+  app.add_option("--clients", s.clients, "clients shared by the threads (0 = one per thread)");
+  app.add_option("--cycles", s.cycles, "cycles per thread")->capture_default_str();
+  app.add_option("--seconds", s.seconds, "stop after this long (0 = no limit)");
+  app.add_option("--lease-ms", s.lease_ms, "lease of each hold")->capture_default_str();
+  app.add_option("--hold-us", s.hold_us, "longest random pause inside a hold")
+      ->capture_default_str();
+  app.add_option("--acquire-timeout-ms", s.acquire_timeout_ms, "bound of each acquire")
+      ->capture_default_str();
+  app.add_option("--history", s.history_path, "history file (truncated)");
+  app.add_option("--store", s.store_dir, "fenced store directory");
+  app.add_flag("--list", s.list, "print the locks left under --prefix and exit");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (s.list) return list_locks(s);
+    if (s.history_path.empty() || s.store_dir.empty()) {
+      std::fprintf(stderr, "chaos_worker: --history and --store are required\n");
+      return 64;
+    }
+    struct sigaction sa {};
+    sa.sa_handler = on_term;
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::sigaction(SIGINT, &sa, nullptr);
+    sqlock::chaos::history h(s.history_path);
+    h.line("# pid " + std::to_string(::getpid()) + " lease_ms " + std::to_string(s.lease_ms) +
+           " threads " + std::to_string(s.threads) + " start " + std::to_string(monotonic_ns()));
+    worker w(s, h);
+    h.line("# connected " + std::to_string(monotonic_ns()));
+    w.run();
+    h.line("# end " + std::to_string(monotonic_ns()));
+    return 0;
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "chaos_worker: %s\n", ex.what());
+    return 1;
+  }
+}

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Checks the histories of one chaos run (tests/chaos/history.hpp has the line format).
+
+Usage: check_history.py RUN_DIR [--json]
+RUN_DIR holds h-*.txt (one history per worker process), store/ (the fenced store's per-name
+logs), faults.jsonl (the faults the driver injected, CLOCK_MONOTONIC ns) and list.txt (the
+locks left at the end, from `sqlock_chaos_worker --list`). Prints the figures and every
+violation; exits 1 when there is one.
+
+Rules:
+  exclusion  two holds of a name that were never found lost (renew() confirmed them before
+             release, no loss callback, their process was not faulted) must not overlap on
+             [acquired, verify started] - a sub-interval of the real hold on every backend.
+  fences     a hold acquired after another hold of the name was granted has a higher fence.
+  writes     the store's log of accepted writes never goes down in fence; every accepted write
+             in a history is in the store log and vice versa (bar a writer killed mid-line).
+  takeover   a hold ended by a fault (holder SIGKILL/SIGSTOP past its lease; server freeze,
+             restart or network cut) is followed by another holder within lease + 1 s of the
+             fault (holder faults) or of the fault's end (server faults), when one was waiting;
+             a server fault that begins within that bound moves its start to its own end.
+  orphans    no locks left under the run's prefix at the end.
+"""
+import bisect
+import collections
+import glob
+import json
+import os
+import sys
+
+GRACE_NS = 1_000_000_000
+
+
+class Hold:
+    __slots__ = ("pid", "thread", "client", "name", "fence", "owner", "acq_start", "acq_end",
+                 "write", "verify_start", "verified", "rel_start", "rel_end", "rel_lost", "lost")
+
+    def __init__(self, pid, thread, client, name, fence, owner, start, end):
+        self.pid, self.thread, self.client, self.name = pid, thread, client, name
+        self.fence, self.owner, self.acq_start, self.acq_end = fence, owner, start, end
+        self.write = None
+        self.verify_start = self.rel_start = self.rel_end = None
+        self.verified = False
+        self.rel_lost = False
+        self.lost = False
+
+
+def read_histories(run):
+    holds, attempts, losses, procs = [], collections.Counter(), [], {}
+    failed_attempts = []  # (name, pid, start, end) of attempts that timed out or failed
+    for path in sorted(glob.glob(os.path.join(run, "h-*.txt"))):
+        pid, ended, lease = None, False, None
+        open_hold = {}
+        with open(path) as f:
+            for line in f:
+                if line.startswith("#"):
+                    p = line.split()
+                    if p[1] == "pid":
+                        pid, lease = int(p[2]), int(p[4]) * 1_000_000
+                    elif p[1] == "end":
+                        ended = True
+                    continue
+                p = line.split()
+                if len(p) < 6:
+                    continue  # torn last line of a killed process
+                start, end, thread, client, ev, name = (int(p[0]), int(p[1]), int(p[2]),
+                                                        int(p[3]), p[4], p[5])
+                key = (thread, name)
+                if ev == "G":
+                    h = Hold(pid, thread, client, name, int(p[6]), p[7], start, end)
+                    holds.append(h)
+                    open_hold[key] = h
+                    attempts["granted"] += 1
+                elif ev in "TE":
+                    attempts["timeouts" if ev == "T" else "errors"] += 1
+                    if key not in open_hold:
+                        failed_attempts.append((name, pid, start, end))
+                elif ev == "W" and key in open_hold:
+                    open_hold[key].write = (start, end, int(p[6]), p[7] == "accepted",
+                                            int(p[9]))
+                elif ev == "V" and key in open_hold:
+                    open_hold[key].verify_start = start
+                    open_hold[key].verified = p[6] == "ok"
+                elif ev == "R" and key in open_hold:
+                    h = open_hold.pop(key)
+                    h.rel_start, h.rel_end, h.rel_lost = start, end, p[6] == "lost"
+                elif ev == "L":
+                    losses.append((pid, client, name, start))
+        procs[pid] = {"ended": ended, "lease": lease, "path": path}
+    return holds, attempts, losses, procs, failed_attempts
+
+
+def read_faults(run):
+    path = os.path.join(run, "faults.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def mark_lost(holds, losses, faults):
+    by_key = collections.defaultdict(list)
+    for h in holds:
+        by_key[(h.pid, h.client, h.name)].append(h)
+    for v in by_key.values():
+        v.sort(key=lambda h: h.acq_end)
+    for pid, client, name, t in losses:
+        v = by_key.get((pid, client, name), [])
+        i = bisect.bisect_right([h.acq_end for h in v], t) - 1
+        if i >= 0:
+            v[i].lost = True
+    holder_faults = collections.defaultdict(list)
+    for f in faults:
+        if f.get("pid") and not f.get("condition"):
+            holder_faults[f["pid"]].append((f["start"], f.get("end") or f["start"]))
+    for h in holds:
+        if not h.verified or h.rel_lost or h.rel_end is None:
+            h.lost = True
+        for s, e in holder_faults.get(h.pid, []):
+            if h.acq_end <= e and (h.rel_end is None or h.rel_end >= s):
+                h.lost = True
+
+
+def check_exclusion(holds, out):
+    by_name = collections.defaultdict(list)
+    for h in holds:
+        if not h.lost:
+            by_name[h.name].append(h)
+    for name, v in by_name.items():
+        v.sort(key=lambda h: h.acq_end)
+        prev = None
+        for h in v:
+            if prev is not None and h.acq_end < prev.verify_start:
+                out.append(f"exclusion: {name} held by {prev.pid}.{prev.thread} (fence "
+                           f"{prev.fence}) until {prev.verify_start} and by {h.pid}.{h.thread} "
+                           f"(fence {h.fence}) from {h.acq_end}")
+            if prev is None or h.verify_start > prev.verify_start:
+                prev = h
+
+
+def check_fences(holds, out):
+    by_name = collections.defaultdict(list)
+    for h in holds:
+        if h.fence:
+            by_name[h.name].append(h)
+    for name, v in by_name.items():
+        ends = sorted(v, key=lambda h: h.acq_end)
+        i, best = 0, None
+        for h in sorted(v, key=lambda h: h.acq_start):
+            while i < len(ends) and ends[i].acq_end < h.acq_start:
+                if best is None or ends[i].fence > best.fence:
+                    best = ends[i]
+                i += 1
+            if best is not None and h.fence <= best.fence:
+                out.append(f"fences: {name} hold of {h.pid}.{h.thread} got fence {h.fence}, "
+                           f"not above {best.fence} granted earlier to {best.pid}.{best.thread}")
+
+
+def check_writes(run, holds, procs, out):
+    store_writes = {}
+    stale = 0
+    for path in glob.glob(os.path.join(run, "store", "*.log")):
+        name = os.path.basename(path)[:-4]
+        last = 0
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) != 3:
+                    continue
+                t, fence = int(p[0]), int(p[1])
+                if fence < last:
+                    stale += 1
+                    out.append(f"writes: {name} store accepted fence {fence} after {last}")
+                last = max(last, fence)
+                store_writes[(name, t, fence)] = p[2]
+    seen = set()
+    for h in holds:
+        if h.write and h.write[3]:
+            k = (h.name, h.write[4], h.write[2])
+            if k not in store_writes:
+                out.append(f"writes: accepted write of {h.pid}.{h.thread} fence {h.fence} "
+                           f"missing from the store log")
+            seen.add(k)
+    for k, writer in store_writes.items():
+        pid = int(writer.split(".")[0])
+        if k not in seen and procs.get(pid, {}).get("ended", False):
+            out.append(f"writes: store accepted fence {k[2]} from {writer}, absent from its history")
+    return len(store_writes), stale
+
+
+def check_takeover(holds, faults, failed, lease_ns, out):
+    grants = collections.defaultdict(list)
+    waits = collections.defaultdict(list)  # name -> (start, pid) of every attempt
+    for h in holds:
+        grants[h.name].append((h.acq_end, h.pid))
+        waits[h.name].append((h.acq_start, h.acq_end, h.pid))
+    for name, pid, s, e in failed:
+        waits[name].append((s, e, pid))
+    for v in grants.values():
+        v.sort()
+    outages = sorted((f["start"], f["end"]) for f in faults
+                     if not f.get("pid") and not f.get("condition"))
+    worst = 0
+    for f in faults:
+        if f.get("condition"):
+            continue
+        if f.get("pid"):  # holder fault: holds of that process open at the fault
+            t0 = f["start"]
+            ended = [h for h in holds if h.pid == f["pid"] and h.acq_end <= t0 and
+                     (h.rel_start is None or h.rel_start > t0)]
+        else:  # server fault: holds lost while it lasted; clock starts when it ends
+            t0 = f.get("end") or f["start"]
+            ended = [h for h in holds if h.lost and h.acq_end <= t0 and
+                     (h.rel_end is None or h.rel_end >= f["start"])]
+        # A server or network fault starting before the bound ends it: count from its end.
+        for s, e in outages:
+            if t0 < s <= t0 + lease_ns + GRACE_NS:
+                t0 = max(t0, e)
+        for name in {h.name for h in ended}:
+            nxt = next((t for t, p in grants[name][bisect.bisect_right(grants[name], (t0, 1 << 62)):]
+                        if p != f.get("pid")), None)
+            waited = any(s <= t0 + lease_ns and e > t0 and p != f.get("pid")
+                         for s, e, p in waits[name])
+            if nxt is not None:
+                worst = max(worst, nxt - t0)
+            if waited and (nxt is None or nxt - t0 > lease_ns + GRACE_NS):
+                delay = "never" if nxt is None else f"after {(nxt - t0) / 1e9:.3f}s"
+                out.append(f"takeover: {name} after {f['kind']} at {t0}: next holder {delay}")
+    return worst
+
+
+def main():
+    run = sys.argv[1]
+    holds, attempts, losses, procs, failed = read_histories(run)
+    faults = read_faults(run)
+    lease_ns = max((p["lease"] for p in procs.values() if p["lease"]), default=0)
+    mark_lost(holds, losses, faults)
+    out = []
+    check_exclusion(holds, out)
+    check_fences(holds, out)
+    accepted, _ = check_writes(run, holds, procs, out)
+    worst = check_takeover(holds, faults, failed, lease_ns, out)
+    orphans = 0
+    list_path = os.path.join(run, "list.txt")
+    if os.path.exists(list_path):
+        with open(list_path) as f:
+            for line in f:
+                if line.startswith("rows "):
+                    orphans = int(line.split()[1])
+        if orphans:
+            out.append(f"orphans: {orphans} locks left under the prefix (list.txt)")
+    else:
+        out.append("orphans: list.txt missing (the end-of-run list() did not run)")
+    writes = [h.write for h in holds if h.write]
+    figures = {
+        "processes": len(procs),
+        "holds": len(holds),
+        "acquire_timeouts": attempts["timeouts"],
+        "acquire_errors": attempts["errors"],
+        "writes_accepted": sum(1 for w in writes if w[3]),
+        "writes_rejected": sum(1 for w in writes if not w[3]),
+        "store_log_writes": accepted,
+        "holds_lost": sum(1 for h in holds if h.lost),
+        "loss_callbacks": len(losses),
+        "faults": dict(collections.Counter(f["kind"] for f in faults)),
+        "worst_takeover_s": round(worst / 1e9, 3),
+        "orphans": orphans,
+        "violations": len(out),
+    }
+    if "--json" in sys.argv:
+        print(json.dumps(figures))
+    else:
+        for k, v in figures.items():
+            print(f"{k}: {v}")
+    for v in out[:50]:
+        print("VIOLATION", v)
+    return 1 if out else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The chaos checker must catch what it claims to: each case writes a small synthetic run
+(histories, store log, faults, list) that breaks one rule and expects exactly that rule to be
+reported; a clean run must pass."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_history.py")
+S = 1_000_000_000
+NAME = "6e"  # hex of "n"
+
+
+def hold(pid, thread, fence, start, end, write=True, verified=True, accepted=None):
+    """History lines of one hold of process `pid` (1 or 2) from `start` to `end` seconds;
+    accepted = the time the store accepted its write."""
+    a, e = int(start * S), int(end * S)
+    acc = accepted if accepted is not None else a + 1000
+    lines = [f"{a} {a + 10} {thread} {thread} G {NAME} {fence} owner{fence}"]
+    if write:
+        lines.append(f"{a + 20} {a + 30} {thread} {thread} W {NAME} {fence} accepted 0 {acc}")
+    lines.append(f"{e - 20} {e - 10} {thread} {thread} V {NAME} {'ok' if verified else 'lost'}")
+    lines.append(f"{e} {e + 10} {thread} {thread} R {NAME} held")
+    return lines, (acc, fence, f"{pid}.{thread}") if write else None
+
+
+def run_case(holds, faults=(), orphans=0, store_extra=(), log_writes=True, waits=()):
+    d = tempfile.mkdtemp(prefix="chaos-check-")
+    os.makedirs(os.path.join(d, "store"))
+    lines, store = {1: [], 2: []}, []
+    for h in holds:
+        l, w = hold(*h)
+        lines[h[0]] += l
+        if w and log_writes:
+            store.append(w)
+    store += list(store_extra)
+    for pid, start, end in waits:  # acquire attempts of process `pid` that timed out
+        lines[pid].append(f"{int(start * S)} {int(end * S)} 9 9 T {NAME}")
+    for pid, ls in lines.items():
+        with open(os.path.join(d, f"h-00{pid}.txt"), "w") as f:
+            f.write(f"# pid {pid} lease_ms 2000 threads 4 start 0\n" + "\n".join(ls) +
+                    "\n# end 1\n")
+    with open(os.path.join(d, "store", NAME + ".log"), "w") as f:
+        for t, fence, w in sorted(store):
+            f.write(f"{t} {fence} {w}\n")
+    with open(os.path.join(d, "faults.jsonl"), "w") as f:
+        for x in faults:
+            f.write(json.dumps(x) + "\n")
+    with open(os.path.join(d, "list.txt"), "w") as f:
+        f.write(f"rows {orphans}\n")
+    r = subprocess.run([sys.executable, CHECK, d], capture_output=True, text=True)
+    return r.returncode, r.stdout
+
+
+def expect(label, rule, result):
+    rc, out = result
+    ok = (rc == 0 and "VIOLATION" not in out) if rule is None else (
+        rc == 1 and f"VIOLATION {rule}:" in out)
+    print(("ok   " if ok else "FAIL ") + label)
+    if not ok:
+        print(out)
+    return ok
+
+
+def main():
+    clean = [(1, 0, 1, 1.0, 2.0), (2, 1, 2, 2.5, 3.0), (1, 2, 3, 3.5, 4.0)]
+    results = [
+        expect("clean run passes", None, run_case(clean)),
+        expect("overlapping holds", "exclusion",
+               run_case([(1, 0, 1, 1.0, 3.0), (2, 1, 2, 2.0, 4.0)])),
+        expect("overlap of a hold found lost is allowed", None,
+               run_case([(1, 0, 1, 1.0, 3.0, True, False), (2, 1, 2, 2.0, 4.0)])),
+        expect("fence not rising", "fences",
+               run_case([(1, 0, 5, 1.0, 2.0), (2, 1, 4, 2.5, 3.0, False)])),
+        expect("store accepted a lower fence", "writes",
+               run_case(clean, store_extra=[(int(4.5 * S), 2, "1.9")])),
+        expect("accepted write missing from the store", "writes",
+               run_case([(1, 0, 1, 1.0, 2.0)], log_writes=False)),
+        expect("orphans left", "orphans", run_case(clean, orphans=1)),
+        expect("slow takeover after a holder kill", "takeover",
+               run_case([(1, 0, 1, 1.0, 1.5), (2, 1, 2, 6.0, 7.0)], waits=[(2, 1.1, 5.0)],
+                        faults=[{"kind": "kill", "pid": 1, "start": int(1.2 * S),
+                                 "end": int(1.2 * S)}])),
+    ]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

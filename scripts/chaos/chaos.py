@@ -59,7 +59,7 @@ class Run:
     def __init__(self, a):
         self.a = a
         self.worker = os.path.join(a.build, "tests", "chaos", "sqlock_chaos_worker")
-        self.cli = os.path.join(a.build, "src", "cli", "sqlock")
+        self.cli = os.path.join(a.build, "bin", "sqlock")
         self.server = None
         self.proxy = None
         self.procs = []  # [Popen]

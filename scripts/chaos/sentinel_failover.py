@@ -50,7 +50,7 @@ class Node:
 def main():
     build = sys.argv[1]
     trials = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    sqlock = os.path.join(build, "src", "cli", "sqlock")
+    sqlock = os.path.join(build, "bin", "sqlock")
     d = tempfile.mkdtemp(prefix="sqlock-sentinel-")
     a, b = servers.free_port(), servers.free_port()
     nodes = {a: Node(d, a), b: None}

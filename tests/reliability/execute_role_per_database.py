@@ -23,7 +23,7 @@ def main():
             sys.exit("SQLOCK_TEST_POSTGRES_URL unset and SQLOCK_TEST_REQUIRE_ALL=1")
         print("SQLOCK_TEST_POSTGRES_URL unset: skipped")
         return 77
-    cli = os.path.join(sys.argv[1], "src", "cli", "sqlock")
+    cli = os.path.join(sys.argv[1], "bin", "sqlock")
     run_dir = tempfile.mkdtemp(prefix="sqlock-roles-")
     os.chmod(run_dir, 0o755)
     pg = servers.Postgres(run_dir)

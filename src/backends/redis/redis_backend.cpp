@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "redis_connection.hpp"
+#include "redis_names.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/redis/redis.hpp"
@@ -16,49 +17,6 @@
 
 namespace sqlock {
 namespace redis {
-
-// ---- key mapping ----
-
-namespace {
-bool needs_escape(unsigned char ch) {
-  return ch < 0x20 || ch == 0x7f || ch == '{' || ch == '}' || ch == '%' || ch == '*' || ch == '?' ||
-         ch == '[' || ch == ']' || ch == '\\';
-}
-
-std::string key_of(std::string_view prefix, std::string_view name, std::string_view suffix) {
-  std::string k(prefix);
-  k += ":{";
-  k += encode_name(name);
-  k += "}:";
-  k += suffix;
-  return k;
-}
-}  // namespace
-
-std::string encode_name(std::string_view name) {
-  return percent_encode(name, [](unsigned char ch) { return !needs_escape(ch); });
-}
-
-std::string decode_name(std::string_view encoded) {
-  try {
-    return percent_decode(encoded);
-  } catch (const config_error&) {
-    throw config_error("malformed escaped lock name in a Redis key");
-  }
-}
-
-std::string owner_key(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "owner");
-}
-std::string fence_key(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "fence");
-}
-std::string info_key(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "info");
-}
-std::string release_channel(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "released");
-}
 
 namespace {
 
@@ -105,33 +63,6 @@ class redis_wait final : public wait_state {
   std::unique_ptr<interest> watching_;
 };
 
-// Longest lock name accepted (bytes; its escaped key may be up to three times longer).
-constexpr std::size_t max_name_bytes = 4096;
-
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80           ? 1
-                      : (c >> 5) == 0x6  ? 2
-                      : (c >> 4) == 0xe  ? 3
-                      : (c >> 3) == 0x1e ? 4
-                                         : 0;
-    if (len == 0 || i + len > s.size() || (len == 2 && c < 0xc2)) return false;
-    std::uint32_t cp = len == 1 ? c : c & (0x7f >> len);
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-      return false;
-    i += len;
-  }
-  return true;
-}
-
 // The outcome of one command on one server of a round.
 struct node_result {
   reply_ptr reply;             // set when the server answered (possibly with an error reply)
@@ -163,7 +94,7 @@ class store final : public backend {
   }
 
   std::unique_ptr<wait_state> open_wait(const lock_request& req) override {
-    check_name(req.name);
+    check_lock_name(req.name);
     // Interest in the lock's releases is registered before the first attempt is sent: a
     // release published after this point cannot go unnoticed by the wait that may follow.
     return std::make_unique<redis_wait>(ensure_subscriber().watch(encode_name(req.name)));
@@ -171,7 +102,7 @@ class store final : public backend {
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state* ws) override {
-    check_name(req.name);
+    check_lock_name(req.name);
     if (req.lease.count() <= 0) throw config_error("lease must be > 0");
     auto* rw = static_cast<redis_wait*>(ws);  // made by open_wait() of this store
     if (rw) {
@@ -227,7 +158,7 @@ class store final : public backend {
   }
 
   bool renew(const lease_info& l, milliseconds duration, steady_time deadline) override {
-    check_name(l.name);
+    check_lock_name(l.name);
     if (duration.count() <= 0) throw config_error("lease must be > 0");
     const auto t0 = clock::now();
     auto res = round(script("renew"), {owner_key(prefix_, l.name), info_key(prefix_, l.name)},
@@ -253,7 +184,7 @@ class store final : public backend {
   }
 
   bool release(const lease_info& l, steady_time deadline) override {
-    check_name(l.name);
+    check_lock_name(l.name);
     auto res =
         round(script("release"), keys_of(l.name),
               {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"}, deadline);
@@ -299,7 +230,7 @@ class store final : public backend {
   }
 
   bool force_release(std::string_view name) override {
-    check_name(name);
+    check_lock_name(name);
     auto res = round(script("force_release"), {owner_key(prefix_, name), info_key(prefix_, name)},
                      {channel_of(name)}, admin_deadline());
     const auto [answered, released, first_failure] = tally_ones(res, "force_release");
@@ -343,16 +274,6 @@ class store final : public backend {
   std::string mode() const override { return redlock_ ? "redlock" : "single"; }
 
  private:
-  // Redis keys are binary-safe, so every valid name is kept verbatim (escaped in the key).
-  static void check_name(std::string_view name) {
-    if (name.empty()) throw config_error("lock name must not be empty");
-    if (name.size() > max_name_bytes)
-      throw config_error("lock name is " + std::to_string(name.size()) +
-                         " bytes; Redis lock names may have at most " +
-                         std::to_string(max_name_bytes));
-    if (!valid_utf8(name)) throw config_error("lock name is not valid UTF-8");
-  }
-
   // Bound of an administrative call (list, force_release, verify): the I/O timeout.
   steady_time admin_deadline() const { return clock::now() + s_.timeout; }
 

@@ -183,12 +183,6 @@ reply_ptr connection::command(const std::vector<std::string>& argv) {
   return reply_ptr(static_cast<redisReply*>(r));
 }
 
-void connection::bound(steady_time deadline, milliseconds timeout) {
-  auto left = std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now());
-  auto t = std::clamp(left, milliseconds(1), timeout);
-  if (redisSetTimeout(c_, to_timeval(t)) != REDIS_OK) fail("cannot set the reply timeout");
-}
-
 void connection::append(const std::vector<std::string>& argv) {
   if (broken_) throw connection_error("Redis " + label_ + ": connection is broken");
   std::vector<size_t> lens;

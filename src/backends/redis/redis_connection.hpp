@@ -77,8 +77,6 @@ class connection {
   reply_ptr command(const std::vector<std::string>& argv);
   /// Queues one command in the output buffer (pipelining); call flush() then read().
   void append(const std::vector<std::string>& argv);
-  /// Bounds the next replies by `deadline` (and by `timeout`, the store's reply timeout).
-  void bound(steady_time deadline, milliseconds timeout);
   /// Writes the output buffer to the socket.
   void flush();
   /// Reads the next reply of the pipeline.

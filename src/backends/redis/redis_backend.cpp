@@ -4,10 +4,12 @@
 // the same code with N = 1 and quorum 1.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <thread>
 
 #include "redis_connection.hpp"
+#include "redis_names.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/redis/redis.hpp"
@@ -15,49 +17,6 @@
 
 namespace sqlock {
 namespace redis {
-
-// ---- key mapping ----
-
-namespace {
-bool needs_escape(unsigned char ch) {
-  return ch < 0x20 || ch == 0x7f || ch == '{' || ch == '}' || ch == '%' || ch == '*' || ch == '?' ||
-         ch == '[' || ch == ']' || ch == '\\';
-}
-
-std::string key_of(std::string_view prefix, std::string_view name, std::string_view suffix) {
-  std::string k(prefix);
-  k += ":{";
-  k += encode_name(name);
-  k += "}:";
-  k += suffix;
-  return k;
-}
-}  // namespace
-
-std::string encode_name(std::string_view name) {
-  return percent_encode(name, [](unsigned char ch) { return !needs_escape(ch); });
-}
-
-std::string decode_name(std::string_view encoded) {
-  try {
-    return percent_decode(encoded);
-  } catch (const config_error&) {
-    throw config_error("malformed escaped lock name in a Redis key");
-  }
-}
-
-std::string owner_key(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "owner");
-}
-std::string fence_key(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "fence");
-}
-std::string info_key(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "info");
-}
-std::string release_channel(std::string_view prefix, std::string_view name) {
-  return key_of(prefix, name, "released");
-}
 
 namespace {
 
@@ -75,19 +34,33 @@ std::string iso8601(long long ms) {
   return ms <= 0 ? std::string() : format_utc_ms(ms);
 }
 
-class store;
-
-// One acquire() call's wait: the pub/sub interest registered before its first attempt (when a
-// subscriber runs), and what the last busy attempt saw.
-struct redis_wait final : public wait_state {
-  redis_wait(store& st, std::string n, std::unique_ptr<interest> w)
-      : s(st), name(std::move(n)), watching(std::move(w)) {}
-  void wait(steady_time until) override;
-  store& s;
-  std::string name;
-  std::unique_ptr<interest> watching;  // taken before the attempt was sent (null: no listener yet)
-  bool split = false;  // Redlock: some servers granted, no majority (retry after a random delay)
+// What one acquire() call keeps between its attempts: the interest in the lock's releases,
+// registered before the first attempt, and what the last busy attempt saw.
+class redis_wait final : public wait_state {
+ public:
+  explicit redis_wait(std::unique_ptr<interest> w) : watching_(std::move(w)) {}
+  bool split = false;         // Redlock: some servers granted, no majority
   long long expires_in = -1;  // ms until the other hold expires (-1 = unknown)
+  steady_time seen{};         // when the attempt that saw expires_in was sent
+
+  void wait(steady_time until) override {
+    const auto now = clock::now();
+    if (until <= now) return;
+    if (split) {
+      // Redlock split vote: nobody got a majority; retry after a random delay so that the
+      // contenders do not collide again.
+      split = false;
+      std::this_thread::sleep_until(
+          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
+      return;
+    }
+    // A hold that simply expires publishes nothing: look again when its lease runs out.
+    if (expires_in >= 0) until = std::min<steady_time>(until, seen + milliseconds(expires_in + 1));
+    watching_->wait(until);
+  }
+
+ private:
+  std::unique_ptr<interest> watching_;
 };
 
 // The outcome of one command on one server of a round.
@@ -120,22 +93,21 @@ class store final : public backend {
     }
   }
 
-  // Interest in the lock's releases is registered before the first attempt is sent: a release
-  // published after this point cannot go unnoticed by the waits that follow.
   std::unique_ptr<wait_state> open_wait(const lock_request& req) override {
-    std::unique_ptr<interest> w;
-    if (auto* sub = current_subscriber()) w = sub->watch(encode_name(req.name));
-    return std::make_unique<redis_wait>(*this, req.name, std::move(w));
+    check_lock_name(req.name);
+    // Interest in the lock's releases is registered before the first attempt is sent: a
+    // release published after this point cannot go unnoticed by the wait that may follow.
+    return std::make_unique<redis_wait>(ensure_subscriber().watch(encode_name(req.name)));
   }
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state* ws) override {
-    check_name(req.name);
+    check_lock_name(req.name);
     if (req.lease.count() <= 0) throw config_error("lease must be > 0");
-    auto* w = static_cast<redis_wait*>(ws);  // made by open_wait() for this acquire() call
-    if (w) {
-      w->split = false;
-      w->expires_in = -1;
+    auto* rw = static_cast<redis_wait*>(ws);  // made by open_wait() of this store
+    if (rw) {
+      rw->split = false;
+      rw->expires_in = -1;
     }
     const auto keys = keys_of(req.name);
     const auto t0 = clock::now();
@@ -157,7 +129,10 @@ class store final : public backend {
     });
     // The other hold runs out (on enough servers) after this: no need to sleep past it.
     // (Smallest of the servers' remaining times: an early re-check is harmless.)
-    if (w && !ttls.empty()) w->expires_in = *std::min_element(ttls.begin(), ttls.end());
+    if (rw && !ttls.empty()) {
+      rw->expires_in = *std::min_element(ttls.begin(), ttls.end());
+      rw->seen = t0;
+    }
     if (!redlock_) {
       if (answered == 0) std::rethrow_exception(first_failure);
       if (granted == 0) return std::nullopt;
@@ -170,19 +145,20 @@ class store final : public backend {
     if (granted > 0 || answered < nodes_.size()) {
       // Undo everywhere, also where no reply came (the SET may have happened there).
       try {
+        // The undo gets its own short bound: the round's deadline may already have passed.
         round(script("release"), keys, {req.owner, channel_of(req.name), std::to_string(fence)},
-              std::max(deadline, clock::now() + s_.timeout));
+              std::max(deadline, clock::now() + milliseconds(250)));
       } catch (const std::exception&) {
         // The leases run out by themselves.
       }
     }
     if (answered < quorum_) throw quorum_error(answered, first_failure);
-    if (w) w->split = granted > 0;
+    if (rw) rw->split = granted > 0;
     return std::nullopt;
   }
 
   bool renew(const lease_info& l, milliseconds duration, steady_time deadline) override {
-    check_name(l.name);
+    check_lock_name(l.name);
     if (duration.count() <= 0) throw config_error("lease must be > 0");
     const auto t0 = clock::now();
     auto res = round(script("renew"), {owner_key(prefix_, l.name), info_key(prefix_, l.name)},
@@ -208,7 +184,7 @@ class store final : public backend {
   }
 
   bool release(const lease_info& l, steady_time deadline) override {
-    check_name(l.name);
+    check_lock_name(l.name);
     auto res =
         round(script("release"), keys_of(l.name),
               {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"}, deadline);
@@ -225,7 +201,7 @@ class store final : public backend {
     std::exception_ptr first_failure;
     for (auto& n : nodes_) {
       try {
-        auto rows = list_node(*n, prefix);
+        auto rows = list_node(*n, prefix, admin_deadline());
         ++reached;
         for (auto& row : rows) {
           auto& [merged, count] = seen[row.name][row.owner];
@@ -254,7 +230,7 @@ class store final : public backend {
   }
 
   bool force_release(std::string_view name) override {
-    check_name(name);
+    check_lock_name(name);
     auto res = round(script("force_release"), {owner_key(prefix_, name), info_key(prefix_, name)},
                      {channel_of(name)}, admin_deadline());
     const auto [answered, released, first_failure] = tally_ones(res, "force_release");
@@ -298,9 +274,8 @@ class store final : public backend {
   std::string mode() const override { return redlock_ ? "redlock" : "single"; }
 
  private:
-  static void check_name(std::string_view name) {
-    if (name.empty()) throw config_error("lock name must not be empty");
-  }
+  // Bound of an administrative call (list, force_release, verify): the I/O timeout.
+  steady_time admin_deadline() const { return clock::now() + s_.timeout; }
 
   std::vector<std::string> keys_of(std::string_view name) const {
     return {owner_key(prefix_, name), fence_key(prefix_, name), info_key(prefix_, name)};
@@ -372,38 +347,6 @@ class store final : public backend {
                             std::to_string(quorum_) + "): " + describe_failure(first_failure));
   }
 
-  friend struct redis_wait;
-
-  // The wait of one acquire() call (see redis_wait).
-  void wait_for(redis_wait& w, steady_time until) {
-    auto now = clock::now();
-    if (until <= now) return;
-    if (w.split) {
-      // Redlock split vote: nobody got a majority; retry after a random delay so that the
-      // contenders do not collide again.
-      w.split = false;
-      std::this_thread::sleep_until(
-          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
-      return;
-    }
-    // A hold that simply expires publishes nothing: look again when its lease runs out.
-    if (w.expires_in >= 0)
-      until = std::min<steady_time>(until, now + milliseconds(w.expires_in + 1));
-    auto& sub = ensure_subscriber();
-    if (!w.watching || w.watching->registry() != sub.registry()) {
-      // No interest was registered before the attempt (first wait of this store): a release
-      // may already have been missed, so only wait briefly; later waits are covered.
-      w.watching = sub.watch(encode_name(w.name));
-      until = std::min<steady_time>(until, now + milliseconds(20));
-    }
-    w.watching->wait(until);
-  }
-
-  subscriber* current_subscriber() {
-    std::lock_guard g(sub_m_);
-    return sub_.get();
-  }
-
   subscriber& ensure_subscriber() {
     std::lock_guard g(sub_m_);
     if (!sub_)
@@ -414,6 +357,8 @@ class store final : public backend {
   // One command on every server: all requests are written first, then all replies are read,
   // so the round costs the slowest server's round trip. A server whose pooled connection turned
   // out stale (restart, CLIENT KILL) is asked once more on a fresh connection.
+  // Every exchange of the round returns by exchange_bound(deadline, timeout): a server that
+  // does not answer by then fails its part with connection_error and its connection is dropped.
   std::vector<node_result> round_argv(const std::vector<std::string>& sha_argv,
                                       const lua::script* s, steady_time deadline) {
     const std::size_t n = nodes_.size();
@@ -425,8 +370,7 @@ class store final : public backend {
         if (!pending[i]) continue;
         pending[i] = false;
         try {
-          conns[i] = nodes_[i]->take();
-          conns[i]->bound(deadline, s_.timeout);
+          conns[i] = nodes_[i]->take(deadline);
           conns[i]->append(sha_argv);
           conns[i]->flush();
         } catch (const error&) {
@@ -461,7 +405,6 @@ class store final : public backend {
         }
       }
       if (std::none_of(pending.begin(), pending.end(), [](bool b) { return b; })) break;
-      if (clock::now() >= deadline) break;  // no time left to ask again
     }
     return res;
   }
@@ -473,18 +416,16 @@ class store final : public backend {
   std::vector<node_result> round_raw(const std::vector<std::string>& argv, steady_time deadline) {
     return round_argv(argv, nullptr, deadline);
   }
-  // The deadline of an administrative call: the reply timeout from now.
-  steady_time admin_deadline() const { return clock::now() + s_.timeout; }
 
   // SCAN over `<prefix>:{<escaped name prefix>*}:owner` on one server, then one pipelined
   // inspect script per key of the batch (owner, PTTL and the server's TIME in one step).
-  std::vector<lock_status> list_node(node& nd, std::string_view name_prefix) {
+  std::vector<lock_status> list_node(node& nd, std::string_view name_prefix, steady_time deadline) {
     const auto& inspect = script("inspect");
     const std::string head = prefix_ + ":{";
     const std::string tail = "}:owner";
     const std::string pattern = head + encode_name(name_prefix) + "*" + tail;
     std::vector<lock_status> out;
-    auto conn = nd.take();
+    auto conn = nd.take(deadline);
     std::string cursor = "0";
     do {
       auto r = conn->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
@@ -566,19 +507,14 @@ void check_options(const options& o) {
     throw config_error("Redis timeouts must be >= 0");
 }
 
-void redis_wait::wait(steady_time until) {
-  s.wait_for(*this, until);
-}
-
-std::size_t parse_count(const std::string& what, const std::string& v) {
-  try {
-    std::size_t pos = 0;
-    auto n = std::stoul(v, &pos);
-    if (pos != v.size()) throw std::invalid_argument(v);
-    return n;
-  } catch (const std::exception&) {
-    throw config_error("Redis " + what + " must be a number (got '" + v + "')");
-  }
+// The database number of the URL's path ("/3").
+int parse_db(const std::string& db, const url& u) {
+  int n = -1;
+  const auto [p, ec] = std::from_chars(db.data(), db.data() + db.size(), n);
+  if (ec != std::errc() || p != db.data() + db.size() || n < 0)
+    throw config_error("Redis database number must be a whole number >= 0 (got '" + db + "' in '" +
+                       u.redacted() + "')");
+  return n;
 }
 
 std::shared_ptr<backend> from_url(const url& u, bool redlock) {
@@ -597,11 +533,11 @@ std::shared_ptr<backend> from_url(const url& u, bool redlock) {
     throw config_error("Redis URL has a user but no password: redis://user:password@host");
   std::string db = u.path;
   if (!db.empty() && db[0] == '/') db.erase(0, 1);
-  if (!db.empty()) o.db = static_cast<int>(parse_count("database number", db));
+  if (!db.empty()) o.db = parse_db(db, u);
   o.prefix = u.param("prefix", "sqlock");
   if (auto t = u.duration_param("timeout", milliseconds(1))) o.timeout = *t;
   if (auto t = u.duration_param("connect_timeout", milliseconds(1))) o.connect_timeout = *t;
-  if (auto n = u.count_param("pool", 1, 1000)) o.pool = static_cast<std::size_t>(*n);
+  if (auto n = u.count_param("pool", 1, 1024)) o.pool = static_cast<std::size_t>(*n);
   return open(o);
 }
 

@@ -18,13 +18,6 @@ namespace sqlock::redis::detail {
 
 namespace {
 
-timeval to_timeval(milliseconds d) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
-  return tv;
-}
-
 // The first word of an error reply ("NOSCRIPT", "WRONGPASS", ...).
 std::string error_code(std::string_view text) {
   auto sp = text.find(' ');
@@ -117,9 +110,26 @@ reply_view reply_view::at(std::size_t i) const {
 
 // ---- connection ----
 
-connection::connection(const node_address& addr, const settings& s)
+namespace {
+// Time left until `until`, at least 1 ms (hiredis takes 0 as "no timeout").
+std::chrono::microseconds left_until(steady_time until) {
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+      until - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::microseconds(1000));
+}
+timeval to_timeval_us(std::chrono::microseconds d) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(d.count() / 1000000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>(d.count() % 1000000);
+  return tv;
+}
+}  // namespace
+
+connection::connection(const node_address& addr, const settings& s, steady_time until)
     : label_(addr.host + ":" + std::to_string(addr.port)) {
-  c_ = redisConnectWithTimeout(addr.host.c_str(), addr.port, to_timeval(s.connect_timeout));
+  const auto connect_for = std::min<std::chrono::microseconds>(
+      left_until(until), std::chrono::microseconds(s.connect_timeout));
+  c_ = redisConnectWithTimeout(addr.host.c_str(), addr.port, to_timeval_us(connect_for));
   if (!c_) throw connection_error("Redis " + label_ + ": cannot allocate a connection");
   if (c_->err) {
     std::string msg = "Redis " + label_ + ": cannot connect: " + c_->errstr;
@@ -128,7 +138,7 @@ connection::connection(const node_address& addr, const settings& s)
     throw connection_error(msg);
   }
   try {
-    redisSetTimeout(c_, to_timeval(s.timeout));
+    bound(until);
     redisEnableKeepAlive(c_);
     if (!s.password.empty()) {
       std::vector<std::string> auth = {"AUTH"};
@@ -152,6 +162,10 @@ connection::~connection() {
   if (c_) redisFree(c_);
 }
 
+void connection::bound(steady_time until) {
+  if (c_) redisSetTimeout(c_, to_timeval_us(left_until(until)));
+}
+
 void connection::fail(const char* what) {
   broken_ = true;
   std::string msg =
@@ -167,12 +181,6 @@ reply_ptr connection::command(const std::vector<std::string>& argv) {
   void* r = redisCommandArgv(c_, static_cast<int>(p.size()), p.data(), lens.data());
   if (!r) fail("command failed");
   return reply_ptr(static_cast<redisReply*>(r));
-}
-
-void connection::bound(steady_time deadline, milliseconds timeout) {
-  auto left = std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now());
-  auto t = std::clamp(left, milliseconds(1), timeout);
-  if (redisSetTimeout(c_, to_timeval(t)) != REDIS_OK) fail("cannot set the reply timeout");
 }
 
 void connection::append(const std::vector<std::string>& argv) {
@@ -223,13 +231,15 @@ reply_ptr connection::eval(const lua::script& s, const std::vector<std::string>&
 
 // ---- node ----
 
-std::unique_ptr<connection> node::take() {
+std::unique_ptr<connection> node::take(steady_time deadline) {
+  const steady_time until = exchange_bound(deadline, s_.timeout);
   {
     std::lock_guard g(m_);
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
       c->reused = true;
+      c->bound(until);
       return c;
     }
     auto now = std::chrono::steady_clock::now();
@@ -239,7 +249,7 @@ std::unique_ptr<connection> node::take() {
           std::to_string(std::chrono::ceil<milliseconds>(retry_at_ - now).count()) + "ms)");
   }
   try {
-    auto c = std::make_unique<connection>(addr_, s_);
+    auto c = std::make_unique<connection>(addr_, s_, until);
     std::lock_guard g(m_);
     backoff_ = milliseconds(0);
     return c;
@@ -347,7 +357,8 @@ void subscriber::bump_all() {
 
 bool subscriber::subscribe(link& l) {
   try {
-    connection conn(l.addr, s_);  // connects, authenticates
+    // connects, authenticates; the listener thread holds no caller, so its own I/O bound is used
+    connection conn(l.addr, s_, std::chrono::steady_clock::now() + s_.timeout);
     std::string pattern = head_ + "*" + tail_;
     auto r = conn.command({"PSUBSCRIBE", pattern});
     reply_view v{r.get()};

@@ -65,9 +65,9 @@ struct reply_view {
 /// One hiredis connection, authenticated and on the right database.
 class connection {
  public:
-  /// Connects (connect_timeout), sets the reply timeout, AUTH and SELECT. Throws
-  /// connection_error (unreachable) or config_error (authentication refused).
-  connection(const node_address& addr, const settings& s);
+  /// Connects (connect_timeout, cut to `until`), bounds every exchange by `until`, AUTH and
+  /// SELECT. Throws connection_error (unreachable, timed out) or auth_error (refused).
+  connection(const node_address& addr, const settings& s, steady_time until);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -77,8 +77,6 @@ class connection {
   reply_ptr command(const std::vector<std::string>& argv);
   /// Queues one command in the output buffer (pipelining); call flush() then read().
   void append(const std::vector<std::string>& argv);
-  /// Bounds the next replies by `deadline` (and by `timeout`, the store's reply timeout).
-  void bound(steady_time deadline, milliseconds timeout);
   /// Writes the output buffer to the socket.
   void flush();
   /// Reads the next reply of the pipeline.
@@ -86,6 +84,9 @@ class connection {
   /// Calls `s` with EVALSHA and, on NOSCRIPT, again with EVAL (which also caches it).
   reply_ptr eval(const lua::script& s, const std::vector<std::string>& keys,
                  const std::vector<std::string>& args);
+  /// Bounds every following exchange (until the next bound()) by `until` (µs precision; at
+  /// least 1 ms). A timed-out exchange breaks the connection: it is never reused.
+  void bound(steady_time until);
   /// True once an I/O error or timeout happened: the connection must not be reused.
   bool broken() const { return broken_; }
   /// True when the connection came from the idle pool (it may be stale).
@@ -119,9 +120,10 @@ class node {
  public:
   /// A server at `addr`; `s` must outlive the node.
   node(node_address addr, const settings& s) : addr_(std::move(addr)), s_(s) {}
-  /// An idle connection, or a new one. During reconnect backoff (after a failed connect) fails
-  /// fast with connection_error.
-  std::unique_ptr<connection> take();
+  /// An idle connection, or a new one, its exchanges bounded by exchange_bound(deadline,
+  /// timeout). During reconnect backoff (after a failed connect) fails fast with
+  /// connection_error.
+  std::unique_ptr<connection> take(steady_time deadline);
   /// Returns a connection to the pool (dropped when broken or the pool is full).
   void give(std::unique_ptr<connection> c) noexcept;
   /// Drops every idle connection (after one turned out stale: the others likely are too).

@@ -51,6 +51,12 @@ class etcd_test : public ::testing::Test {
     auto pfx = etcd::lock_prefix(prefix_of(url_), n);
     return sh(etcdctl("get --prefix --keys-only '" + pfx + "' 2>/dev/null | sed '/^$/d'"));
   }
+  // Revokes, behind the backend's back, the lease of a key `<...>/<lease id hex>` (+ newline).
+  void revoke_lease_of(const std::string& key_line) const {
+    std::string lease_hex = key_line.substr(key_line.rfind('/') + 1);
+    while (!lease_hex.empty() && lease_hex.back() == '\n') lease_hex.pop_back();
+    sh(etcdctl("lease revoke " + lease_hex + " >/dev/null"));
+  }
   std::string url_;
   std::vector<std::string> names_;
 };
@@ -127,9 +133,7 @@ TEST_F(etcd_test, a_lease_revoked_behind_the_holders_back_is_reported_at_once) {
   l.lock();
   auto k = keys(n);
   ASSERT_FALSE(k.empty());
-  std::string lease_hex = k.substr(k.rfind('/') + 1);
-  while (!lease_hex.empty() && lease_hex.back() == '\n') lease_hex.pop_back();
-  sh(etcdctl("lease revoke " + lease_hex + " >/dev/null"));
+  revoke_lease_of(k);
   // The prefix watch reports the deletion; the next renewal is 10 s away.
   for (int i = 0; i < 100 && !told; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(told);
@@ -155,9 +159,7 @@ TEST_F(etcd_test, a_waiter_whose_own_lease_dies_stops_and_says_so) {
     if (second.empty()) std::this_thread::sleep_for(50ms);
   }
   ASSERT_FALSE(second.empty());
-  std::string lease_hex = second.substr(second.rfind('/') + 1);
-  while (!lease_hex.empty() && lease_hex.back() == '\n') lease_hex.pop_back();
-  sh(etcdctl("lease revoke " + lease_hex + " >/dev/null"));
+  revoke_lease_of(second);
   la.unlock();  // the dead waiter must not be granted the lock now
   EXPECT_THROW(waiting.get(), lock_lost);
   EXPECT_TRUE(la.try_lock());

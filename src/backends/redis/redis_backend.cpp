@@ -4,16 +4,14 @@
 // the same code with N = 1 and quorum 1.
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <map>
-#include <thread>
 
 #include "redis_connection.hpp"
 #include "redis_names.hpp"
+#include "redis_wait.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/random.hpp"
 #include "sqlock/redis/redis.hpp"
-#include "sqlock/url.hpp"
+#include "sqlock/url.hpp"  // format_utc_ms
 
 namespace sqlock {
 namespace redis {
@@ -33,35 +31,6 @@ const lua::script& script(std::string_view name) {
 std::string iso8601(long long ms) {
   return ms <= 0 ? std::string() : format_utc_ms(ms);
 }
-
-// What one acquire() call keeps between its attempts: the interest in the lock's releases,
-// registered before the first attempt, and what the last busy attempt saw.
-class redis_wait final : public wait_state {
- public:
-  explicit redis_wait(std::unique_ptr<interest> w) : watching_(std::move(w)) {}
-  bool split = false;         // Redlock: some servers granted, no majority
-  long long expires_in = -1;  // ms until the other hold expires (-1 = unknown)
-  steady_time seen{};         // when the attempt that saw expires_in was sent
-
-  void wait(steady_time until) override {
-    const auto now = clock::now();
-    if (until <= now) return;
-    if (split) {
-      // Redlock split vote: nobody got a majority; retry after a random delay so that the
-      // contenders do not collide again.
-      split = false;
-      std::this_thread::sleep_until(
-          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
-      return;
-    }
-    // A hold that simply expires publishes nothing: look again when its lease runs out.
-    if (expires_in >= 0) until = std::min<steady_time>(until, seen + milliseconds(expires_in + 1));
-    watching_->wait(until);
-  }
-
- private:
-  std::unique_ptr<interest> watching_;
-};
 
 // The outcome of one command on one server of a round.
 struct node_result {
@@ -507,40 +476,6 @@ void check_options(const options& o) {
     throw config_error("Redis timeouts must be >= 0");
 }
 
-// The database number of the URL's path ("/3").
-int parse_db(const std::string& db, const url& u) {
-  int n = -1;
-  const auto [p, ec] = std::from_chars(db.data(), db.data() + db.size(), n);
-  if (ec != std::errc() || p != db.data() + db.size() || n < 0)
-    throw config_error("Redis database number must be a whole number >= 0 (got '" + db + "' in '" +
-                       u.redacted() + "')");
-  return n;
-}
-
-std::shared_ptr<backend> from_url(const url& u, bool redlock) {
-  u.check_params({"prefix", "timeout", "connect_timeout", "pool"});
-  if (!u.has_authority || u.hosts.empty())
-    throw config_error(std::string("Redis URL needs a host: ") +
-                       (redlock ? "redlock://h1:p1,h2:p2,h3:p3" : "redis://host:6379") + " (got '" +
-                       u.redacted() + "')");
-  options o;
-  o.redlock = redlock;
-  for (const auto& h : u.hosts)
-    o.nodes.push_back(node_address{h.host.empty() ? "127.0.0.1" : h.host, h.port ? h.port : 6379});
-  o.user = u.user.value_or("");
-  o.password = u.password.value_or("");
-  if (!o.user.empty() && o.password.empty())
-    throw config_error("Redis URL has a user but no password: redis://user:password@host");
-  std::string db = u.path;
-  if (!db.empty() && db[0] == '/') db.erase(0, 1);
-  if (!db.empty()) o.db = parse_db(db, u);
-  o.prefix = u.param("prefix", "sqlock");
-  if (auto t = u.duration_param("timeout", milliseconds(1))) o.timeout = *t;
-  if (auto t = u.duration_param("connect_timeout", milliseconds(1))) o.connect_timeout = *t;
-  if (auto n = u.count_param("pool", 1, 1024)) o.pool = static_cast<std::size_t>(*n);
-  return open(o);
-}
-
 }  // namespace
 
 std::shared_ptr<backend> open(const options& opts) {
@@ -549,12 +484,5 @@ std::shared_ptr<backend> open(const options& opts) {
 }
 
 }  // namespace redis
-
-namespace backends {
-void register_redis() {
-  register_backend("redis", [](const url& u) { return redis::from_url(u, false); });
-  register_backend("redlock", [](const url& u) { return redis::from_url(u, true); });
-}
-}  // namespace backends
 
 }  // namespace sqlock

@@ -290,7 +290,7 @@ TEST_F(redis_single, waiters_are_woken_by_release_and_by_expiry) {
   lb.unlock();
 }
 
-TEST_F(redis_single, wait_for_change_is_ended_by_the_release_message) {
+TEST_F(redis_single, a_wait_state_is_ended_by_the_release_message) {
   int port = port_of(url_);
   acl_user u(port);
   auto holder = connect(url_);

@@ -1,0 +1,50 @@
+// The wait state of one Redis acquire() call: the interest in the lock's releases, taken by
+// open_wait() before the first attempt, and what the last busy attempt saw (a Redlock split
+// vote, the other hold's remaining lease). wait() sleeps until a release message, the other
+// hold's expiry (which publishes nothing) or a short random delay after a split vote.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "redis_connection.hpp"
+#include "sqlock/backend.hpp"
+#include "sqlock/random.hpp"
+
+namespace sqlock::redis::detail {
+
+/// What one acquire() call keeps between its attempts (made by open_wait(), downcast by
+/// try_acquire() of the same store).
+class redis_wait final : public wait_state {
+ public:
+  /// Keeps `w`, the interest registered before the first attempt.
+  explicit redis_wait(std::unique_ptr<interest> w) : watching_(std::move(w)) {}
+  bool split = false;         ///< Redlock: some servers granted, no majority
+  long long expires_in = -1;  ///< ms until the other hold expires (-1 = unknown)
+  steady_time seen{};         ///< when the attempt that saw expires_in was sent
+
+  /// Until a release message, the other hold's expiry, a split vote's random delay or `until`.
+
+  void wait(steady_time until) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (until <= now) return;
+    if (split) {
+      // Redlock split vote: nobody got a majority; retry after a random delay so that the
+      // contenders do not collide again.
+      split = false;
+      std::this_thread::sleep_until(
+          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
+      return;
+    }
+    // A hold that simply expires publishes nothing: look again when its lease runs out.
+    if (expires_in >= 0) until = std::min<steady_time>(until, seen + milliseconds(expires_in + 1));
+    watching_->wait(until);
+  }
+
+ private:
+  std::unique_ptr<interest> watching_;
+};
+
+}  // namespace sqlock::redis::detail

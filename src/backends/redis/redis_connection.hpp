@@ -143,7 +143,7 @@ class node {
 };
 
 /// Waiters of one store, shared by the listener thread and the interest registrations (which
-/// may live in thread_local storage a little longer than the store).
+/// may outlive the store: a wait state can be destroyed after it).
 struct wait_registry {
   /// The waiters of one lock (by encoded name).
   struct waiter {

@@ -24,12 +24,28 @@ namespace sqlock {
 using std::chrono::milliseconds;
 using steady_time = std::chrono::steady_clock::time_point;
 
+/// What a request asks for. Every kind's holds carry their own owner, lease and fence; the fence
+/// of an exclusive hold exceeds the fence of every earlier hold of the name, of any kind.
+enum class lock_kind : std::uint8_t {
+  exclusive,  ///< the name alone (a mutex)
+  shared,     ///< one of any number of shared holders; excludes and is excluded by exclusive
+              ///< holds; a waiting exclusive request keeps new shared holders out
+  permit,     ///< one of `permits` holders of the name (a counting semaphore)
+};
+
+/// "exclusive", "shared" or "permit".
+SQLOCK_API const char* to_string(lock_kind k) noexcept;
+
 /// What one acquisition attempt needs.
 struct lock_request {
   std::string name;      ///< any non-empty UTF-8 (or binary) string, stored verbatim
   std::string owner;     ///< 128-bit CSPRNG token in hex, new for every acquisition
   milliseconds lease{};  ///< server-side expiry, measured on the server's clock (> 0)
   std::string holder;    ///< free text describing the holder: "host:pid:program"
+  lock_kind kind = lock_kind::exclusive;  ///< what is asked for
+  std::uint32_t permits = 0;  ///< kind permit: how many holders the name admits (>= 1; every
+                              ///< user of the name must give the same, else config_error);
+                              ///< 0 for the other kinds
 };
 
 /// A hold the backend granted.
@@ -52,6 +68,8 @@ struct lock_status {
   std::string expires_at;   ///< server time, ISO-8601 UTC ("" when bound to a session)
   std::string mode;         ///< backend mode: pessimistic, optimistic, advisory, ...
   std::string holder;       ///< holder description given at acquire ("" when unknown)
+  lock_kind kind = lock_kind::exclusive;  ///< what the hold is
+  std::uint32_t permits = 0;              ///< kind permit: the name's number of permits
 };
 
 /// What a backend can do; the core and the conformance suite read these.
@@ -66,6 +84,12 @@ struct capabilities {
   bool sweep = false;          ///< sweep() deletes expired rows
   bool cross_process = true;   ///< two processes exclude each other (false for memory:)
   bool schema = false;         ///< the store has a schema: migrate() and migration_script() work
+  bool shared = false;         ///< lock_kind::shared works (else try_acquire throws unsupported)
+  bool permits = false;        ///< lock_kind::permit works (else try_acquire throws unsupported)
+  bool linger = true;          ///< renew() may shorten a lease, and a hold left unreleased
+                               ///< stays until its lease ends even after its holder is gone
+                               ///< (run_exclusive's at_least); false when holds die with
+                               ///< their session
 };
 
 /// Waiting policy the core hands to acquire(): capped exponential backoff with full jitter.
@@ -115,7 +139,11 @@ class SQLOCK_API backend {
   /// One attempt. Empty result = busy (held by someone else), which is not an error. `ws` is
   /// the wait state open_wait() made for the acquire() call this attempt belongs to, or null.
   /// Throws connection_error when the outcome is unknown (a retry with the same owner token
-  /// finds its own hold: every backend's acquire is idempotent for its owner).
+  /// finds its own hold: every backend's acquire is idempotent for its owner). The kind is one
+  /// the backend offers (see require_kind()); a permit request whose `permits`
+  /// differs from the name's current holders' throws config_error. A busy exclusive attempt
+  /// on a name with shared holders leaves a mark that keeps new shared holders out until the
+  /// acquire() call ends (its wait state is destroyed) or a short server-side expiry passes.
   virtual std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                                 wait_state* ws) = 0;
 
@@ -186,6 +214,11 @@ class SQLOCK_API backend {
   struct listeners;
   std::shared_ptr<listeners> listeners_;
 };
+
+/// Throws unsupported, naming the backend and mode, when `req.kind` is not in the backend's
+/// caps(), and config_error for a permit request without permits: the check the core makes
+/// before it asks a backend for a hold (a backend is never given a kind it does not offer).
+SQLOCK_API void require_kind(const backend& b, const lock_request& req);
 
 /// The earlier of `deadline` and now + `io_timeout`: how long one exchange with a store may take.
 SQLOCK_API steady_time exchange_bound(steady_time deadline, milliseconds io_timeout);

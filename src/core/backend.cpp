@@ -11,6 +11,31 @@
 
 namespace sqlock {
 
+const char* to_string(lock_kind k) noexcept {
+  switch (k) {
+    case lock_kind::shared:
+      return "shared";
+    case lock_kind::permit:
+      return "permit";
+    case lock_kind::exclusive:
+      break;
+  }
+  return "exclusive";
+}
+
+void require_kind(const backend& b, const lock_request& req) {
+  if (req.kind == lock_kind::exclusive) return;
+  const auto c = b.caps();
+  const bool ok = req.kind == lock_kind::shared ? c.shared : c.permits;
+  if (!ok) {
+    auto m = b.mode();
+    throw unsupported(b.kind() + (m.empty() ? "" : " (" + m + ")") + " does not offer " +
+                      (req.kind == lock_kind::shared ? "shared locks" : "semaphore permits"));
+  }
+  if (req.kind == lock_kind::permit && req.permits == 0)
+    throw config_error("a semaphore needs at least one permit");
+}
+
 std::unique_ptr<wait_state> backend::open_wait(const lock_request&) {
   return nullptr;
 }

@@ -159,6 +159,7 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   lk.unlock();
 
   lock_request req{e.name, random_token(), opts_.lease, c.opts().holder};
+  require_kind(c.b(), req);
   auto sent = clock::now();
   std::optional<lease_info> got;
   bool contended = false;

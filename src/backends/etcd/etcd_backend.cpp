@@ -97,6 +97,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   capabilities caps() const noexcept override {
     capabilities c;
     c.fair = true;
+    c.linger = false;       // an etcd lease cannot be shortened once granted
     c.fencing_safe = true;  // create revisions are raft-ordered: they rise across leader changes
     return c;
   }

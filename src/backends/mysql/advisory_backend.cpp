@@ -180,6 +180,7 @@ class advisory_backend final : public sql::engine_backend {
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
     c.session_bound = true;
+    c.linger = false;  // a GET_LOCK hold ends with its session
     return c;
   }
 

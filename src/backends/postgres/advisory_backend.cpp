@@ -105,6 +105,7 @@ void advisory_backend::verify() {
 capabilities advisory_backend::caps() const noexcept {
   auto c = pg_backend::caps();
   c.session_bound = true;
+  c.linger = false;  // an advisory hold ends with its session
   return c;
 }
 

@@ -257,6 +257,7 @@ class zk_backend final : public backend {
     c.notify = true;
     c.fair = true;
     c.session_bound = true;
+    c.linger = false;  // an ephemeral node ends with its session
     c.list = true;
     c.force_release = true;
     c.sweep = false;

@@ -96,3 +96,14 @@ TEST(format_utc_ms, iso8601_with_milliseconds) {
   EXPECT_EQ(format_utc_ms(0), "1970-01-01T00:00:00.000Z");
   EXPECT_EQ(format_utc_ms(1714564800250), "2024-05-01T12:00:00.250Z");
 }
+
+TEST(url, secret_query_parameters_are_redacted) {
+  EXPECT_EQ(redact_url("postgresql://db/app?sslmode=require&password=hunter2&mode=advisory"),
+            "postgresql://db/app?sslmode=require&password=***&mode=advisory");
+  EXPECT_EQ(redact_url("zookeeper://zk:2181/l?auth=digest:u:secret"),
+            "zookeeper://zk:2181/l?auth=***");
+  EXPECT_EQ(redact_url("mysql://u:pw@db/app?SslPassword=x#frag"),
+            "mysql://u:***@db/app?SslPassword=***#frag");
+  EXPECT_EQ(redact_url("sqlite:/tmp/a.db?timeout=5s"), "sqlite:/tmp/a.db?timeout=5s");
+  EXPECT_EQ(redact_url("etcd://h/?token=&x=1"), "etcd://h/?token=***&x=1");
+}

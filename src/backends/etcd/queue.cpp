@@ -165,7 +165,12 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
     const auto& first = kvs_of(r["responses"][1]["response_range"]);
     if (!first.empty() && num(first[0], "create_revision") == h.revision)
       return taken{h, sent, false};
-    // Wait for every key created before ours to go, the one just before ours at a time.
+    // Wait for every key created before ours to go, the one just before ours at a time. One
+    // watch over the name's queue, confirmed before the first read of the predecessor, sees
+    // every deletion after that read. It starts at the current revision: a watch asked to
+    // start at a past revision is served by etcd's catch-up loop, which runs every 100 ms.
+    deletions gone;
+    auto watch = open_deletions(pfx, gone, std::max(deadline, clock::now() + policy.min_attempt));
     const auto keepalive_every =
         std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1) * 1000 / 3);
     auto next_keepalive = sent + keepalive_every;
@@ -181,20 +186,34 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
           sent = ka_sent;
           next_keepalive = ka_sent + keepalive_every;
         }
-        // Our key and the one created just before it, in one read: ours missing = our lease
-        // died; no predecessor = we hold the lock.
+        // Our key, the one created just before it and the first of the queue, in one read:
+        // ours missing = our lease died; no predecessor = we hold the lock.
         json pred = range_of(pfx, prefix_end(pfx));
         pred["sort_order"] = "DESCEND";
         pred["sort_target"] = "CREATE";
         pred["limit"] = "2";
         pred["max_create_revision"] = str(h.revision);
-        auto pr = gw_.call("kv/range", pred, deadline);
-        const auto& kvs = kvs_of(pr);
+        json both = {{"success", json::array({{{"request_range", pred}},
+                                              {{"request_range", first_of(pfx)}}})}};
+        auto pr = gw_.call("kv/txn", both, deadline);
+        const auto& kvs = kvs_of(pr["responses"][0]["response_range"]);
         if (kvs.empty() || num(kvs[0], "create_revision") != h.revision)
           throw lock_lost("etcd: the waiting key for '" + req.name + "' was deleted");
         if (kvs.size() == 1) return taken{h, sent, true};
-        wait_deleted(unb64(kvs[1].value("key", "")), num(pr["header"], "revision") + 1,
-                     std::min(deadline, next_keepalive));
+        const auto pred_key = unb64(kvs[1].value("key", ""));
+        const auto& head = kvs_of(pr["responses"][1]["response_range"]);
+        const bool pred_is_head = !head.empty() && unb64(head[0].value("key", "")) == pred_key;
+        std::unique_lock lk(gone.m);
+        gone.cv.wait_until(lk, std::min(deadline, next_keepalive),
+                           [&] { return gone.keys.count(pred_key) > 0 || watch->ended(); });
+        // Deletions arrive in revision order: when the head's deletion is seen and ours is not,
+        // no key precedes ours any more (later keys have later create revisions).
+        if (pred_is_head && gone.keys.count(pred_key) > 0 && gone.keys.count(key) == 0)
+          return taken{h, sent, true};
+        if (watch->ended()) {
+          lk.unlock();
+          watch = open_deletions(pfx, gone, deadline);  // its member went away
+        }
         failures = 0;
       } catch (const connection_error&) {
         // A member stopped or the leader changed: try again within the deadline; the key keeps
@@ -211,31 +230,26 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
   return std::nullopt;
 }
 
-bool queue::wait_deleted(const std::string& key, std::int64_t from, steady_time until) {
-  std::mutex m;
-  std::condition_variable cv;
-  bool gone = false;
-  json req = {
-      {"create_request",
-       {{"key", b64(key)}, {"start_revision", str(from)}, {"filters", json::array({"NOPUT"})}}}};
-  auto s = gw_.open_stream(
+std::unique_ptr<stream> queue::open_deletions(const std::string& pfx, deletions& into,
+                                              steady_time deadline) {
+  json req = {{"create_request",
+               {{"key", b64(pfx)},
+                {"range_end", b64(prefix_end(pfx))},
+                {"filters", json::array({"NOPUT"})}}}};
+  return gw_.open_stream(
       "watch", req,
-      [&](const json& msg) {
+      [&into](const json& msg) {
         auto it = msg.find("events");
         if (it == msg.end() || it->empty()) return;
         {
-          std::lock_guard g(m);
-          gone = true;
+          std::lock_guard g(into.m);
+          for (const auto& ev : *it)
+            if (auto kv = ev.find("kv"); kv != ev.end())
+              into.keys.insert(unb64(kv->value("key", "")));
         }
-        cv.notify_all();
+        into.cv.notify_all();
       },
-      std::max(until, clock::now() + gw_.timeout()));
-  std::unique_lock lk(m);
-  cv.wait_until(lk, until, [&] { return gone || s->ended(); });
-  bool result = gone;
-  lk.unlock();
-  s->stop();
-  return result;
+      deadline, true);
 }
 
 bool queue::keep_alive(const hold& h, steady_time deadline) {

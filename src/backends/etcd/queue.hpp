@@ -5,9 +5,12 @@
 // deleted keys.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,7 +73,17 @@ class queue {
  private:
   static std::int64_t ttl_for(milliseconds lease);
   void revoke_quietly(std::int64_t lease, steady_time deadline);
-  bool wait_deleted(const std::string& key, std::int64_t from, steady_time until);
+  // Keys deleted from a queue since a watch started, as that watch reports them.
+  struct deletions {
+    std::mutex m;
+    std::condition_variable cv;
+    std::set<std::string> keys;
+  };
+  // A watch over the queue `pfx` from the current revision, confirmed by etcd before it returns
+  // (connection_error when no member confirms by `deadline`); adds each deleted key to `into`,
+  // which must outlive it.
+  std::unique_ptr<stream> open_deletions(const std::string& pfx, deletions& into,
+                                         steady_time deadline);
 
   gateway& gw_;
   std::string prefix_;  // "<prefix>"

@@ -7,11 +7,11 @@
 #include <map>
 
 #include "redis_connection.hpp"
+#include "redis_list.hpp"
 #include "redis_names.hpp"
 #include "redis_wait.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/redis/redis.hpp"
-#include "sqlock/url.hpp"  // format_utc_ms
 
 namespace sqlock {
 namespace redis {
@@ -22,14 +22,23 @@ using namespace detail;
 using clock = std::chrono::steady_clock;
 
 const lua::script& script(std::string_view name) {
-  for (const auto& s : lua::all())
-    if (s.name == name) return s;
-  throw error("sqlock redis: embedded script " + std::string(name) + " is missing");
+  return lua::get(name);
 }
 
-// "" for a time the server did not give (<= 0).
-std::string iso8601(long long ms) {
-  return ms <= 0 ? std::string() : format_utc_ms(ms);
+// How long a busy exclusive request keeps new shared holders out after its last attempt: longer
+// than the pause between the attempts of a waiting acquire() (notify_recheck, 1 s by default),
+// short enough that a writer which died while waiting holds up readers only briefly.
+constexpr milliseconds writer_mark{3000};
+
+// An error reply of the acquire script about the kind or number of permits of a name.
+std::optional<std::string> mismatch(const reply_ptr& r) {
+  reply_view v{r.get()};
+  if (!r || !v.is_error()) return std::nullopt;
+  std::string text(v.error_text());
+  const std::string tag = "SQLOCK_MISMATCH ";
+  auto at = text.find(tag);
+  if (at == std::string::npos) return std::nullopt;
+  return text.substr(at + tag.size());
 }
 
 // The outcome of one command on one server of a round.
@@ -81,8 +90,15 @@ class store final : public backend {
     const auto keys = keys_of(req.name);
     const auto t0 = clock::now();
     auto res = round(script("acquire"), keys,
-                     {req.owner, std::to_string(req.lease.count()), req.holder}, deadline);
+                     {req.owner, std::to_string(req.lease.count()), req.holder, to_string(req.kind),
+                      std::to_string(req.permits), std::to_string(rw ? writer_mark.count() : 0)},
+                     deadline);
     const auto elapsed = clock::now() - t0;
+    for (const auto& r : res)
+      if (auto why = mismatch(r.reply))
+        throw config_error("Redis lock '" + req.name + "' is " + *why + ": every user of a name " +
+                           "must ask for the same kind and number of permits");
+    bool marked = false;
     std::size_t granted = 0;
     std::uint64_t fence = 0;
     std::vector<long long> ttls;  // of the servers where someone else holds it
@@ -92,16 +108,25 @@ class store final : public backend {
       if (v.at(0).integer("acquire") == 1) {
         ++granted;
         fence = std::max<std::uint64_t>(fence, static_cast<std::uint64_t>(second));
-      } else if (second >= 0) {
-        ttls.push_back(second);
+      } else {
+        if (second >= 0) ttls.push_back(second);
+        if (v.size("acquire") > 2 && v.at(2).integer("acquire") == 1) marked = true;
       }
     });
+    // A writer that marked itself waiting drops the mark when its acquire() call ends.
+    if (rw && marked && !rw->on_end) {
+      rw->on_end = [this, name = req.name, owner = req.owner] {
+        round(script("unmark"), {meta_key(prefix_, name)}, {owner, channel_of(name)},
+              clock::now() + milliseconds(250));
+      };
+    }
     // The other hold runs out (on enough servers) after this: no need to sleep past it.
     // (Smallest of the servers' remaining times: an early re-check is harmless.)
     if (rw && !ttls.empty()) {
       rw->expires_in = *std::min_element(ttls.begin(), ttls.end());
       rw->seen = t0;
     }
+    if (rw && granted > 0) rw->on_end = nullptr;  // the acquire script dropped our mark
     if (!redlock_) {
       if (answered == 0) std::rethrow_exception(first_failure);
       if (granted == 0) return std::nullopt;
@@ -130,8 +155,11 @@ class store final : public backend {
     check_lock_name(l.name);
     if (duration.count() <= 0) throw config_error("lease must be > 0");
     const auto t0 = clock::now();
-    auto res = round(script("renew"), {owner_key(prefix_, l.name), info_key(prefix_, l.name)},
-                     {l.owner, std::to_string(duration.count())}, deadline);
+    auto res =
+        round(script("renew"),
+              {owner_key(prefix_, l.name), info_key(prefix_, l.name), holders_key(prefix_, l.name),
+               hinfo_key(prefix_, l.name), meta_key(prefix_, l.name)},
+              {l.owner, std::to_string(duration.count())}, deadline);
     const auto elapsed = clock::now() - t0;
     std::size_t ok = 0, gone = 0;
     const auto [answered, first_failure] = tally(res, "renew", [&](reply_view v) {
@@ -170,7 +198,8 @@ class store final : public backend {
     std::exception_ptr first_failure;
     for (auto& n : nodes_) {
       try {
-        auto rows = list_node(*n, prefix, admin_deadline());
+        auto rows =
+            list_node(*n, prefix_, prefix, redlock_ ? "redlock" : "redis", admin_deadline());
         ++reached;
         for (auto& row : rows) {
           auto& [merged, count] = seen[row.name][row.owner];
@@ -200,7 +229,9 @@ class store final : public backend {
 
   bool force_release(std::string_view name) override {
     check_lock_name(name);
-    auto res = round(script("force_release"), {owner_key(prefix_, name), info_key(prefix_, name)},
+    auto res = round(script("force_release"),
+                     {owner_key(prefix_, name), info_key(prefix_, name), holders_key(prefix_, name),
+                      hinfo_key(prefix_, name)},
                      {channel_of(name)}, admin_deadline());
     const auto [answered, released, first_failure] = tally_ones(res, "force_release");
     if (answered == 0) std::rethrow_exception(first_failure);
@@ -226,6 +257,11 @@ class store final : public backend {
     c.force_release = true;
     c.sweep = false;  // keys expire by themselves
     c.cross_process = true;
+    // Redlock: a permit granted by a majority of servers that each admit N holders can be
+    // granted to up to 5N/3 holders at once, so semaphores are refused there; shared locks
+    // wait for a Redlock design of their own (the writer mark needs a majority too).
+    c.shared = !redlock_;
+    c.permits = !redlock_;
     return c;
   }
 
@@ -247,7 +283,8 @@ class store final : public backend {
   steady_time admin_deadline() const { return clock::now() + s_.timeout; }
 
   std::vector<std::string> keys_of(std::string_view name) const {
-    return {owner_key(prefix_, name), fence_key(prefix_, name), info_key(prefix_, name)};
+    return {owner_key(prefix_, name),   fence_key(prefix_, name), info_key(prefix_, name),
+            holders_key(prefix_, name), hinfo_key(prefix_, name), meta_key(prefix_, name)};
   }
   std::string channel_of(std::string_view name) const { return release_channel(prefix_, name); }
 
@@ -384,66 +421,6 @@ class store final : public backend {
   }
   std::vector<node_result> round_raw(const std::vector<std::string>& argv, steady_time deadline) {
     return round_argv(argv, nullptr, deadline);
-  }
-
-  // SCAN over `<prefix>:{<escaped name prefix>*}:owner` on one server, then one pipelined
-  // inspect script per key of the batch (owner, PTTL and the server's TIME in one step).
-  std::vector<lock_status> list_node(node& nd, std::string_view name_prefix, steady_time deadline) {
-    const auto& inspect = script("inspect");
-    const std::string head = prefix_ + ":{";
-    const std::string tail = "}:owner";
-    const std::string pattern = head + encode_name(name_prefix) + "*" + tail;
-    std::vector<lock_status> out;
-    auto conn = nd.take(deadline);
-    std::string cursor = "0";
-    do {
-      auto r = conn->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-      reply_view v{r.get()};
-      if (v.is_error()) throw_reply_error(*r, "Redis SCAN");
-      cursor = v.at(0).str();
-      auto keys = v.at(1);
-      std::vector<std::string> names;
-      for (std::size_t i = 0; i < keys.size("SCAN"); ++i) {
-        std::string k = keys.at(i).str();
-        if (k.size() < head.size() + tail.size() || k.compare(0, head.size(), head) != 0 ||
-            k.compare(k.size() - tail.size(), tail.size(), tail) != 0)
-          continue;
-        std::string enc = k.substr(head.size(), k.size() - head.size() - tail.size());
-        if (enc.find('}') != std::string::npos) continue;  // not one of ours
-        std::string name;
-        try {
-          name = decode_name(enc);
-        } catch (const config_error&) {
-          continue;
-        }
-        names.push_back(std::move(name));
-        conn->append(script_argv(inspect, false, keys_of(names.back()), {}));
-      }
-      if (names.empty()) continue;
-      conn->flush();
-      std::vector<reply_ptr> replies;
-      for (std::size_t i = 0; i < names.size(); ++i) replies.push_back(conn->read());
-      for (std::size_t i = 0; i < names.size(); ++i) {
-        if (is_noscript(replies[i].get())) replies[i] = conn->eval(inspect, keys_of(names[i]), {});
-        reply_view row{replies[i].get()};
-        if (row.is_error()) throw_reply_error(*replies[i], "Redis inspect");
-        std::string owner = row.at(0).str();
-        if (owner.empty()) continue;  // released meanwhile
-        long long pttl = row.at(1).integer("inspect");
-        long long now = row.at(5).integer("inspect");
-        lock_status st;
-        st.name = names[i];
-        st.owner = owner;
-        st.fence = static_cast<std::uint64_t>(row.at(2).integer("inspect"));
-        st.holder = row.at(3).str();
-        st.acquired_at = iso8601(row.at(4).integer("inspect"));
-        st.expires_at = pttl >= 0 ? iso8601(now + pttl) : std::string();
-        st.mode = redlock_ ? "redlock" : "redis";
-        out.push_back(std::move(st));
-      }
-    } while (cursor != "0");
-    nd.give(std::move(conn));
-    return out;
   }
 
   bool redlock_;

@@ -17,4 +17,7 @@ struct script {
 /// Every embedded script (generated).
 const std::vector<script>& all();
 
+/// The embedded script `name` (sqlock::error when there is none: a build fault).
+const script& get(std::string_view name);
+
 }  // namespace sqlock::redis::lua

@@ -4,6 +4,7 @@
 // outside the key prefix).
 #include <string>
 
+#include "redis_lua.hpp"
 #include "redis_names.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/redis/redis.hpp"
@@ -55,6 +56,17 @@ std::string release_channel(std::string_view prefix, std::string_view name) {
 }
 
 namespace detail {
+
+std::string holders_key(std::string_view prefix, std::string_view name) {
+  return key_of(prefix, name, "holders");
+}
+std::string hinfo_key(std::string_view prefix, std::string_view name) {
+  return key_of(prefix, name, "hinfo");
+}
+std::string meta_key(std::string_view prefix, std::string_view name) {
+  return key_of(prefix, name, "meta");
+}
+
 namespace {
 
 // Longest lock name accepted (bytes; its escaped key may be up to three times longer).
@@ -97,4 +109,11 @@ void check_lock_name(std::string_view name) {
 }
 
 }  // namespace detail
+
+const lua::script& lua::get(std::string_view name) {
+  for (const auto& s : all())
+    if (s.name == name) return s;
+  throw error("sqlock redis: embedded script " + std::string(name) + " is missing");
+}
+
 }  // namespace sqlock::redis

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -21,9 +22,20 @@ class redis_wait final : public wait_state {
  public:
   /// Keeps `w`, the interest registered before the first attempt.
   explicit redis_wait(std::unique_ptr<interest> w) : watching_(std::move(w)) {}
-  bool split = false;         ///< Redlock: some servers granted, no majority
-  long long expires_in = -1;  ///< ms until the other hold expires (-1 = unknown)
-  steady_time seen{};         ///< when the attempt that saw expires_in was sent
+  /// Runs on_end (errors ignored: what it undoes also expires by itself).
+  ~redis_wait() override {
+    if (!on_end) return;
+    try {
+      on_end();
+    } catch (...) {
+    }
+  }
+  redis_wait(const redis_wait&) = delete;
+  redis_wait& operator=(const redis_wait&) = delete;
+  bool split = false;            ///< Redlock: some servers granted, no majority
+  long long expires_in = -1;     ///< ms until the other hold expires (-1 = unknown)
+  steady_time seen{};            ///< when the attempt that saw expires_in was sent
+  std::function<void()> on_end;  ///< run when the acquire() call ends (drops a writer mark)
 
   /// Until a release message, the other hold's expiry, a split vote's random delay or `until`.
 

@@ -175,9 +175,13 @@ class SQLOCK_API backend {
   /// Deletes expired holds; returns how many. Default: 0 (nothing to sweep).
   virtual std::size_t sweep();
 
-  /// Called once by connect() before the first lock: checks that the server answers and the
-  /// schema is current (config_error naming `sqlock migrate` otherwise). Default: nothing.
-  virtual void verify() {}
+  /// Called once by connect() before the first lock, returning by `deadline` (connection_error
+  /// when the store has not answered by then; steady_time::max() = bounded by the I/O timeout
+  /// only): checks that the server answers and the schema is current (config_error naming
+  /// `sqlock migrate` otherwise). Default: nothing.
+  virtual void verify(steady_time deadline) { (void)deadline; }
+  /// verify() bounded by the I/O timeout only.
+  void verify() { verify(steady_time::max()); }
 
   /// Applies the store's schema migrations and routines; returns the schema version after.
   /// Default (stores without a schema, caps().schema false) throws unsupported.

@@ -155,6 +155,11 @@ class SQLOCK_API mutex {
 /// into the program, or the backend module of the URL's scheme, loaded on first use.
 SQLOCK_API client connect(const std::string& url, client_options opts = {});
 
+/// connect(), returning by `deadline` whatever the store does: connection_error when it has
+/// not answered by then (a caller's own deadline, such as `sqlock run --wait`, covers the
+/// connection too).
+SQLOCK_API client connect(const std::string& url, client_options opts, steady_time deadline);
+
 /// Registers every backend linked into this program (make_backend() does it on first use).
 SQLOCK_API void register_builtin_backends();
 

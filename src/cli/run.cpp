@@ -24,6 +24,8 @@ namespace {
 
 // A shorter lease is lost before the first renewal can reach the store.
 constexpr milliseconds min_lease{500};
+// The time a first connection always gets under --wait, even --wait 0 (-n).
+constexpr milliseconds connect_floor{1000};
 
 // 0: waiting for the lock; > 0: CMD's pid (= its process group); -1: CMD reaped;
 // holding: `sqlock hold` has the lock and waits for a signal.
@@ -156,6 +158,7 @@ struct acquired {
 };
 std::optional<acquired> acquire_for(const run_args& a, sigset_t& old,
                                     std::function<void(const std::string&)> on_lost) {
+  const auto start = std::chrono::steady_clock::now();
   std::optional<milliseconds> wait;
   if (!a.wait.empty()) wait = parse_duration(a.wait);
   auto lease = parse_duration(a.lease);
@@ -176,10 +179,13 @@ std::optional<acquired> acquire_for(const run_args& a, sigset_t& old,
       std::string line = "sqlock: " + std::string(message) + "\n";
       (void)!::write(2, line.data(), line.size());  // one write: lines never interleave
     });
-  auto c = connect(with_mode(resolve_url(a.url), a.mode), std::move(opts));
+  // --wait covers connecting too: a store that does not answer costs the caller no more than
+  // --wait (at least connect_floor: a healthy store's first connection, even with -n).
+  const auto connect_by = wait ? start + std::max(*wait, connect_floor) : steady_time::max();
+  auto c = connect(with_mode(resolve_url(a.url), a.mode), std::move(opts), connect_by);
   auto l = c.make_lock(a.name, {.lease = lease});
   l.on_lost(std::move(on_lost));
-  bool got = wait ? l.try_lock_for(*wait) : (l.lock(), true);
+  bool got = wait ? l.try_lock_until_steady(start + *wait) : (l.lock(), true);
   if (!got) {
     std::cerr << "sqlock: lock '" << a.name << "' not obtained within " << a.wait << "\n";
     return std::nullopt;

@@ -5,8 +5,12 @@
 namespace sqlock {
 
 client connect(const std::string& url, client_options opts) {
+  return connect(url, std::move(opts), steady_time::max());
+}
+
+client connect(const std::string& url, client_options opts, steady_time deadline) {
   auto b = make_backend(url);
-  b->verify();
+  b->verify(deadline);
   return client(std::move(b), std::move(opts));
 }
 

@@ -145,9 +145,9 @@ std::uint64_t decode_u64(const std::optional<std::string>& v, const char* what) 
   return x;
 }
 
-int schema_version(connection& c, const dialect& d) {
-  if (c.query(d.version_table_query).empty()) return 0;
-  auto r = c.query(d.version_query);
+int schema_version(connection& c, const dialect& d, steady_time deadline) {
+  if (c.query(d.version_table_query, deadline).empty()) return 0;
+  auto r = c.query(d.version_query, deadline);
   if (r.empty() || r[0].empty() || !r[0][0]) return 0;
   return static_cast<int>(decode_u64(r[0][0], "schema version"));
 }
@@ -372,10 +372,16 @@ std::string engine_backend::describe() const {
   return redact_url(url_text_) + " (" + dialect_.mode + ")";
 }
 
-void engine_backend::check_schema() {
+void engine_backend::check_schema(steady_time deadline) {
   int have = 0;
+  const auto left = deadline - std::chrono::steady_clock::now();
+  const auto budget =
+      left < milliseconds(10000) ? std::chrono::ceil<milliseconds>(left) : milliseconds(10000);
   retry_transient(
-      [&] { with_connection([&](connection& c) { have = schema_version(c, dialect_); }); });
+      [&] {
+        with_connection([&](connection& c) { have = schema_version(c, dialect_, deadline); });
+      },
+      std::max(budget, milliseconds(0)));
   int need = latest_version(bundle_);
   if (have < need) {
     std::string shown = describe();
@@ -388,11 +394,11 @@ void engine_backend::check_schema() {
   }
 }
 
-void engine_backend::verify() {
+void engine_backend::verify(steady_time deadline) {
   if (auto_migrate_)
     migrate();
   else
-    check_schema();
+    check_schema(deadline);
 }
 
 int engine_backend::migrate() {

@@ -105,6 +105,18 @@ TEST_P(faults, a_server_that_is_down_is_a_connection_error) {
   EXPECT_THROW(sqlock::connect(with_port(closed_port)), connection_error);
 }
 
+// connect() with a deadline returns by it when the server takes the connection and then says
+// nothing (a frozen server): the caller's deadline, not the store's 5 s I/O timeout, bounds it.
+TEST_P(faults, connect_returns_by_the_callers_deadline_when_the_server_says_nothing) {
+  proxy_->blackhole(true);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(sqlock::connect(via_, {}, start + 1s), connection_error);
+  const auto took = std::chrono::steady_clock::now() - start;
+  // Bound with slack for a loaded machine; the I/O timeout it replaces is 5 s.
+  EXPECT_LT(took, 3500ms) << "connect() outlived its deadline";
+  proxy_->blackhole(false);
+}
+
 INSTANTIATE_TEST_SUITE_P(servers, faults,
                          ::testing::Values(server{"postgres", "SQLOCK_TEST_POSTGRES_URL"},
                                            server{"mysql", "SQLOCK_TEST_MYSQL_URL"},

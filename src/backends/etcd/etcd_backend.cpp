@@ -111,7 +111,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   std::string kind() const override { return "etcd"; }
   std::string mode() const override { return "lease"; }
 
-  void verify() override { q_.ping(clock::now() + o_.timeout); }
+  void verify(steady_time deadline) override { q_.ping(exchange_bound(deadline, o_.timeout)); }
 
  private:
   lease_info held(const lock_request& req, const detail::taken& t) {

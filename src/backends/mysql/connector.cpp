@@ -194,14 +194,22 @@ class connector_connection final : public connection {
     }
   }
 
-  sql::rows query(std::string_view text) override {
+  sql::rows query(std::string_view text, steady_time deadline) override {
     ensure_thread();
-    ensure_open(std::chrono::steady_clock::now() + opts_.timeout);
+    const auto bound = exchange_bound(deadline, opts_.timeout);
+    ensure_open(bound);
+    watched_call watch(fd_, bound);
     try {
       std::unique_ptr<::sql::Statement> st(conn_->createStatement());
       bool has_rs = st->execute(::sql::SQLString(text.data(), text.size()));
-      return drain(*st, has_rs);
+      auto out = drain(*st, has_rs);
+      if (watch.finish()) close();  // answered just as the socket was shut down: it is dead
+      return out;
     } catch (...) {
+      if (watch.finish()) {
+        close();
+        throw connection_error("MySQL query timed out: no answer by its deadline");
+      }
       rethrow("MySQL query failed");
     }
   }

@@ -95,11 +95,11 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
   }
 }
 
-void advisory_backend::verify() {
-  pg_backend::verify();
+void advisory_backend::verify(steady_time deadline) {
+  pg_backend::verify(deadline);
   // A first try_lock() has only wait_policy::min_attempt when it must also connect and
   // authenticate; connecting here, within the I/O timeout, spares it that.
-  sessions_.open_next(std::chrono::steady_clock::now() + io_timeout());
+  sessions_.open_next(exchange_bound(deadline, io_timeout()));
 }
 
 capabilities advisory_backend::caps() const noexcept {

@@ -23,7 +23,7 @@ class advisory_backend final : public pg_backend {
   bool release(const lease_info& lease, steady_time deadline) override;
   capabilities caps() const noexcept override;
   /// connect()'s check, then the first lock session is opened (bounded by the I/O timeout).
-  void verify() override;
+  void verify(steady_time deadline) override;
 
  private:
   session_pool sessions_;  // destroyed first: its watcher calls report_lost()

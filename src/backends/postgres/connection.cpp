@@ -106,8 +106,8 @@ void pg_connection::execute_script(std::string_view script) {
   l.run_simple(unlock, deadline, what);
 }
 
-sql::rows pg_connection::query(std::string_view text) {
-  auto deadline = std::chrono::steady_clock::now() + io_timeout_;
+sql::rows pg_connection::query(std::string_view text, steady_time deadline) {
+  deadline = exchange_bound(deadline, io_timeout_);
   return ready(deadline).run_simple(std::string(text), deadline, "PostgreSQL query failed");
 }
 

@@ -30,7 +30,7 @@ class pg_connection final : public session_connection {
   /// One file per call, sent as one simple query (PostgreSQL runs it as one implicit
   /// transaction); concurrent migrations of one database wait for each other.
   void execute_script(std::string_view script) override;
-  sql::rows query(std::string_view sql) override;
+  sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
   bool alive() override { return link_ && link_->alive(); }
 

@@ -238,8 +238,8 @@ class store final : public backend {
     return released > 0;
   }
 
-  void verify() override {
-    auto res = round_raw({"PING"}, admin_deadline());
+  void verify(steady_time deadline) override {
+    auto res = round_raw({"PING"}, exchange_bound(deadline, s_.timeout));
     const auto [ok, first_failure] = tally(res, "PING", [](reply_view) {});
     if (ok >= quorum_) return;
     if (!redlock_) std::rethrow_exception(first_failure);

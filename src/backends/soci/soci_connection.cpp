@@ -433,10 +433,10 @@ void soci_connection::execute_script(std::string_view script) {
              [&](session_source::lease& l) { flavor_.execute_script(*l.session, script); });
 }
 
-sql::rows soci_connection::query(std::string_view text) {
+sql::rows soci_connection::query(std::string_view text, steady_time deadline) {
   sql::rows out;
   on_session("query through SOCI " + flavor_.soci_name(),
-             std::chrono::steady_clock::now() + opts_.io_timeout, [&](session_source::lease& l) {
+             exchange_bound(deadline, opts_.io_timeout), [&](session_source::lease& l) {
                out = run_once(flavor_, *l.session, std::string(text), sql::params{});
              });
   return out;

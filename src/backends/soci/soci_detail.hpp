@@ -186,7 +186,7 @@ class soci_connection final : public sql::connection {
   soci_connection(const flavor& f, std::shared_ptr<session_source> src, const options& o);
   sql::rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override;
   void execute_script(std::string_view script) override;
-  sql::rows query(std::string_view text) override;
+  sql::rows query(std::string_view text, steady_time deadline) override;
 
  private:
   /// Runs `fn` on a session of the source, bounded by `deadline`.

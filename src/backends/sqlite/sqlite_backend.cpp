@@ -108,7 +108,7 @@ class sqlite_connection final : public sql::connection {
     }
   }
 
-  rows query(std::string_view text) override {
+  rows query(std::string_view text, steady_time) override {
     sqlite3_stmt* s = nullptr;
     int rc = sqlite3_prepare_v2(db_, text.data(), static_cast<int>(text.size()), &s, nullptr);
     if (rc != SQLITE_OK) fail(db_, rc, "SQLite prepare failed");

@@ -96,8 +96,11 @@ class connection {
   virtual rows run(const operation& op, const params& p, steady_time deadline) = 0;
   /// Runs a script of several statements (a migration or routine file) as the DBA would.
   virtual void execute_script(std::string_view script) = 0;
-  /// Plain query without parameters (schema checks); rows as text.
-  virtual rows query(std::string_view sql) = 0;
+  /// Plain query without parameters (schema checks); rows as text. Returns by `deadline` or
+  /// the driver's I/O timeout, whichever comes first (else connection_error).
+  virtual rows query(std::string_view sql, steady_time deadline) = 0;
+  /// query() bounded by the driver's I/O timeout only.
+  rows query(std::string_view sql) { return query(sql, steady_time::max()); }
 };
 
 /// An embedded SQL file.
@@ -146,8 +149,8 @@ using connector = std::function<std::unique_ptr<connection>()>;
 int migrate(connection& c, const bundle& b, const dialect& d);
 /// The whole install script (migrations + routines) as `sqlock migrate --print` shows it.
 std::string migration_script(const bundle& b, const dialect& d);
-/// The database's schema version (0 when the version table is missing).
-int schema_version(connection& c, const dialect& d);
+/// The database's schema version (0 when the version table is missing), by `deadline`.
+int schema_version(connection& c, const dialect& d, steady_time deadline = steady_time::max());
 /// The newest migration version of a bundle.
 int latest_version(const bundle& b);
 
@@ -173,10 +176,11 @@ class engine_backend : public backend {
 
   /// True when `fence` is the token of the current hold of `name` (fenced writes).
   bool fence_check(std::string_view name, std::uint64_t fence);
-  /// Fails with config_error naming the migrate command unless the schema is current.
-  void check_schema();
+  /// Fails with config_error naming the migrate command unless the schema is current; returns
+  /// by `deadline` (connection_error otherwise).
+  void check_schema(steady_time deadline = steady_time::max());
   /// connect()'s check: migrate() when auto-migration was opted into, else check_schema().
-  void verify() override;
+  void verify(steady_time deadline) override;
   /// Opt in to migrating at connect (URL flag `migrate=auto`); off by default for servers.
   void set_auto_migrate(bool on) { auto_migrate_ = on; }
   /// Applies migrations; returns the version afterwards.

@@ -72,6 +72,19 @@ struct lock_status {
   std::uint32_t permits = 0;              ///< kind permit: the name's number of permits
 };
 
+/// One entry of a store's audit trail (events()).
+struct lock_event {
+  std::string at;           ///< server time, ISO-8601 UTC
+  std::string event;        ///< acquire, release, force_release, sweep, ...
+  std::string name;         ///< lock name ("" for events of no one name)
+  std::string owner;        ///< owner token of the hold concerned ("" when none)
+  std::uint64_t fence = 0;  ///< fence of the hold concerned (0 when none)
+  std::string mode;         ///< backend mode of the hold
+  std::string holder;       ///< holder description of the hold
+  std::string actor;        ///< the database user that caused it
+  std::string detail;       ///< free text ("" when none)
+};
+
 /// What a backend can do; the core and the conformance suite read these.
 struct capabilities {
   bool fencing = true;         ///< fence tokens strictly rise across holders of a name
@@ -84,6 +97,7 @@ struct capabilities {
   bool sweep = false;          ///< sweep() deletes expired rows
   bool cross_process = true;   ///< two processes exclude each other (false for memory:)
   bool schema = false;         ///< the store has a schema: migrate() and migration_script() work
+  bool events = false;         ///< events() reads an audit trail the store keeps
   bool shared = false;         ///< lock_kind::shared works (else try_acquire throws unsupported)
   bool permits = false;        ///< lock_kind::permit works (else try_acquire throws unsupported)
   bool linger = true;          ///< renew() may shorten a lease, and a hold left unreleased
@@ -168,6 +182,10 @@ class SQLOCK_API backend {
 
   /// Locks whose name starts with `prefix`. Default throws unsupported.
   virtual std::vector<lock_status> list(std::string_view prefix);
+
+  /// The newest `limit` events of the store's audit trail of names starting with `prefix`,
+  /// newest first. Default throws unsupported (caps().events false).
+  virtual std::vector<lock_event> events(std::string_view prefix, std::size_t limit);
 
   /// Administrative release regardless of owner. Default throws unsupported.
   virtual bool force_release(std::string_view name);

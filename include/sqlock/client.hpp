@@ -71,6 +71,8 @@ class SQLOCK_API client {
   std::vector<lock_status> list(std::string_view prefix = {}) const;
   /// Administrative release regardless of owner.
   bool force_release(std::string_view name) const;
+  /// The newest `limit` events of the store's audit trail (unsupported when it keeps none).
+  std::vector<lock_event> events(std::string_view prefix = {}, std::size_t limit = 100) const;
   /// Deletes expired holds now; returns how many.
   std::size_t sweep() const;
 

@@ -4,6 +4,7 @@
 //   GET  /metrics                Prometheus text: this process's counters and the store's view
 //   GET  /api/info               backend, mode, capabilities, what needs the token
 //   GET  /api/locks              held locks as JSON (?prefix=), with age_s and expires_in_s
+//   GET  /api/events             the store's audit trail, newest first (?prefix=&limit=)
 //   POST /api/release            body {"name": "..."}: forced release (needs the token)
 // Every request passes the request_guard (Host, Origin, token) first.
 #include <httplib.h>
@@ -68,6 +69,37 @@ void release_route(const client& c, const serve_args& a, serve_metrics& m, const
   }
 }
 
+// The newest events of the store's audit trail: 501 when it keeps none, 400 for a bad limit.
+void events_route(const client& c, const Request& req, Response& res) {
+  std::size_t limit = 100;
+  if (req.has_param("limit")) {
+    try {
+      limit = std::stoul(req.get_param_value("limit"));
+    } catch (const std::exception&) {
+      limit = 0;
+    }
+    if (limit < 1 || limit > 10000) return reply(res, 400, "limit must be 1..10000");
+  }
+  try {
+    auto json = nlohmann::json::array();
+    for (const auto& e : c.events(req.get_param_value("prefix"), limit))
+      json.push_back({{"at", e.at},
+                      {"event", e.event},
+                      {"name", e.name},
+                      {"owner", e.owner},
+                      {"fence", e.fence},
+                      {"mode", e.mode},
+                      {"holder", e.holder},
+                      {"actor", e.actor},
+                      {"detail", e.detail}});
+    reply_json(res, json);
+  } catch (const unsupported& e) {
+    reply(res, 501, e.what());
+  } catch (const std::exception& e) {
+    reply(res, 503, std::string("store unavailable: ") + e.what());
+  }
+}
+
 void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
                 const request_guard& guard, serve_metrics& m, milliseconds renewal) {
   for (const auto& f : page_assets()) {
@@ -107,7 +139,8 @@ void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
                        {"fair", caps.fair},
                        {"session_bound", caps.session_bound},
                        {"list", caps.list},
-                       {"force_release", caps.force_release}}}});
+                       {"force_release", caps.force_release},
+                       {"events", caps.events}}}});
   });
   srv.Get("/api/locks", [&](const Request& req, Response& res) {
     try {
@@ -117,6 +150,7 @@ void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
       reply(res, 503, std::string("store unavailable: ") + e.what());
     }
   });
+  srv.Get("/api/events", [&](const Request& req, Response& res) { events_route(c, req, res); });
   srv.Post("/api/release",
            [&](const Request& req, Response& res) { release_route(c, a, m, req, res); });
 }

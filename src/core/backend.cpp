@@ -135,6 +135,10 @@ std::vector<lock_status> backend::list(std::string_view) {
   throw unsupported(kind() + " backend cannot list locks");
 }
 
+std::vector<lock_event> backend::events(std::string_view, std::size_t) {
+  throw unsupported(kind() + " backend keeps no audit trail of lock events");
+}
+
 bool backend::force_release(std::string_view) {
   throw unsupported(kind() + " backend cannot force a release");
 }

@@ -47,6 +47,10 @@ bool client::force_release(std::string_view name) const {
   if (name.empty()) throw config_error("lock name must not be empty");
   return impl_->b().force_release(name);
 }
+
+std::vector<lock_event> client::events(std::string_view prefix, std::size_t limit) const {
+  return impl_->b().events(prefix, limit);
+}
 std::size_t client::sweep() const {
   return impl_->b().sweep();
 }

@@ -339,6 +339,31 @@ bool engine_backend::force_release(std::string_view name) {
   return says_true(run(dialect_.force_release, p, admin_deadline()));
 }
 
+std::vector<lock_event> engine_backend::events(std::string_view prefix, std::size_t limit) {
+  if (dialect_.events.statements.empty()) return backend::events(prefix, limit);
+  params p;
+  p.prefix = std::string(prefix);
+  p.limit = static_cast<std::int64_t>(limit);
+  p.mode = dialect_.mode;
+  std::vector<lock_event> out;
+  for (auto& r : run(dialect_.events, p, admin_deadline())) {
+    if (r.size() < 9)
+      throw backend_error("events returned " + std::to_string(r.size()) + " columns");
+    lock_event e;
+    e.at = r[0].value_or("");
+    e.event = r[1].value_or("");
+    e.name = r[2].value_or("");
+    e.owner = r[3].value_or("");
+    e.fence = r[4] ? decode_u64(r[4], "fence") : 0;
+    e.mode = r[5].value_or("");
+    e.holder = r[6].value_or("");
+    e.actor = r[7].value_or("");
+    e.detail = r[8].value_or("");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::size_t engine_backend::sweep() {
   params p;
   p.limit = dialect_.sweep_batch;
@@ -365,6 +390,7 @@ capabilities engine_backend::caps() const noexcept {
   c.notify = dialect_.notify;
   c.sweep = true;
   c.schema = true;
+  c.events = !dialect_.events.statements.empty();
   return c;
 }
 

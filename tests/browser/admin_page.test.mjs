@@ -187,6 +187,20 @@ async function suite(t, label, storeUrl, { downViaRelay } = {}) {
     assert.deepEqual(dialogs, [], 'no native dialog fired');
   });
 
+  await t.test('the audit trail shows the forced release where the store keeps one', async () => {
+    if (label !== 'postgresql') {
+      assert.equal(await page.locator('#events').isHidden(), true, 'no trail without one');
+      return;
+    }
+    const row = page.locator('#event-rows tr', { hasText: tag }).first();
+    await row.waitFor({ timeout: DEADLINE_MS });
+    const text = await row.innerText();
+    assert.match(text, /force_release/);
+    assert.ok(text.includes(evil), 'the name is shown verbatim: ' + text);
+    assert.equal(await page.locator('#event-rows img').count(), 0, 'no <img> element in the trail');
+    await page.screenshot({ path: shot('events'), fullPage: true });
+  });
+
   await t.test('a request without the token is refused', async () => {
     const r = await request(base, { method: 'POST', path: '/api/release',
       headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: plain }) });

@@ -47,6 +47,7 @@ curl -s -D - -o /dev/null "$base/" | grep -qi "^content-security-policy: default
 check "page has a Content-Security-Policy" 0 $?
 check "/healthz while the store answers" 200 "$(code "$base/healthz")"
 check "/api/locks is readable without the token" 200 "$(code "$base/api/locks")"
+check "/api/events: SQLite keeps no audit trail" 501 "$(code "$base/api/events")"
 check "release without the token" 401 "$(code -X POST -d '{"name":"served"}' "$base/api/release")"
 check "release with a wrong token" 401 \
   "$(code -X POST -H "Authorization: Bearer ${token}x" -d '{"name":"served"}' "$base/api/release")"

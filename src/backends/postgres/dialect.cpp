@@ -113,6 +113,9 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
   d.force_release = op("force_release", "SELECT " + s + "force_release(:name)");
   d.sweep = op("sweep", "SELECT " + s + "sweep(:limit)");
   d.fence_check = op("fence_check", "SELECT " + s + "fence_check(:name, :fence)");
+  d.events =
+      op("events", "SELECT at, event, name, owner, fence, mode, holder, actor, detail FROM " + s +
+                       "recent_events(:prefix, :limit)");
   // The version function is part of V001 and callable by EXECUTE-only roles (the version table
   // itself is not readable by them).
   d.version_table_query =

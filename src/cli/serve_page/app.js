@@ -140,6 +140,7 @@ async function refresh() {
     $('locks').classList.remove('stale');
     $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
     render();
+    refreshEvents();
   } catch (e) {
     if (e.status === 401) {
       $('banner').hidden = false;
@@ -147,6 +148,33 @@ async function refresh() {
     } else {
       storeDown(e.message);
     }
+  }
+}
+
+// The audit trail, for stores that keep one; it follows the name filter.
+async function refreshEvents() {
+  if (!state.info || !state.info.capabilities || !state.info.capabilities.events) return;
+  try {
+    const events = await api('api/events?limit=50&prefix=' +
+      encodeURIComponent($('prefix').value));
+    const body = $('event-rows');
+    body.replaceChildren();
+    for (const e of events) {
+      const tr = document.createElement('tr');
+      cell(tr, e.at);
+      cell(tr, e.event);
+      cell(tr, e.name);
+      cell(tr, e.fence ? String(e.fence) : '', 'num');
+      cell(tr, e.mode);
+      cell(tr, e.holder);
+      cell(tr, e.actor);
+      cell(tr, e.detail);
+      body.appendChild(tr);
+    }
+    $('no-events').hidden = events.length > 0;
+    $('events').hidden = false;
+  } catch (e) {
+    // The lock table shows the store's state; the trail just keeps its last answer.
   }
 }
 

@@ -311,3 +311,33 @@ INSTANTIATE_TEST_SUITE_P(modes, postgres_notify,
 
 }  // namespace
 }  // namespace sqlock::test
+
+namespace sqlock::test {
+
+// The audit trail through the public API (what `sqlock serve` shows): a forced release is
+// recorded with its name, fence and actor; the prefix filters literally; the limit holds.
+TEST_F(postgres, the_audit_trail_is_read_through_events) {
+  auto app = sqlock::connect(app_);
+  ASSERT_TRUE(app.caps().events);
+  auto prefix = unique_name("events") + ":%_";  // LIKE characters are matched literally
+  auto l = app.make_lock(prefix + "a");
+  ASSERT_TRUE(l.try_lock());
+  const auto fence = l.fence();
+  EXPECT_TRUE(app.force_release(prefix + "a"));
+  auto other = app.make_lock(prefix.substr(0, prefix.size() - 2) + "xx");
+  ASSERT_TRUE(other.try_lock());
+  app.force_release(other.name());
+  auto events = app.events(prefix, 10);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].event, "force_release");
+  EXPECT_EQ(events[0].name, prefix + "a");
+  EXPECT_EQ(events[0].fence, fence);
+  EXPECT_FALSE(events[0].actor.empty());
+  EXPECT_FALSE(events[0].at.empty());
+  EXPECT_EQ(app.events(prefix.substr(0, prefix.size() - 2), 1).size(), 1u);  // the limit
+  EXPECT_EQ(app.events(prefix.substr(0, prefix.size() - 2), 10).size(), 2u);
+  l.unlock();
+  other.unlock();
+}
+
+}  // namespace sqlock::test

@@ -132,6 +132,8 @@ struct dialect {
   operation force_release;    ///< rows: [truthy] = something released
   operation sweep;            ///< rows: [count]
   operation fence_check;      ///< rows: [truthy] = :fence is the current holder's token
+  operation events;           ///< rows: at, event, name, owner, fence, mode, holder, actor, detail
+                              ///< (:prefix, :limit), newest first; no statements = no audit trail
   std::string version_query;  ///< one row, one column: current schema version; no row/NULL = 0
   std::string version_table_query;  ///< one row when the version table exists, none otherwise
   std::vector<std::string> install_routines;  ///< routine files migrate() installs, in order
@@ -168,6 +170,7 @@ class engine_backend : public backend {
   bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
   bool force_release(std::string_view name) override;
+  std::vector<lock_event> events(std::string_view prefix, std::size_t limit) override;
   std::size_t sweep() override;
   capabilities caps() const noexcept override;
   std::string describe() const override;

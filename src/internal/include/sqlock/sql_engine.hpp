@@ -156,7 +156,7 @@ int schema_version(connection& c, const dialect& d, steady_time deadline = stead
 /// The newest migration version of a bundle.
 int latest_version(const bundle& b);
 
-/// Backend built from a dialect and a driver. Subclasses add notification (wait_for_change),
+/// Backend built from a dialect and a driver. Subclasses add notification (open_wait()),
 /// session-bound modes and anything else the database has beyond the engine.
 class engine_backend : public backend {
  public:

@@ -80,8 +80,9 @@ struct session_pool::session {
 // What the watcher thread shares with the pool: it outlives the pool when the pool is
 // destroyed from the watcher thread itself (a loss listener dropping the last reference).
 struct session_pool::shared {
-  std::mutex m;  // guards sessions, next, lost, stop
-  std::vector<std::shared_ptr<session>> sessions;
+  std::mutex m;                                    // guards sessions, next, lost, stop
+  std::vector<std::shared_ptr<session>> sessions;  // `turns` taken in turn, then the waiters
+  std::size_t turns = 1;
   std::size_t next = 0;
   std::vector<std::pair<std::string, std::string>> lost;  // (name, owner) not yet reported
   bool stop = false;
@@ -110,13 +111,32 @@ struct session_pool::shared {
     poke();
   }
   void watch();
-  // The session in slot `next` (a new one if empty or dead); then advances `next` by `step`.
-  std::shared_ptr<session> slot(std::size_t step) {
+  // The session in slot `i` (a new one if empty or dead).
+  std::shared_ptr<session> at(std::size_t i) {
     std::lock_guard g(m);
-    auto& s = sessions[next % sessions.size()];
-    next += step;
+    auto& s = sessions[i];
     if (!s || s->dead) s = std::make_shared<session>();
     return s;
+  }
+  // The session taken in turn at `next`; then advances `next` by `step`.
+  std::shared_ptr<session> slot(std::size_t step) {
+    std::size_t i;
+    {
+      std::lock_guard g(m);
+      i = next % turns;
+      next += step;
+    }
+    return at(i);
+  }
+  // Opens the connection of a session whose turn the caller has, by `deadline`.
+  void connect(session& s, steady_time deadline) {
+    if (s.conn) return;
+    try {
+      s.conn = open(deadline);
+    } catch (...) {
+      s.dead = true;  // never opened: nothing to report
+      throw;
+    }
   }
 };
 
@@ -172,10 +192,12 @@ void session_pool::shared::watch() {
   }
 }
 
-session_pool::session_pool(std::size_t size, session_opener open, session_loss lost)
+session_pool::session_pool(std::size_t size, std::size_t waiters, session_opener open,
+                           session_loss lost)
     : sh_(std::make_shared<shared>()) {
   if (size == 0) throw config_error("a session pool needs at least one session");
-  sh_->sessions.resize(size);
+  sh_->sessions.resize(size + waiters);
+  sh_->turns = size;
   sh_->open = std::move(open);
   sh_->on_lost = std::move(lost);
   if (::pipe2(sh_->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -239,23 +261,28 @@ session_pool::call session_pool::pick(steady_time deadline) {
       throw connection_error("every call on the lock session ran past the deadline");
     call c(s, sh_);
     if (s->dead) continue;  // killed while we waited: take the next one
-    if (!s->conn) {
-      try {
-        s->conn = sh_->open(deadline);
-      } catch (...) {
-        s->dead = true;  // never opened: nothing to report
-        throw;
-      }
-    }
+    sh_->connect(*s, deadline);
     return c;
   }
+}
+
+std::optional<session_pool::call> session_pool::idle_waiter(steady_time deadline) {
+  for (std::size_t i = sh_->turns; i < sh_->sessions.size(); ++i) {
+    auto s = sh_->at(i);
+    if (!s->t.try_take()) continue;
+    call c(s, sh_);
+    if (s->dead || !s->holds.empty()) continue;
+    sh_->connect(*s, deadline);
+    return c;
+  }
+  return std::nullopt;
 }
 
 void session_pool::open_next(steady_time deadline) {
   auto s = sh_->slot(0);
   if (!s->t.take_until(deadline)) return;  // in use: it is open or opening
   call c(s, sh_);
-  if (!s->dead && !s->conn) s->conn = sh_->open(deadline);
+  if (!s->dead) sh_->connect(*s, deadline);
 }
 
 std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<void>& token,

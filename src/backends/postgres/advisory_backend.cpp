@@ -138,7 +138,16 @@ void advisory_backend::register_waiter(advisory_wait& w, const lock_request& req
   sql::params p;
   p.name = req.name;
   p.lease_ms = span.count();
-  run(register_, p, deadline);
+  // On a lock session, not the engine's pool: waiting threads never open more connections.
+  auto c = sessions_.pick(deadline);
+  try {
+    c.conn().run(register_, p, exchange_bound(deadline, io_timeout()));
+  } catch (const config_error&) {
+    throw;
+  } catch (const error&) {
+    c.kill();  // the session's state is unknown (see try_acquire)
+    throw;
+  }
   w.registered_until(now + span);
 }
 

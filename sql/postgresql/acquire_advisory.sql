@@ -18,6 +18,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
   v_key     bigint;
+  v_epoch   bigint;
   v_new     bigint;
   v_fence   bigint;
   v_timeout text;
@@ -44,7 +45,14 @@ BEGIN
     PERFORM set_config('lock_timeout', v_timeout, true);
   END IF;
   -- The session holds the lock now (perhaps one level more, if it held it already).
-  v_new := sqlock.advisory_fence();
+  -- sqlock.advisory_fence(), its common case inline: the live epoch and the next counter.
+  SELECT e.epoch, nextval('sqlock.advisory_fence_seq') INTO v_epoch, v_new
+    FROM sqlock.fence_epoch_live e;
+  IF v_epoch IS NULL OR v_new >= 17592186044416 THEN
+    v_new := sqlock.advisory_fence();  -- a new epoch (or the error of a spent counter)
+  ELSE
+    v_new := (v_epoch << 44) | v_new;
+  END IF;
   UPDATE sqlock.advisory_holds h
      SET key = v_key, owner = p_owner, fence = v_new, backend_pid = pg_backend_pid(),
          acquired_at = clock_timestamp(), holder = coalesce(p_holder, ''),

@@ -7,12 +7,13 @@
 -- epoch's commit is durable (synchronous_commit on). See docs/backends/postgres.md for what a
 -- failover to an asynchronous replica does to them.
 --   SELECT sqlock.advisory_fence();
+-- (No SET search_path: every name in it is schema-qualified; acquire_advisory inlines its
+-- common case, the two SELECTs at the top.)
 CREATE OR REPLACE FUNCTION sqlock.advisory_fence() RETURNS bigint
   LANGUAGE plpgsql VOLATILE
-  SET search_path = sqlock, pg_temp
 AS $$
 DECLARE
-  v_n     bigint := nextval('sqlock.advisory_fence_seq');
+  v_n     bigint := pg_catalog.nextval('sqlock.advisory_fence_seq');
   v_epoch bigint;
 BEGIN
   SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch_live e;
@@ -25,12 +26,12 @@ BEGIN
       INSERT INTO sqlock.fence_epoch_live (epoch) VALUES (v_epoch);
     END IF;
   END IF;
-  IF v_n >= 17592186044416 THEN  -- 2^44 holds in one epoch
+  IF v_n OPERATOR(pg_catalog.>=) 17592186044416 THEN  -- 2^44 holds in one epoch
     RAISE EXCEPTION 'sqlock: advisory fence counter exhausted in epoch %', v_epoch
       USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE '
                    'sqlock.advisory_fence_seq RESTART, with no advisory lock being taken';
   END IF;
-  RETURN (v_epoch << 44) | v_n;
+  RETURN (v_epoch OPERATOR(pg_catalog.<<) 44) OPERATOR(pg_catalog.|) v_n;
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.advisory_fence() FROM PUBLIC;

@@ -10,15 +10,15 @@ CREATE OR REPLACE FUNCTION sqlock.release_advisory(p_name text, p_owner text) RE
   SET search_path = sqlock, pg_temp
 AS $$
 DECLARE
-  v_key    bigint;
+  v_done   boolean;
   v_fence  bigint;
   v_holder text;
 BEGIN
-  SELECT h.key, h.fence, h.holder INTO v_key, v_fence, v_holder
+  -- pg_advisory_unlock is false (with a WARNING) when this session did not hold the lock.
+  SELECT pg_advisory_unlock(h.key), h.fence, h.holder INTO v_done, v_fence, v_holder
     FROM sqlock.advisory_holds h
    WHERE h.name = p_name AND h.owner = p_owner AND h.backend_pid = pg_backend_pid();
-  -- pg_advisory_unlock is false (with a WARNING) when this session did not hold the lock.
-  IF NOT FOUND OR NOT pg_advisory_unlock(v_key) THEN
+  IF v_done IS NOT TRUE THEN
     RETURN false;
   END IF;
   -- Read after the unlock (a new snapshot): a waiter registers before its next attempt, so one

@@ -70,6 +70,8 @@ struct session_pool::session {
   turn t;                                    // one call (or the watcher's look) at a time
   std::unique_ptr<session_connection> conn;  // null until opened
   std::atomic<bool> dead{false};             // killed; the pool replaces it (read unlocked)
+  std::atomic<int> fd{-1};                   // the open connection's socket (read unlocked)
+  std::atomic<bool> unwatched{false};        // hung up while busy: its call's end looks
   struct hold {
     std::string owner;
     std::uint64_t fence = 0;
@@ -101,6 +103,7 @@ struct session_pool::shared {
   // Closes a session whose turn the caller has; its holds but `except` are to be reported.
   void kill(session& s, const std::string& except) {
     s.dead = true;
+    s.fd = -1;
     s.conn.reset();
     {
       std::lock_guard g(m);
@@ -137,6 +140,8 @@ struct session_pool::shared {
       s.dead = true;  // never opened: nothing to report
       throw;
     }
+    s.fd = s.conn->socket();
+    poke();  // one more socket to watch
   }
 };
 
@@ -170,14 +175,14 @@ void session_pool::shared::watch() {
       }
       on_lost(name, owner);
     }
-    // Poll the idle sessions; a busy one is checked by its call, which pokes us at its end.
+    // Poll every open session for a hang-up only (POLLRDHUP; POLLHUP and POLLERR come
+    // anyway): the answers of calls do not wake the watcher, so a call needs no poke. A session
+    // that hangs up while busy is left to its call, which looks at its end.
     std::vector<pollfd> fds{{pipe[0], POLLIN, 0}};
     std::vector<session*> polled;
     for (auto& s : all) {
-      if (!s) continue;  // not opened yet
-      watcher_turn t(s->t);
-      if (!t || s->dead || !s->conn || s->conn->socket() < 0) continue;
-      fds.push_back({s->conn->socket(), POLLIN | POLLRDHUP, 0});
+      if (!s || s->dead || s->unwatched || s->fd < 0) continue;
+      fds.push_back({s->fd, POLLRDHUP, 0});
       polled.push_back(s.get());
     }
     int rc = ::poll(fds.data(), fds.size(), -1);
@@ -186,8 +191,10 @@ void session_pool::shared::watch() {
       if (fds[i].revents == 0) continue;
       auto* s = polled[i - 1];
       watcher_turn t(s->t);
-      if (!t || s->dead || !s->conn || s->conn->socket() != fds[i].fd) continue;
-      if (!s->conn->alive()) kill(*s, {});
+      if (t && !s->dead && s->conn && s->conn->socket() == fds[i].fd && !s->conn->alive())
+        kill(*s, {});
+      else if (!s->dead)
+        s->unwatched = true;  // busy (or still alive): not polled again before its call ends
     }
   }
 }
@@ -226,8 +233,12 @@ session_pool::call::~call() {
   if (!s_) return;
   // The server may have closed the session while the call ran or just after: look now.
   if (s_->conn && readable_now(s_->conn->socket()) && !s_->conn->alive()) sh_->kill(*s_, {});
+  if (s_->conn && s_->conn->socket() != s_->fd) {
+    s_->fd = s_->conn->socket();  // the connection was closed (or reopened) by the call
+    s_->unwatched = true;
+  }
   s_->t.give();
-  sh_->poke();  // idle again: back in the watcher's poll set
+  if (s_->unwatched.exchange(false)) sh_->poke();  // back in the watcher's poll set
 }
 
 session_connection& session_pool::call::conn() {

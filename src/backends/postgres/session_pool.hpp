@@ -1,9 +1,10 @@
 // Holds that live on a dedicated session (PostgreSQL advisory locks; the shape of MySQL's
 // GET_LOCK too): a small pool of long-lived connections, each carrying the holds taken on it.
 // The pool opens a session when one is needed and kills it when its state is unknown; a
-// watcher thread polls the sockets of the idle sessions and, when one dies (the server closed
-// it, an administrator terminated it), kills it and reports every hold it carried as lost at
-// once. A session busy with a call is checked when the call returns. Besides the sessions that
+// watcher thread polls the sockets of the open sessions for a hang-up (so answers to calls do
+// not wake it) and, when an idle one dies (the server closed it, an administrator terminated
+// it), kills it and reports every hold it carried as lost at once. A session busy with a call
+// is checked when the call returns. Besides the sessions that
 // take turns (pick), a few waiter sessions serve callers that wait inside the server: only one
 // carrying no hold is handed out for a wait (idle_waiter), so a blocked wait never delays the
 // release of a hold; a hold it then gets stays on it like any other. Losses are reported from

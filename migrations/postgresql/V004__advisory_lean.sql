@@ -39,8 +39,8 @@ CREATE UNLOGGED TABLE IF NOT EXISTS sqlock.advisory_waits (
 -- holds the lock is stale, as before: every reader checks pg_locks), the next acquire of the
 -- name updates it in place.
 
--- The three-argument acquire of version 3 becomes the four-argument one with a default.
-DROP FUNCTION IF EXISTS sqlock.acquire_advisory(text, text, text);
+-- (sql/postgresql/acquire_advisory.sql replaces the three-argument acquire_advisory of version 3
+-- by a four-argument one whose fourth argument has a default, so version-3 callers keep working.)
 
 INSERT INTO sqlock.schema_version (version, description)
 VALUES (4, 'advisory: fences from an UNLOGGED sequence and a durable epoch, wait registrations')

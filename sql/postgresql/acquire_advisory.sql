@@ -9,6 +9,9 @@
 -- (connection poolers in transaction mode break this; see the docs).
 --   SELECT * FROM sqlock.acquire_advisory('orders:42', 'owner-token', 'host:pid:app');
 --   SELECT * FROM sqlock.acquire_advisory('orders:42', 'owner-token', 'host:pid:app', 5000);
+-- Version 3's three-argument function (which an older `sqlock migrate` may have put back) would
+-- make three-argument calls ambiguous: this one serves them through its default.
+DROP FUNCTION IF EXISTS sqlock.acquire_advisory(text, text, text);
 CREATE OR REPLACE FUNCTION sqlock.acquire_advisory(p_name text, p_owner text, p_holder text,
                                                    p_wait_ms bigint DEFAULT 0,
                                                    OUT fence bigint, OUT status text)

@@ -3,7 +3,6 @@
 // connections one process uses for many holds and waiters.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -28,6 +27,27 @@ int await_count(pqxx::connection& dc, const std::string& query, int want) {
     if (got >= want) break;
   }
   return got;
+}
+
+// Holds `name` through `a` while a thread waits for it through `b`; releases it once `seen` (a
+// count on `dc`) shows the wait. The fences of a's hold and of the hold b then got (0: none).
+std::pair<std::uint64_t, std::uint64_t> hand_over(client& a, client& b, const std::string& name,
+                                                  pqxx::connection& dc, const std::string& seen) {
+  auto la = a.make_lock(name);
+  EXPECT_TRUE(la.try_lock());
+  std::uint64_t got = 0;
+  std::thread t([&] {
+    auto lb = b.make_lock(name);
+    if (lb.try_lock_for(20s)) {
+      got = lb.fence();
+      lb.unlock();
+    }
+  });
+  EXPECT_EQ(await_count(dc, seen, 1), 1);
+  auto first = la.fence();
+  la.unlock();
+  t.join();
+  return {first, got};
 }
 
 TEST_F(postgres, migrate_to_v4_keeps_a_live_hold_of_the_v3_routines) {
@@ -98,30 +118,13 @@ TEST_F(postgres, advisory_waiters_wait_inside_the_server_and_get_the_lock_at_rel
   // As the DBA's role: pg_stat_activity shows the wait events of other roles' sessions only to
   // privileged roles.
   auto b = sqlock::connect(pg::with(owner_, "mode=advisory&waiters=1&application_name=" + name));
-  auto la = a.make_lock(name);
-  ASSERT_TRUE(la.try_lock());
-  auto first = la.fence();
-  std::atomic<bool> got{false};
-  std::uint64_t fence = 0;
-  std::thread t([&] {
-    auto lb = b.make_lock(name);
-    if (lb.try_lock_for(20s)) {
-      fence = lb.fence();
-      got = true;
-      lb.unlock();
-    }
-  });
   auto dc = dba();
   // b's waiter session sits in the server's lock queue.
-  EXPECT_EQ(await_count(dc,
-                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + name +
-                            "' AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
-                        1),
-            1);
-  la.unlock();
-  t.join();
-  EXPECT_TRUE(got);
+  const std::string queued = "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
+                             name + "' AND wait_event_type = 'Lock' AND wait_event = 'advisory'";
+  auto [first, fence] = hand_over(a, b, name, dc, queued);
   EXPECT_GT(fence, first);
+  auto la = a.make_lock(name);
   // A waiter whose deadline passes in the server returns busy, and its session stays usable.
   ASSERT_TRUE(la.try_lock());
   auto lb = b.make_lock(name);
@@ -135,25 +138,11 @@ TEST_F(postgres, advisory_waiters_beyond_the_server_waiters_register_and_are_not
   auto name = unique_name("notify-wait");
   auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
   auto b = sqlock::connect(pg::with(app_, "mode=advisory&waiters=0"));
-  auto la = a.make_lock(name);
-  ASSERT_TRUE(la.try_lock());
-  std::atomic<bool> got{false};
-  std::thread t([&] {
-    auto lb = b.make_lock(name);
-    if (lb.try_lock_for(20s)) {
-      got = true;
-      lb.unlock();
-    }
-  });
   auto dc = dba();
-  EXPECT_EQ(await_count(dc,
-                        "SELECT count(*) FROM sqlock.advisory_waits WHERE name = '" + name +
-                            "' AND until > clock_timestamp()",
-                        1),
-            1);
-  la.unlock();
-  t.join();
-  EXPECT_TRUE(got);
+  auto [first, fence] = hand_over(a, b, name, dc,
+                                  "SELECT count(*) FROM sqlock.advisory_waits WHERE name = '" +
+                                      name + "' AND until > clock_timestamp()");
+  EXPECT_GT(fence, first);
 }
 
 TEST_F(postgres, advisory_holds_and_waiters_of_one_process_use_at_most_8_connections) {

@@ -1,54 +1,100 @@
--- Advisory acquire: pg_try_advisory_lock(sqlock.lock_key(name)) held by the calling session
--- until release_advisory() or the end of the session, plus a row in advisory_holds with the
--- owner and a fencing token from the persistent sequence. Returns (fence, 'acquired') or
--- (NULL, 'busy'). The lock is the session's: call renew_advisory/release_advisory on the SAME
--- connection (connection poolers in transaction mode break this; see the docs).
+-- Advisory acquire: pg_advisory_lock(sqlock.lock_key(name)) held by the calling session until
+-- release_advisory() or the end of the session, and the name's row in advisory_holds (UNLOGGED:
+-- no WAL) updated with the owner, holder and a fencing token from sqlock.advisory_fence() (no
+-- durable write either). Returns (fence, 'acquired') or (NULL, 'busy').
+-- p_wait_ms = 0: one try. p_wait_ms > 0: wait inside the server, in its lock queue, at most that
+-- long (lock_timeout); the server hands the lock over at the moment it is released, in queue
+-- order. A waiting session should carry no other hold (its release would wait behind it).
+-- The lock is the session's: call renew_advisory/release_advisory on the SAME connection
+-- (connection poolers in transaction mode break this; see the docs).
 --   SELECT * FROM sqlock.acquire_advisory('orders:42', 'owner-token', 'host:pid:app');
-CREATE OR REPLACE FUNCTION sqlock.acquire_advisory(p_name text, p_owner text, p_holder text)
-  RETURNS TABLE (fence bigint, status text)
+--   SELECT * FROM sqlock.acquire_advisory('orders:42', 'owner-token', 'host:pid:app', 5000);
+-- Version 3's three-argument function (which an older `sqlock migrate` may have put back) would
+-- make three-argument calls ambiguous: this one serves them through its default.
+DROP FUNCTION IF EXISTS sqlock.acquire_advisory(text, text, text);
+CREATE OR REPLACE FUNCTION sqlock.acquire_advisory(p_name text, p_owner text, p_holder text,
+                                                   p_wait_ms bigint DEFAULT 0,
+                                                   OUT fence bigint, OUT status text)
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-  v_key   bigint;
-  v_new   bigint;
-  v_fence bigint;
+  v_key     bigint;
+  v_epoch   bigint;
+  v_new     bigint;
+  v_fence   bigint;
+  v_timeout text;
 BEGIN
-  PERFORM sqlock.check_name_owner(p_name, p_owner);
+  IF p_name IS NULL OR p_name = '' OR p_owner IS NULL OR p_owner = '' THEN
+    PERFORM sqlock.check_name_owner(p_name, p_owner);
+  END IF;
   v_key := sqlock.lock_key(p_name);
   IF NOT pg_try_advisory_lock(v_key) THEN
-    RETURN QUERY SELECT NULL::bigint, 'busy'::text;
-    RETURN;
+    IF coalesce(p_wait_ms, 0) <= 0 THEN
+      status := 'busy';
+      RETURN;
+    END IF;
+    -- Wait in the server's queue; a client gone meanwhile is noticed within 100 ms.
+    v_timeout := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', least(p_wait_ms, 2147483647) || 'ms', true);
+    PERFORM set_config('client_connection_check_interval', '100ms', true);
+    BEGIN
+      PERFORM pg_advisory_lock(v_key);
+    EXCEPTION WHEN lock_not_available THEN
+      status := 'busy';
+      RETURN;
+    END;
+    PERFORM set_config('lock_timeout', v_timeout, true);
   END IF;
-  -- Session locks ignore rollback: if recording the hold fails, give the lock back.
-  BEGIN
-    v_new := nextval('sqlock.fence_seq');
-    INSERT INTO sqlock.advisory_holds AS h (name, key, owner, fence, backend_pid, acquired_at,
-                                            holder, client_addr, application)
+  -- The session holds the lock now (perhaps one level more, if it held it already).
+  -- sqlock.advisory_fence(), its common case inline: the live epoch and the next counter.
+  SELECT e.epoch, nextval('sqlock.advisory_fence_seq') INTO v_epoch, v_new
+    FROM sqlock.fence_epoch_live e;
+  IF v_epoch IS NULL OR v_new >= 17592186044416 THEN
+    v_new := sqlock.advisory_fence();  -- a new epoch (or the error of a spent counter)
+  ELSE
+    v_new := (v_epoch << 44) | v_new;
+  END IF;
+  UPDATE sqlock.advisory_holds h
+     SET key = v_key, owner = p_owner, fence = v_new, backend_pid = pg_backend_pid(),
+         acquired_at = clock_timestamp(), holder = coalesce(p_holder, ''),
+         client_addr = inet_client_addr(),
+         application = coalesce(current_setting('application_name', true), '')
+   WHERE h.name = p_name AND NOT (h.owner = p_owner AND h.backend_pid = pg_backend_pid())
+  RETURNING h.fence INTO v_fence;
+  IF NOT FOUND THEN
+    INSERT INTO sqlock.advisory_holds (name, key, owner, fence, backend_pid, acquired_at, holder,
+                                       client_addr, application)
     VALUES (p_name, v_key, p_owner, v_new, pg_backend_pid(), clock_timestamp(),
             coalesce(p_holder, ''), inet_client_addr(),
             coalesce(current_setting('application_name', true), ''))
-    ON CONFLICT (name) DO UPDATE
-       SET key = excluded.key, owner = excluded.owner,
-           fence = CASE WHEN h.owner = excluded.owner AND h.backend_pid = excluded.backend_pid
-                        THEN h.fence ELSE excluded.fence END,
-           backend_pid = excluded.backend_pid, acquired_at = excluded.acquired_at,
-           holder = excluded.holder, client_addr = excluded.client_addr,
-           application = excluded.application
-    RETURNING h.fence INTO v_fence;
-  EXCEPTION WHEN OTHERS THEN
-    PERFORM pg_advisory_unlock(v_key);
-    RAISE;
-  END;
-  IF v_fence <> v_new THEN
-    -- This session already held it for this owner (a retried call): drop the extra level.
-    PERFORM pg_advisory_unlock(v_key);
-  ELSIF sqlock.audit_on() THEN
+    ON CONFLICT (name) DO NOTHING
+    RETURNING fence INTO v_fence;
+    IF NOT FOUND THEN
+      -- The row names this owner on this session: a retried call (it held the lock already and
+      -- now holds one level more) or a hold this owner released earlier (then this is the only
+      -- level). Drop one level and look which it was.
+      PERFORM pg_advisory_unlock(v_key);
+      SELECT h.fence INTO v_fence FROM sqlock.advisory_holds h WHERE h.name = p_name;
+      IF NOT sqlock.advisory_held(v_key, pg_backend_pid()) THEN
+        IF NOT pg_try_advisory_lock(v_key) THEN
+          status := 'busy';
+          RETURN;
+        END IF;
+        UPDATE sqlock.advisory_holds h
+           SET fence = v_new, acquired_at = clock_timestamp(), holder = coalesce(p_holder, '')
+         WHERE h.name = p_name;
+        v_fence := v_new;
+      END IF;
+    END IF;
+  END IF;
+  IF v_fence = v_new AND sqlock.audit_on() THEN
     PERFORM sqlock.log_event('acquire', p_name, p_owner, v_fence, 'advisory', p_holder);
   END IF;
-  RETURN QUERY SELECT v_fence, 'acquired'::text;
+  fence := v_fence;
+  status := 'acquired';
 END
 $$;
-REVOKE ALL ON FUNCTION sqlock.acquire_advisory(text, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sqlock.acquire_advisory(text, text, text) TO sqlock_execute;
+REVOKE ALL ON FUNCTION sqlock.acquire_advisory(text, text, text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.acquire_advisory(text, text, text, bigint) TO sqlock_execute;

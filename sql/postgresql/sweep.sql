@@ -2,7 +2,7 @@
 -- whose session no longer holds the lock. Returns how many. Safe to run concurrently (SKIP
 -- LOCKED) and from pg_cron; call it again while it returns p_limit:
 --   SELECT cron.schedule('sqlock-sweep', '* * * * *', 'SELECT sqlock.sweep(10000)');
--- Waiters of expired holds are woken. A sweep that deleted something is written to events.
+-- Waiters of expired holds are woken; stale advisory wait registrations are deleted. A sweep that deleted something is written to events.
 CREATE OR REPLACE FUNCTION sqlock.sweep(p_limit integer DEFAULT 1000) RETURNS integer
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
@@ -41,6 +41,8 @@ BEGIN
      WHERE h.name = d.name AND NOT sqlock.advisory_held(h.key, h.backend_pid);
     GET DIAGNOSTICS v_holds = ROW_COUNT;
   END IF;
+  -- Registrations of notification-path waiters past their deadline.
+  DELETE FROM sqlock.advisory_waits w WHERE w.until < clock_timestamp();
   IF v_locks + v_holds > 0 THEN
     PERFORM sqlock.log_event('sweep', NULL, NULL, NULL, NULL, NULL,
                              v_locks || ' lock rows, ' || v_holds || ' advisory rows');

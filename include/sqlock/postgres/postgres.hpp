@@ -17,6 +17,9 @@
 //   pool=N           idle connections kept for lock operations (default 4, at least 1)
 //   sessions=N       advisory mode: dedicated sessions the locks are multiplexed over (default 2,
 //                    at least 1)
+//   waiters=N        advisory mode: extra sessions that wait for a busy lock inside the server
+//                    (pg_advisory_lock under lock_timeout; default 2, 0 = none); more waiting
+//                    threads than that wait for NOTIFY instead
 //   listen=off       do not LISTEN; waiters poll (for poolers that drop notifications)
 //   timeout=D        the longest one exchange with the server may take, connecting included
 //                    (default 5s): every call also returns by its caller's deadline
@@ -44,6 +47,7 @@ struct options {
   std::size_t sessions = 2;          ///< advisory mode: dedicated lock sessions (>= 1)
   bool listen = true;                ///< wake waiters with LISTEN/NOTIFY (false: poll)
   milliseconds timeout{5000};        ///< I/O timeout: longest one exchange may take (> 0)
+  std::size_t waiters = 2;           ///< advisory mode: sessions that wait inside the server
 };
 
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without

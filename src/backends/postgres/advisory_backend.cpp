@@ -1,6 +1,7 @@
 // Advisory holds on the dedicated sessions of a session_pool.
 #include "advisory_backend.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "connection.hpp"
@@ -15,14 +16,30 @@ namespace {
 // the stored function (the pooled engine retries the same way).
 constexpr milliseconds transient_initial{1};
 constexpr milliseconds transient_cap{50};
+// A wait inside the server lasts at most this long; a longer caller deadline waits again.
+constexpr milliseconds server_wait_chunk{60000};
+// The shortest wait worth sending to the server.
+constexpr milliseconds server_wait_min{5};
+// How long a notification-path registration lasts at most; a longer wait registers again.
+constexpr milliseconds registration_span{60000};
+
+template <class D>
+milliseconds whole_ms(D d) {
+  return std::chrono::duration_cast<milliseconds>(d);
+}
 
 }  // namespace
 
 advisory_backend::advisory_backend(const std::string& conninfo, const std::string& shown,
                                    const options& o, sql::dialect d)
     : pg_backend(conninfo, shown, o, std::move(d)),
+      wait_{"pg_advisory_wait",
+            {"SELECT fence, status FROM " + o.schema +
+             ".acquire_advisory(:name, :owner, :holder, :lease_ms)"}},
+      register_{"pg_advisory_register",
+                {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}},
       sessions_(
-          o.sessions,
+          o.sessions, o.waiters,
           [conninfo, t = o.timeout](steady_time deadline) {
             auto c = std::make_unique<pg_connection>(conninfo, t);
             c->connect(deadline);
@@ -31,9 +48,29 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
           [this](const std::string& name, const std::string& owner) { report_lost(name, owner); }) {
 }
 
+std::unique_ptr<wait_state> advisory_backend::open_wait(const lock_request& req) {
+  // pg_backend makes a notify_wait, or nothing when the backend does not listen.
+  auto n = pg_backend::open_wait(req);
+  return std::make_unique<advisory_wait>(
+      std::unique_ptr<notify_wait>(static_cast<notify_wait*>(n.release())));
+}
+
 std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
                                                         steady_time deadline, wait_state* ws) {
-  attempt_starts(ws);
+  // Only open_wait() above makes the wait states this backend is given.
+  auto* w = static_cast<advisory_wait*>(ws);
+  if (w && !w->first_attempt()) {
+    // A waiting call found the lock busy before: wait inside the server if a waiter session
+    // is free, else make sure releases of the name notify us before trying again.
+    auto now = std::chrono::steady_clock::now();
+    if (deadline - now >= 2 * server_wait_min) {
+      if (auto c = sessions_.idle_waiter(deadline)) {
+        w->waited_in_server();
+        return wait_in_server(*c, req, deadline);
+      }
+    }
+    if (w->listens() && !w->registered(now)) register_waiter(*w, req, deadline);
+  }
   const auto p = params_for(req);
   for (unsigned attempt = 0;; ++attempt) {
     auto c = sessions_.pick(deadline);
@@ -64,6 +101,54 @@ std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
       throw;
     }
   }
+}
+
+std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c,
+                                                           const lock_request& req,
+                                                           steady_time deadline) {
+  // The server gives up a little before the caller's deadline, so that its answer arrives by
+  // then; the exchange itself is bounded by the deadline too (a frozen server).
+  const auto now = std::chrono::steady_clock::now();
+  const auto left = whole_ms(deadline - now);
+  const auto margin = std::clamp(left / 10, server_wait_min, milliseconds(50));
+  const auto wait = std::min(left - margin, server_wait_chunk);
+  auto p = params_for(req);
+  p.lease_ms = std::max<std::int64_t>(wait.count(), 1);  // :lease_ms carries the wait here
+  try {
+    auto r = c.conn().run(wait_, p, std::min(deadline, now + wait + io_timeout()));
+    if (r.empty() || r[0].empty() || !r[0][0]) return std::nullopt;  // lock_timeout: busy
+    auto fence = sql::decode_u64(r[0][0], "fence");
+    c.keep(req.name, req.owner, fence);
+    return lease_info{req.name, req.owner, fence, c.token()};
+  } catch (const config_error&) {
+    throw;
+  } catch (const error&) {
+    // The wait's outcome is unknown: closing the session ends whatever it may hold (nothing
+    // but, perhaps, this lock). At the caller's deadline that is a plain timeout.
+    c.kill();
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    throw;
+  }
+}
+
+void advisory_backend::register_waiter(advisory_wait& w, const lock_request& req,
+                                       steady_time deadline) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto span = std::min(whole_ms(deadline - now), registration_span);
+  sql::params p;
+  p.name = req.name;
+  p.lease_ms = span.count();
+  // On a lock session, not the engine's pool: waiting threads never open more connections.
+  auto c = sessions_.pick(deadline);
+  try {
+    c.conn().run(register_, p, exchange_bound(deadline, io_timeout()));
+  } catch (const config_error&) {
+    throw;
+  } catch (const error&) {
+    c.kill();  // the session's state is unknown (see try_acquire)
+    throw;
+  }
+  w.registered_until(now + span);
 }
 
 bool advisory_backend::renew(const lease_info& l, milliseconds, steady_time deadline) {

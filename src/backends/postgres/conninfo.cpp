@@ -152,8 +152,8 @@ namespace {
 
 // sqlock's own URL parameters; everything else is libpq's.
 bool is_sqlock_param(const std::string& key) {
-  for (const char* k :
-       {"mode", "schema", "execute_role", "migrate", "pool", "sessions", "listen", "timeout"})
+  for (const char* k : {"mode", "schema", "execute_role", "migrate", "pool", "sessions", "waiters",
+                        "listen", "timeout"})
     if (key == k) return true;
   return false;
 }
@@ -174,6 +174,8 @@ void read_options(const url& u, options& o) {
   if (auto v = u.count_param("pool", 1, max_connections)) o.pool = static_cast<std::size_t>(*v);
   if (auto v = u.count_param("sessions", 1, max_connections))
     o.sessions = static_cast<std::size_t>(*v);
+  if (auto v = u.count_param("waiters", 0, max_connections))
+    o.waiters = static_cast<std::size_t>(*v);
   if (auto v = u.flag_param("listen")) o.listen = *v;
   if (auto v = u.duration_param("timeout", min_timeout, max_timeout)) o.timeout = *v;
 }

@@ -254,7 +254,7 @@ bool link::alive() {
     PQclear(r);
     if (bad) return false;
   }
-  return true;
+  return !fatal_;  // parsing what arrived may have delivered a FATAL notice
 }
 
 std::vector<std::string> link::notifications() {

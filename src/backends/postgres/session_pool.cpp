@@ -70,6 +70,8 @@ struct session_pool::session {
   turn t;                                    // one call (or the watcher's look) at a time
   std::unique_ptr<session_connection> conn;  // null until opened
   std::atomic<bool> dead{false};             // killed; the pool replaces it (read unlocked)
+  std::atomic<int> fd{-1};                   // the open connection's socket (read unlocked)
+  std::atomic<bool> unwatched{false};        // hung up while busy: its call's end looks
   struct hold {
     std::string owner;
     std::uint64_t fence = 0;
@@ -80,8 +82,9 @@ struct session_pool::session {
 // What the watcher thread shares with the pool: it outlives the pool when the pool is
 // destroyed from the watcher thread itself (a loss listener dropping the last reference).
 struct session_pool::shared {
-  std::mutex m;  // guards sessions, next, lost, stop
-  std::vector<std::shared_ptr<session>> sessions;
+  std::mutex m;                                    // guards sessions, next, lost, stop
+  std::vector<std::shared_ptr<session>> sessions;  // `turns` taken in turn, then the waiters
+  std::size_t turns = 1;
   std::size_t next = 0;
   std::vector<std::pair<std::string, std::string>> lost;  // (name, owner) not yet reported
   bool stop = false;
@@ -100,6 +103,7 @@ struct session_pool::shared {
   // Closes a session whose turn the caller has; its holds but `except` are to be reported.
   void kill(session& s, const std::string& except) {
     s.dead = true;
+    s.fd = -1;
     s.conn.reset();
     {
       std::lock_guard g(m);
@@ -110,13 +114,34 @@ struct session_pool::shared {
     poke();
   }
   void watch();
-  // The session in slot `next` (a new one if empty or dead); then advances `next` by `step`.
-  std::shared_ptr<session> slot(std::size_t step) {
+  // The session in slot `i` (a new one if empty or dead).
+  std::shared_ptr<session> at(std::size_t i) {
     std::lock_guard g(m);
-    auto& s = sessions[next % sessions.size()];
-    next += step;
+    auto& s = sessions[i];
     if (!s || s->dead) s = std::make_shared<session>();
     return s;
+  }
+  // The session taken in turn at `next`; then advances `next` by `step`.
+  std::shared_ptr<session> slot(std::size_t step) {
+    std::size_t i;
+    {
+      std::lock_guard g(m);
+      i = next % turns;
+      next += step;
+    }
+    return at(i);
+  }
+  // Opens the connection of a session whose turn the caller has, by `deadline`.
+  void connect(session& s, steady_time deadline) {
+    if (s.conn) return;
+    try {
+      s.conn = open(deadline);
+    } catch (...) {
+      s.dead = true;  // never opened: nothing to report
+      throw;
+    }
+    s.fd = s.conn->socket();
+    poke();  // one more socket to watch
   }
 };
 
@@ -150,14 +175,14 @@ void session_pool::shared::watch() {
       }
       on_lost(name, owner);
     }
-    // Poll the idle sessions; a busy one is checked by its call, which pokes us at its end.
+    // Poll every open session for a hang-up only (POLLRDHUP; POLLHUP and POLLERR come
+    // anyway): the answers of calls do not wake the watcher, so a call needs no poke. A session
+    // that hangs up while busy is left to its call, which looks at its end.
     std::vector<pollfd> fds{{pipe[0], POLLIN, 0}};
     std::vector<session*> polled;
     for (auto& s : all) {
-      if (!s) continue;  // not opened yet
-      watcher_turn t(s->t);
-      if (!t || s->dead || !s->conn || s->conn->socket() < 0) continue;
-      fds.push_back({s->conn->socket(), POLLIN | POLLRDHUP, 0});
+      if (!s || s->dead || s->unwatched || s->fd < 0) continue;
+      fds.push_back({s->fd, POLLRDHUP, 0});
       polled.push_back(s.get());
     }
     int rc = ::poll(fds.data(), fds.size(), -1);
@@ -166,16 +191,20 @@ void session_pool::shared::watch() {
       if (fds[i].revents == 0) continue;
       auto* s = polled[i - 1];
       watcher_turn t(s->t);
-      if (!t || s->dead || !s->conn || s->conn->socket() != fds[i].fd) continue;
-      if (!s->conn->alive()) kill(*s, {});
+      if (t && !s->dead && s->conn && s->conn->socket() == fds[i].fd && !s->conn->alive())
+        kill(*s, {});
+      else if (!s->dead)
+        s->unwatched = true;  // busy (or still alive): not polled again before its call ends
     }
   }
 }
 
-session_pool::session_pool(std::size_t size, session_opener open, session_loss lost)
+session_pool::session_pool(std::size_t size, std::size_t waiters, session_opener open,
+                           session_loss lost)
     : sh_(std::make_shared<shared>()) {
   if (size == 0) throw config_error("a session pool needs at least one session");
-  sh_->sessions.resize(size);
+  sh_->sessions.resize(size + waiters);
+  sh_->turns = size;
   sh_->open = std::move(open);
   sh_->on_lost = std::move(lost);
   if (::pipe2(sh_->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -204,8 +233,12 @@ session_pool::call::~call() {
   if (!s_) return;
   // The server may have closed the session while the call ran or just after: look now.
   if (s_->conn && readable_now(s_->conn->socket()) && !s_->conn->alive()) sh_->kill(*s_, {});
+  if (s_->conn && s_->conn->socket() != s_->fd) {
+    s_->fd = s_->conn->socket();  // the connection was closed (or reopened) by the call
+    s_->unwatched = true;
+  }
   s_->t.give();
-  sh_->poke();  // idle again: back in the watcher's poll set
+  if (s_->unwatched.exchange(false)) sh_->poke();  // back in the watcher's poll set
 }
 
 session_connection& session_pool::call::conn() {
@@ -239,23 +272,28 @@ session_pool::call session_pool::pick(steady_time deadline) {
       throw connection_error("every call on the lock session ran past the deadline");
     call c(s, sh_);
     if (s->dead) continue;  // killed while we waited: take the next one
-    if (!s->conn) {
-      try {
-        s->conn = sh_->open(deadline);
-      } catch (...) {
-        s->dead = true;  // never opened: nothing to report
-        throw;
-      }
-    }
+    sh_->connect(*s, deadline);
     return c;
   }
+}
+
+std::optional<session_pool::call> session_pool::idle_waiter(steady_time deadline) {
+  for (std::size_t i = sh_->turns; i < sh_->sessions.size(); ++i) {
+    auto s = sh_->at(i);
+    if (!s->t.try_take()) continue;
+    call c(s, sh_);
+    if (s->dead || !s->holds.empty()) continue;
+    sh_->connect(*s, deadline);
+    return c;
+  }
+  return std::nullopt;
 }
 
 void session_pool::open_next(steady_time deadline) {
   auto s = sh_->slot(0);
   if (!s->t.take_until(deadline)) return;  // in use: it is open or opening
   call c(s, sh_);
-  if (!s->dead && !s->conn) s->conn = sh_->open(deadline);
+  if (!s->dead) sh_->connect(*s, deadline);
 }
 
 std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<void>& token,

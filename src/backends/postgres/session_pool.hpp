@@ -1,9 +1,13 @@
 // Holds that live on a dedicated session (PostgreSQL advisory locks; the shape of MySQL's
 // GET_LOCK too): a small pool of long-lived connections, each carrying the holds taken on it.
 // The pool opens a session when one is needed and kills it when its state is unknown; a
-// watcher thread polls the sockets of the idle sessions and, when one dies (the server closed
-// it, an administrator terminated it), kills it and reports every hold it carried as lost at
-// once. A session busy with a call is checked when the call returns. Losses are reported from
+// watcher thread polls the sockets of the open sessions for a hang-up (so answers to calls do
+// not wake it) and, when an idle one dies (the server closed it, an administrator terminated
+// it), kills it and reports every hold it carried as lost at once. A session busy with a call
+// is checked when the call returns. Besides the sessions that
+// take turns (pick), a few waiter sessions serve callers that wait inside the server: only one
+// carrying no hold is handed out for a wait (idle_waiter), so a blocked wait never delays the
+// release of a hold; a hold it then gets stays on it like any other. Losses are reported from
 // the watcher thread only, with no lock held, so a listener may call back into the backend.
 #pragma once
 
@@ -41,9 +45,10 @@ class session_pool {
   struct shared;
 
  public:
-  /// `size` sessions (>= 1), opened on first use by `open`; `lost` is called from the watcher
-  /// thread for every hold of a session that died or was killed.
-  session_pool(std::size_t size, session_opener open, session_loss lost);
+  /// `size` sessions (>= 1) taken in turn plus `waiters` waiter sessions, opened on first use
+  /// by `open`; `lost` is called from the watcher thread for every hold of a session that died
+  /// or was killed.
+  session_pool(std::size_t size, std::size_t waiters, session_opener open, session_loss lost);
   ~session_pool();
   session_pool(const session_pool&) = delete;
   session_pool& operator=(const session_pool&) = delete;
@@ -78,6 +83,9 @@ class session_pool {
   /// The next session in turn, locked by `deadline` and connected (connection_error when it
   /// cannot be, by then).
   call pick(steady_time deadline);
+  /// A waiter session that is free and carries no hold, locked and connected by `deadline`;
+  /// nullopt when every waiter session is busy or holds something.
+  std::optional<call> idle_waiter(steady_time deadline);
   /// Connects the session the next pick() takes, by `deadline`, so that a first lock need not
   /// connect within its own (possibly short) deadline.
   void open_next(steady_time deadline);

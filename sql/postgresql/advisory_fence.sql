@@ -1,0 +1,52 @@
+-- The fencing token of a new advisory hold: (epoch << 44) | n, n from the UNLOGGED sequence
+-- sqlock.advisory_fence_seq (no WAL, so no durable write per hold). The epoch is read from the
+-- UNLOGGED row sqlock.fence_epoch_live; when that row is missing (after a crash or a replica's
+-- promotion the server empties UNLOGGED tables and resets the sequence; also the very first
+-- call after migration V004), the durable epoch in sqlock.fence_epoch rises by one and is copied
+-- there. Tokens therefore strictly rise across clean restarts and crashes alike, provided the
+-- epoch's commit is durable (synchronous_commit on). See docs/backends/postgres.md for what a
+-- failover to an asynchronous replica does to them.
+--   SELECT sqlock.advisory_fence();
+-- (No SET search_path: every name in it is schema-qualified; acquire_advisory inlines its
+-- common case, the two SELECTs at the top.)
+CREATE OR REPLACE FUNCTION sqlock.advisory_fence() RETURNS bigint
+  LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  v_n     bigint := pg_catalog.nextval('sqlock.advisory_fence_seq');
+  v_epoch bigint;
+BEGIN
+  SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch_live e;
+  IF v_epoch IS NULL THEN
+    -- One caller at a time: the row lock on the durable epoch; the others then find it live.
+    SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch e FOR UPDATE;
+    SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch_live e;
+    IF v_epoch IS NULL THEN
+      UPDATE sqlock.fence_epoch e SET epoch = e.epoch + 1 RETURNING e.epoch INTO v_epoch;
+      INSERT INTO sqlock.fence_epoch_live (epoch) VALUES (v_epoch);
+    END IF;
+  END IF;
+  IF v_n OPERATOR(pg_catalog.>=) 17592186044416 THEN  -- 2^44 holds in one epoch
+    RAISE EXCEPTION 'sqlock: advisory fence counter exhausted in epoch %', v_epoch
+      USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE '
+                   'sqlock.advisory_fence_seq RESTART, with no advisory lock being taken';
+  END IF;
+  RETURN (v_epoch OPERATOR(pg_catalog.<<) 44) OPERATOR(pg_catalog.|) v_n;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_fence() FROM PUBLIC;
+
+-- Registers a waiter of p_name on the notification path for p_ms milliseconds: until then every
+-- release of p_name sends NOTIFY (releases of names nobody registered for send none). Called by
+-- waiters that do not wait inside the server, before their next attempt.
+--   SELECT sqlock.advisory_wait_notify('orders:42', 30000);
+CREATE OR REPLACE FUNCTION sqlock.advisory_wait_notify(p_name text, p_ms bigint) RETURNS void
+  LANGUAGE sql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+  INSERT INTO sqlock.advisory_waits AS w (name, until)
+  VALUES (p_name, clock_timestamp() + least(greatest(p_ms, 0), 3600000) * interval '1 ms')
+  ON CONFLICT (name) DO UPDATE SET until = greatest(w.until, excluded.until)
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_wait_notify(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.advisory_wait_notify(text, bigint) TO sqlock_execute;

@@ -151,13 +151,9 @@ class advisory_backend final : public sql::engine_backend {
       report(lost);
       throw;
     }
-    if (r[0].size() < 3 || !r[0][2]) {
-      lost = s.close();
-      t.lock.unlock();
-      report(lost);
-      throw backend_error("sqlock_advisory_acquire gave no GET_LOCK name: run `sqlock migrate`");
-    }
-    s.holds[req.name] = hold{req.owner, *r[0][2]};
+    // No GET_LOCK name: routines of schema version 1 (a `sqlock migrate` of an older library
+    // re-created them); the release then goes through sqlock_advisory_release.
+    s.holds[req.name] = hold{req.owner, r[0].size() > 2 && r[0][2] ? *r[0][2] : std::string()};
     return lease_info{req.name, req.owner, fence, t.s};
   }
 
@@ -208,8 +204,14 @@ class advisory_backend final : public sql::engine_backend {
     hold_list lost;
     try {
       sql::params p = params_for(l);
-      if (releasing) p.name = it->second.lock_name;
-      ok = sql::says_true(s->conn->run(releasing ? release_lock_ : dialect_.renew, p, deadline));
+      const auto* op = &dialect_.renew;
+      if (releasing && it->second.lock_name.empty()) {
+        op = &dialect_.release;
+      } else if (releasing) {
+        op = &release_lock_;
+        p.name = it->second.lock_name;
+      }
+      ok = sql::says_true(s->conn->run(*op, p, deadline));
     } catch (const connection_error&) {
       lost = s->close(l.name);  // GET_LOCK locks die with their session: never left held
       g.unlock();

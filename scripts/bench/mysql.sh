@@ -22,6 +22,8 @@ rest=${url#mysql://}
 user=${rest%%:*}; rest=${rest#*:}; pw=${rest%%@*}; rest=${rest#*@}
 host=${rest%%:*}; rest=${rest#*:}; port=${rest%%/*}; db=${rest#*/}; db=${db%%\?*}
 client=(mariadb --no-defaults -h"$host" -P"$port" -u"$user" -p"$pw" "$db")
+slap=(mysqlslap --no-defaults -h"$host" -P"$port" -u"$user" -p"$pw" --create-schema="$db" --iterations=1 --delimiter=';')
+n="CONCAT('slap-', CONNECTION_ID())"
 "$sqlock" migrate --url "$url" >/dev/null
 echo "## mysql: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 "${client[@]}" -N -e "SELECT CONCAT('server ', VERSION(), ', innodb_flush_log_at_trx_commit=',

@@ -34,10 +34,15 @@ BEGIN
   DECLARE v_got INT DEFAULT 0;  -- 1 = taken now, 2 = this session holds it already
   DECLARE v_fence BIGINT UNSIGNED;
   DECLARE v_errno INT DEFAULT 0;
+  -- With the binary log on, the record's write would be logged (and synced when sync_binlog=1)
+  -- for nothing: replicas hold no GET_LOCK locks. A definer with BINLOG ADMIN (or SUPER) keeps
+  -- it out of the log for this one statement; without it, it is logged.
+  DECLARE v_unlogged INT DEFAULT 0;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION
   BEGIN
     GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO;
     ROLLBACK;
+    IF v_unlogged = 1 THEN SET SESSION sql_log_bin = 1; END IF;
     IF v_got = 1 THEN DO RELEASE_LOCK(v_lock); END IF;
     IF v_errno = 1114 THEN
       -- The MEMORY table reached max_heap_table_size: drop the stale records, and answer with a
@@ -59,9 +64,20 @@ BEGIN
       CALL sqlock_next_fence(v_fence);
       COMMIT;
     END IF;
+    IF @@log_bin = 1 AND @@session.sql_log_bin = 1 THEN
+      BEGIN
+        DECLARE CONTINUE HANDLER FOR 1227 SET v_unlogged = 0;  -- no BINLOG ADMIN: logged
+        SET v_unlogged = 1;
+        SET SESSION sql_log_bin = 0;
+      END;
+    END IF;
     REPLACE INTO sqlock_advisory_holds (lock_name, owner, fence, connection_id, acquired_at, holder)
     VALUES (v_lock, p_owner, v_fence, CONNECTION_ID(), UTC_TIMESTAMP(6),
             LEFT(COALESCE(p_holder, ''), 255));
+    IF v_unlogged = 1 THEN
+      SET SESSION sql_log_bin = 1;
+      SET v_unlogged = 0;
+    END IF;
     IF LEFT(v_lock, 7) = 'sqlock#' AND NOT EXISTS (SELECT 1 FROM sqlock_advisory_names
                                                     WHERE lock_name = v_lock) THEN
       INSERT IGNORE INTO sqlock_advisory_names (lock_name, name) VALUES (v_lock, p_name);

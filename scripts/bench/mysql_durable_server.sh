@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts (or stops) a private, durable MariaDB for benchmarks — never the shared test server:
-# innodb_flush_log_at_trx_commit=1 (an fsync per commit), innodb_doublewrite on, no binary log
-# (so sync_binlog does not apply), default buffers otherwise as the test server. Data under
-# $DIR (default /tmp/sqlock-bench-mysql), TCP 127.0.0.1:$PORT (default 23406).
+# innodb_flush_log_at_trx_commit=1 (an fsync per commit), innodb_doublewrite on, no binary log;
+# with BINLOG=1 a binary log too (sync_binlog=1, binlog_format=MIXED) and BINLOG ADMIN for the
+# migrating user (docs/backends/mysql.md, "Binary log"). Data under $DIR (default
+# /tmp/sqlock-bench-mysql), TCP 127.0.0.1:$PORT (default 23406).
 #   scripts/bench/mysql_durable_server.sh start   -> prints the admin URL (user sqlock_admin)
 #   scripts/bench/mysql_durable_server.sh stop
 set -euo pipefail
@@ -46,8 +47,13 @@ innodb_flush_method=fsync
 innodb_doublewrite=1
 max_connections=300
 performance_schema=ON
-skip-log-bin
 CNF
+if [ "${BINLOG:-0}" = 1 ]; then
+  # log_bin_trust_function_creators: sqlock's stored functions (since version 1) need it or SUPER
+  printf 'log-bin=binlog\nsync_binlog=1\nbinlog_format=MIXED\nlog_bin_trust_function_creators=1\n' >>"$dir/my.cnf"
+else
+  echo skip-log-bin >>"$dir/my.cnf"
+fi
 mariadb-install-db --defaults-file="$dir/my.cnf" --auth-root-authentication-method=socket \
   --skip-test-db >"$dir/install.log" 2>&1
 bin=$(command -v mariadbd || echo /usr/sbin/mariadbd)
@@ -63,4 +69,5 @@ CREATE USER IF NOT EXISTS 'sqlock_admin'@'127.0.0.1' IDENTIFIED BY 'admin-pw';
 GRANT ALL PRIVILEGES ON sqlock.* TO 'sqlock_admin'@'127.0.0.1' WITH GRANT OPTION;
 GRANT PROCESS, CONNECTION ADMIN ON *.* TO 'sqlock_admin'@'127.0.0.1';
 SQL
+[ "${BINLOG:-0}" = 1 ] && "${client[@]}" -e "GRANT BINLOG ADMIN ON *.* TO 'sqlock_admin'@'127.0.0.1'"
 echo "mysql://sqlock_admin:admin-pw@127.0.0.1:$port/sqlock"

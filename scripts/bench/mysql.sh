@@ -1,19 +1,53 @@
 #!/usr/bin/env bash
-# sqlock bench per mode beside mysqlslap running the same two CALLs per pair, interleaved.
-# Usage: scripts/bench/mysql.sh BUILD_DIR   (needs SQLOCK_TEST_MYSQL_URL from env.sh)
+# MySQL/MariaDB benchmarks on one server, all in one run:
+#  1. the advisory ceilings, 1 thread, uncontended, in interleaved rounds: a raw libmariadb client
+#     and Python MySQLdb doing SELECT GET_LOCK(n, 0) + SELECT RELEASE_LOCK(n), the raw client
+#     running sqlock's acquire CALL + a plain RELEASE_LOCK (what the stored procedure costs without
+#     the library), sqlock advisory and sqlock pessimistic; means over the rounds and the ratios;
+#     then the contended handoff (4 threads, one lock) in advisory mode;
+#  2. sqlock bench per mode beside mysqlslap running the same two CALLs per pair (skip: PART2=0).
+# Usage: scripts/bench/mysql.sh BUILD_DIR [URL]   (URL: default $SQLOCK_TEST_MYSQL_URL; a
+# durable private server: scripts/bench/mysql_durable_server.sh start prints its URL)
+# Needs the sqlock and sqlock_mysql_get_lock_bench targets built, and python3-mysqldb.
 set -u
 build=${1:-build}
 sqlock=$build/bin/sqlock
-url=${SQLOCK_TEST_MYSQL_URL:?start the servers and source env.sh}
+raw=$build/tests/benchmarks/sqlock_mysql_get_lock_bench
+here=$(cd "$(dirname "$0")" && pwd)
+url=${2:-${SQLOCK_TEST_MYSQL_URL:?give a URL or start the servers and source env.sh}}
 secs=${BENCH_SECONDS:-5}
+rounds=${ROUNDS:-5}
 # mysql://user:pw@host:port/db
 rest=${url#mysql://}
 user=${rest%%:*}; rest=${rest#*:}; pw=${rest%%@*}; rest=${rest#*@}
 host=${rest%%:*}; rest=${rest#*:}; port=${rest%%/*}; db=${rest#*/}; db=${db%%\?*}
+client=(mariadb --no-defaults -h"$host" -P"$port" -u"$user" -p"$pw" "$db")
 slap=(mysqlslap --no-defaults -h"$host" -P"$port" -u"$user" -p"$pw" --create-schema="$db" --iterations=1 --delimiter=';')
 n="CONCAT('slap-', CONNECTION_ID())"
 "$sqlock" migrate --url "$url" >/dev/null
 echo "## mysql: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+"${client[@]}" -N -e "SELECT CONCAT('server ', VERSION(), ', innodb_flush_log_at_trx_commit=',
+  @@innodb_flush_log_at_trx_commit, ', log_bin=', @@log_bin, ', sync_binlog=', @@sync_binlog)"
+echo "### 1 thread, uncontended: $rounds interleaved rounds of ${secs}s"
+pps() { grep -o '"pairs_per_sec":[0-9.]*' | cut -d: -f2; }
+rate() { sed -n 's/.*pairs\/s \([0-9]*\).*/\1/p'; }
+call="CALL sqlock_advisory_acquire({name}, 'raw-owner', 'raw client', 0)"
+free="SELECT RELEASE_LOCK(CONCAT('sqlock:', {name}))"
+echo "(raw+CALL: $call; $free)"
+for r in $(seq 1 "$rounds"); do
+  a=$("$raw" "$url" "$secs" | rate)
+  b=$(/usr/bin/python3 "$here/../../tests/benchmarks/mysql_get_lock_bench.py" "$url" "$secs" | rate)
+  e=$("$raw" "$url" "$secs" "$call" "$free" | rate)
+  c=$("$sqlock" bench --url "$url" --mode advisory --duration "${secs}s" --json 2>/dev/null | pps)
+  d=$("$sqlock" bench --url "$url" --mode pessimistic --duration "${secs}s" --json 2>/dev/null | pps)
+  printf 'round %d: raw %.0f  python %.0f  raw+CALL %.0f  sqlock advisory %.0f  sqlock pessimistic %.0f\n' "$r" "$a" "$b" "$e" "$c" "$d"
+done | awk '{ print; a += $4; b += $6; e += $8; c += $11; d += $14; n++ } END {
+  printf "mean pairs/s: raw libmariadb %.0f, python MySQLdb %.0f, raw+CALL %.0f, sqlock advisory %.0f, sqlock pessimistic %.0f\n", a / n, b / n, e / n, c / n, d / n
+  printf "advisory / raw %.2f (goal >= 0.8), advisory / python %.2f (goal >= 1.2), advisory / raw+CALL %.2f, advisory / pessimistic %.1f\n", c / a, c / b, c / e, c / d }'
+echo "\$ sqlock bench --url \$URL --mode advisory --threads 4 --contended --duration ${secs}s --json"
+"$sqlock" bench --url "$url" --mode advisory --threads 4 --contended --duration "${secs}s" --json 2>/dev/null
+echo
+[ "${PART2:-1}" = 0 ] && exit 0
 for t in 1 4; do
   for m in pessimistic optimistic advisory; do
     echo "\$ sqlock bench --url \$URL --mode $m --threads $t --duration ${secs}s --json"

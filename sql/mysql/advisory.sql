@@ -1,13 +1,23 @@
 -- Advisory mode: the lock is the server's GET_LOCK on sqlock_lock_name(name), held by the
--- calling session until released or until the session ends (crash, KILL, network loss).
--- A row in sqlock_advisory records owner, fence and holder for list() and fencing; it counts
--- only while its connection still holds the GET_LOCK lock. Call these on a dedicated session.
+-- calling session until released or until the session ends (crash, KILL, network loss). One
+-- session may carry many holds. The record of a hold (owner, fence, session, since when, holder)
+-- is a row of the MEMORY table sqlock_advisory_holds: no redo log, no fsync. It counts only
+-- while its session still holds the GET_LOCK lock (IS_USED_LOCK(lock_name) = connection_id).
+-- Fencing tokens come from the sequence sqlock_fence_seq on MariaDB (its cache is shared by all
+-- sessions and written to disk once per 1000 values) and from the counter row on MySQL 8,
+-- which has no sequences (a durable write per hold there). Holds taken by the version-1
+-- routines (rows of the InnoDB table sqlock_advisory) still count until they end.
 
 DELIMITER $$
 
 -- Waits up to p_wait_ms in the server (GET_LOCK's timeout; 0 = one attempt). One row:
--- (fence, status) with status 'ok' or 'busy' (fence NULL). A call while this session already
--- holds the lock for the same owner returns the same fence (idempotent, no nesting).
+-- (fence, status, lock_name) with status 'ok' or 'busy' (fence NULL) and the GET_LOCK name. A
+-- call while this session already holds the lock for the same owner returns the same fence
+-- (idempotent, no nesting); for another owner (another hold sharing the session) it answers
+-- busy. The record it writes stays after a plain RELEASE_LOCK(lock_name) (the library's
+-- release: no write at all); such a stale record is ignored everywhere (its session no longer
+-- holds the lock), replaced by the name's next acquisition, and deleted by sqlock_sweep or when
+-- the MEMORY table is full.
 DROP PROCEDURE IF EXISTS sqlock_advisory_acquire$$
 CREATE PROCEDURE sqlock_advisory_acquire(
   IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
@@ -15,45 +25,78 @@ CREATE PROCEDURE sqlock_advisory_acquire(
   IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_wait_ms BIGINT)
 MODIFIES SQL DATA SQL SECURITY DEFINER
-main: BEGIN
-  DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
-  DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT sqlock_lock_name(p_name);
-  DECLARE v_got INT DEFAULT 0;
-  DECLARE v_found INT DEFAULT 1;
-  DECLARE v_owner VARBINARY(64);
+BEGIN
+  -- sqlock_lock_name(p_name), written out: a stored function call costs more than the rest of
+  -- the expression. (Each statement here costs server time on every acquisition.)
+  DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT
+    IF(p_name REGEXP '^[a-z0-9_.:/-]{1,57}\\z', CONCAT('sqlock:', CAST(p_name AS CHAR CHARACTER SET ascii)),
+       CONCAT('sqlock#', LEFT(SHA2(p_name, 256), 57)));
+  DECLARE v_got INT DEFAULT 0;  -- 1 = taken now, 2 = this session holds it already
   DECLARE v_fence BIGINT UNSIGNED;
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
+  DECLARE v_errno INT DEFAULT 0;
+  -- With the binary log on, the record's write would be logged (and synced when sync_binlog=1)
+  -- for nothing: replicas hold no GET_LOCK locks. A definer with BINLOG ADMIN (or SUPER) keeps
+  -- it out of the log for this one statement; without it, it is logged.
+  DECLARE v_unlogged INT DEFAULT 0;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION
   BEGIN
+    GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO;
     ROLLBACK;
+    IF v_unlogged = 1 THEN SET SESSION sql_log_bin = 1; END IF;
     IF v_got = 1 THEN DO RELEASE_LOCK(v_lock); END IF;
+    IF v_errno = 1114 THEN
+      -- The MEMORY table reached max_heap_table_size: drop the stale records, and answer with a
+      -- deadlock error, which the library retries.
+      DELETE FROM sqlock_advisory_holds
+       WHERE IS_USED_LOCK(lock_name) IS NULL OR IS_USED_LOCK(lock_name) <> connection_id;
+      SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213,
+        MESSAGE_TEXT = 'sqlock_advisory_holds was full: stale records deleted, try again';
+    END IF;
     RESIGNAL;
   END;
-  IF IS_USED_LOCK(v_lock) = CONNECTION_ID() THEN
-    SELECT owner, fence INTO v_owner, v_fence FROM sqlock_advisory
-     WHERE name_key = v_key AND connection_id = CONNECTION_ID();
-    IF v_found = 1 AND v_owner = p_owner THEN
-      SELECT v_fence AS fence, 'ok' AS status;
+  SET v_got = IF(IS_USED_LOCK(v_lock) = CONNECTION_ID(), 2,
+                 COALESCE(GET_LOCK(v_lock, GREATEST(COALESCE(p_wait_ms, 0), 0) / 1000.0), 0));
+  IF v_got = 1 THEN
+    IF @@version LIKE '%MariaDB%' THEN
+      SET v_fence = NEXTVAL(sqlock_fence_seq);
     ELSE
-      SELECT NULL AS fence, 'busy' AS status;  -- held by this session for another owner
+      START TRANSACTION;
+      CALL sqlock_next_fence(v_fence);
+      COMMIT;
     END IF;
-    LEAVE main;
+    IF @@log_bin = 1 AND @@session.sql_log_bin = 1 THEN
+      BEGIN
+        DECLARE CONTINUE HANDLER FOR 1227 SET v_unlogged = 0;  -- no BINLOG ADMIN: logged
+        SET v_unlogged = 1;
+        SET SESSION sql_log_bin = 0;
+      END;
+    END IF;
+    REPLACE INTO sqlock_advisory_holds (lock_name, owner, fence, connection_id, acquired_at, holder)
+    VALUES (v_lock, p_owner, v_fence, CONNECTION_ID(), UTC_TIMESTAMP(6),
+            LEFT(COALESCE(p_holder, ''), 255));
+    IF v_unlogged = 1 THEN
+      SET SESSION sql_log_bin = 1;
+      SET v_unlogged = 0;
+    END IF;
+    IF LEFT(v_lock, 7) = 'sqlock#' AND NOT EXISTS (SELECT 1 FROM sqlock_advisory_names
+                                                    WHERE lock_name = v_lock) THEN
+      INSERT IGNORE INTO sqlock_advisory_names (lock_name, name) VALUES (v_lock, p_name);
+    END IF;
+    SELECT v_fence AS fence, 'ok' AS status, v_lock AS lock_name;
+  ELSEIF v_got = 2 THEN
+    SELECT IF(owner = p_owner, fence, NULL) AS fence, IF(owner = p_owner, 'ok', 'busy') AS status,
+           v_lock AS lock_name
+      FROM (SELECT owner, fence FROM sqlock_advisory_holds
+             WHERE lock_name = v_lock AND connection_id = CONNECTION_ID()
+            UNION ALL  -- a hold of the version-1 routines
+            SELECT owner, fence FROM sqlock_advisory
+             WHERE name_key = sqlock_key(p_name) AND connection_id = CONNECTION_ID()
+            UNION ALL
+            SELECT NULL, NULL) AS h  -- held outside sqlock: busy
+     LIMIT 1;
+  ELSE
+    SELECT NULL AS fence, 'busy' AS status, v_lock AS lock_name;
   END IF;
-  SET v_got = COALESCE(GET_LOCK(v_lock, GREATEST(COALESCE(p_wait_ms, 0), 0) / 1000.0), 0);
-  IF v_got <> 1 THEN
-    SELECT NULL AS fence, 'busy' AS status;
-    LEAVE main;
-  END IF;
-  START TRANSACTION;
-  CALL sqlock_next_fence(v_fence);
-  INSERT INTO sqlock_advisory (name_key, name, lock_name, owner, fence, connection_id, acquired_at, holder)
-  VALUES (v_key, p_name, v_lock, p_owner, v_fence, CONNECTION_ID(), sqlock_now(),
-          LEFT(COALESCE(p_holder, ''), 255))
-  ON DUPLICATE KEY UPDATE name = VALUES(name), lock_name = VALUES(lock_name), owner = VALUES(owner),
-                          fence = VALUES(fence), connection_id = VALUES(connection_id),
-                          acquired_at = VALUES(acquired_at), holder = VALUES(holder);
-  COMMIT;
-  SELECT v_fence AS fence, 'ok' AS status;
 END$$
 
 -- 1 while this session still holds the lock for p_owner (the lease length is not used).
@@ -63,13 +106,18 @@ CREATE PROCEDURE sqlock_advisory_renew(
   IN p_owner VARBINARY(64))
 READS SQL DATA SQL SECURITY DEFINER
 BEGIN
-  SELECT (IS_USED_LOCK(sqlock_lock_name(p_name)) = CONNECTION_ID()
-          AND EXISTS (SELECT 1 FROM sqlock_advisory
-                       WHERE name_key = sqlock_key(p_name) AND owner = p_owner
-                         AND connection_id = CONNECTION_ID())) AS renewed;
+  DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT sqlock_lock_name(p_name);
+  SELECT COALESCE(IS_USED_LOCK(v_lock) = CONNECTION_ID(), 0)
+         AND (EXISTS (SELECT 1 FROM sqlock_advisory_holds
+                       WHERE lock_name = v_lock AND owner = p_owner
+                         AND connection_id = CONNECTION_ID())
+              OR EXISTS (SELECT 1 FROM sqlock_advisory
+                          WHERE name_key = sqlock_key(p_name) AND owner = p_owner
+                            AND connection_id = CONNECTION_ID())) AS renewed;
 END$$
 
--- Owner-checked release on the holding session; 1 = released.
+-- Owner-checked release on the holding session; 1 = released. (The library releases with a
+-- plain RELEASE_LOCK(lock_name) on the session it knows holds the lock for that owner.)
 DROP PROCEDURE IF EXISTS sqlock_advisory_release$$
 CREATE PROCEDURE sqlock_advisory_release(
   IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
@@ -77,16 +125,21 @@ CREATE PROCEDURE sqlock_advisory_release(
 MODIFIES SQL DATA SQL SECURITY DEFINER
 main: BEGIN
   DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT sqlock_lock_name(p_name);
-  DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
-  IF COALESCE(IS_USED_LOCK(v_lock) = CONNECTION_ID(), 0) = 0
-     OR NOT EXISTS (SELECT 1 FROM sqlock_advisory WHERE name_key = v_key AND owner = p_owner
-                                                  AND connection_id = CONNECTION_ID()) THEN
-    SELECT 0 AS released;
-    LEAVE main;
+  DECLARE v_key VARBINARY(255);
+  DELETE FROM sqlock_advisory_holds
+   WHERE lock_name = v_lock AND owner = p_owner AND connection_id = CONNECTION_ID();
+  IF ROW_COUNT() = 0 THEN
+    -- Not a hold of these routines: one of the version-1 routines, or none.
+    SET v_key = sqlock_key(p_name);
+    IF COALESCE(IS_USED_LOCK(v_lock) = CONNECTION_ID(), 0) = 0
+       OR NOT EXISTS (SELECT 1 FROM sqlock_advisory WHERE name_key = v_key AND owner = p_owner
+                                                    AND connection_id = CONNECTION_ID()) THEN
+      SELECT 0 AS released;
+      LEAVE main;
+    END IF;
+    DELETE FROM sqlock_advisory WHERE name_key = v_key AND owner = p_owner;
   END IF;
-  DELETE FROM sqlock_advisory WHERE name_key = v_key AND owner = p_owner;
-  DO RELEASE_LOCK(v_lock);
-  SELECT 1 AS released;
+  SELECT COALESCE(RELEASE_LOCK(v_lock), 0) AS released;
 END$$
 
 -- Held advisory locks whose name starts with p_prefix (byte comparison). Same columns as
@@ -98,15 +151,26 @@ BEGIN
   SELECT name, CAST(owner AS CHAR CHARACTER SET ascii) AS owner, fence,
          DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,
          NULL AS expires_at, 'advisory' AS mode, holder
-    FROM sqlock_advisory
-   WHERE IS_USED_LOCK(lock_name) = connection_id
-     AND LEFT(CAST(name AS BINARY), LENGTH(p_prefix)) = CAST(p_prefix AS BINARY)
+    FROM (SELECT COALESCE(n.name, CONVERT(SUBSTRING(h.lock_name, 8) USING utf8mb4)) AS name,
+                 h.owner, h.fence, h.acquired_at, h.holder
+            FROM sqlock_advisory_holds h
+            LEFT JOIN sqlock_advisory_names n ON n.lock_name = h.lock_name
+           WHERE IS_USED_LOCK(h.lock_name) = h.connection_id
+          UNION ALL  -- holds of the version-1 routines
+          SELECT a.name, a.owner, a.fence, a.acquired_at, a.holder
+            FROM sqlock_advisory a
+           WHERE IS_USED_LOCK(a.lock_name) = a.connection_id
+             AND NOT EXISTS (SELECT 1 FROM sqlock_advisory_holds h
+                              WHERE h.lock_name = a.lock_name
+                                AND h.connection_id = a.connection_id)) AS held
+   WHERE LEFT(CAST(name AS BINARY), LENGTH(p_prefix)) = CAST(p_prefix AS BINARY)
    ORDER BY CAST(name AS BINARY);
 END$$
 
 -- Administrative release: ends the holding session (KILL CONNECTION), which frees its
--- GET_LOCK locks; audited. The definer needs CONNECTION ADMIN (or SUPER) unless the holders
--- connect as the definer. One row: 1 = a holder was ended.
+-- GET_LOCK locks — every hold that session carried, not only this one (the process holding
+-- them is told at once: they are lost). Audited. The definer needs CONNECTION ADMIN (or SUPER)
+-- unless the holders connect as the definer. One row: 1 = a holder was ended.
 DROP PROCEDURE IF EXISTS sqlock_advisory_force_release$$
 CREATE PROCEDURE sqlock_advisory_force_release(IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
 MODIFIES SQL DATA SQL SECURITY DEFINER
@@ -114,17 +178,19 @@ main: BEGIN
   DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
   DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT sqlock_lock_name(p_name);
   DECLARE v_conn BIGINT UNSIGNED DEFAULT IS_USED_LOCK(v_lock);
-  DECLARE v_found INT DEFAULT 1;
   DECLARE v_owner VARBINARY(64) DEFAULT '';
   DECLARE v_fence BIGINT UNSIGNED DEFAULT 0;
   DECLARE v_waited INT DEFAULT 0;
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
   IF v_conn IS NULL THEN
     SELECT 0 AS released;
     LEAVE main;
   END IF;
-  SELECT owner, fence INTO v_owner, v_fence FROM sqlock_advisory
-   WHERE name_key = v_key AND connection_id = v_conn;
+  SELECT COALESCE(MAX(owner), ''), COALESCE(MAX(fence), 0) INTO v_owner, v_fence
+    FROM (SELECT owner, fence FROM sqlock_advisory_holds
+           WHERE lock_name = v_lock AND connection_id = v_conn
+          UNION ALL
+          SELECT owner, fence FROM sqlock_advisory
+           WHERE name_key = v_key AND connection_id = v_conn) AS h;
   IF v_conn = CONNECTION_ID() THEN
     DO RELEASE_LOCK(v_lock);
   ELSE
@@ -135,6 +201,7 @@ main: BEGIN
       SET v_waited = v_waited + 1;
     END WHILE;
   END IF;
+  DELETE FROM sqlock_advisory_holds WHERE lock_name = v_lock AND connection_id = v_conn;
   DELETE FROM sqlock_advisory WHERE name_key = v_key AND connection_id = v_conn;
   INSERT INTO sqlock_audit (at, action, name, owner, fence, by_user)
   VALUES (sqlock_now(), 'advisory_force_release', p_name, v_owner, v_fence, USER());
@@ -148,9 +215,16 @@ CREATE PROCEDURE sqlock_advisory_fence_check(
   IN p_fence BIGINT UNSIGNED)
 READS SQL DATA SQL SECURITY DEFINER
 BEGIN
-  SELECT EXISTS (SELECT 1 FROM sqlock_advisory
-                  WHERE name_key = sqlock_key(p_name) AND fence = p_fence
-                    AND IS_USED_LOCK(lock_name) = connection_id) AS current_hold;
+  DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT sqlock_lock_name(p_name);
+  DECLARE v_conn BIGINT UNSIGNED DEFAULT IS_USED_LOCK(v_lock);
+  SELECT v_conn IS NOT NULL
+         AND (EXISTS (SELECT 1 FROM sqlock_advisory_holds
+                       WHERE lock_name = v_lock AND fence = p_fence AND connection_id = v_conn)
+              OR (NOT EXISTS (SELECT 1 FROM sqlock_advisory_holds
+                               WHERE lock_name = v_lock AND connection_id = v_conn)
+                  AND EXISTS (SELECT 1 FROM sqlock_advisory
+                               WHERE name_key = sqlock_key(p_name) AND fence = p_fence
+                                 AND connection_id = v_conn))) AS current_hold;
 END$$
 
 DELIMITER ;

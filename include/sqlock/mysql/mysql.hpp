@@ -1,15 +1,17 @@
 // MySQL 8 / MariaDB 10.4+ backend over mysql-connector-c++ 1.1 (the JDBC-style API Debian
 // ships). URL: mysql://user:pass@host:port/db or mariadb://..., with
 //   ?mode=pessimistic|optimistic|advisory  ?socket=/run/mysqld/mysqld.sock  ?pool=4
+//   ?waiters=2 (advisory: sessions that may wait in the server at once)
 //   ?timeout=5s (longest exchange with the server)  ?connect_timeout= (default: timeout)
 //   ?migrate=auto|off
 //   ?ssl_mode=disabled|preferred|required|verify_ca|verify_identity  ?ssl_ca= ?ssl_capath=
 //   ?ssl_cert= ?ssl_key= ?ssl_cipher= ?ssl_crl= ?tls_version=
 // Lock logic lives in stored procedures (sql/mysql/, SQL SECURITY DEFINER) installed by
 // `sqlock migrate`; the application user needs EXECUTE on the schema only.
-// pessimistic/optimistic: lease rows on the server's clock. advisory: GET_LOCK on a dedicated
-// session per hold; the hold ends with the session (crash, KILL), which the holder reports as
-// loss; waiting blocks in the server (GET_LOCK's timeout) instead of polling.
+// pessimistic/optimistic: lease rows on the server's clock. advisory: GET_LOCK on a few shared
+// sessions (at most pool + waiters); a hold ends with its session (crash, KILL), which the
+// holder reports as loss; up to `waiters` callers wait in the server (GET_LOCK's timeout), the
+// others poll.
 #pragma once
 
 #include <memory>
@@ -22,14 +24,17 @@ namespace sqlock::mysql {
 
 /// How to reach the server (an aggregate: use designated initialisers).
 struct options {
-  std::string host = "127.0.0.1";      ///< host name or address ("" = 127.0.0.1)
-  int port = 3306;                     ///< TCP port; 0 = 3306
-  std::string socket{};                ///< Unix socket path; "" = TCP to host:port
-  std::string user{};                  ///< user name ("" = the connector's default)
-  std::string password{};              ///< password ("" = none)
-  std::string database{};              ///< schema holding the sqlock tables; required
-  std::string mode = "pessimistic";    ///< "pessimistic", "optimistic" or "advisory"
-  std::size_t pool = 4;                ///< idle connections kept (and idle advisory sessions); >= 1
+  std::string host = "127.0.0.1";    ///< host name or address ("" = 127.0.0.1)
+  int port = 3306;                   ///< TCP port; 0 = 3306
+  std::string socket{};              ///< Unix socket path; "" = TCP to host:port
+  std::string user{};                ///< user name ("" = the connector's default)
+  std::string password{};            ///< password ("" = none)
+  std::string database{};            ///< schema holding the sqlock tables; required
+  std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
+  std::size_t pool = 4;              ///< idle connections kept; advisory: sessions carrying
+                                     ///< holds (without waits); >= 1
+  std::size_t waiters = 2;  ///< advisory: sessions that may wait in GET_LOCK at once (0 = none:
+                            ///< every waiter polls); each is a server connection
   milliseconds connect_timeout{5000};  ///< connect timeout (> 0; whole seconds, rounded up)
   milliseconds timeout{5000};  ///< I/O timeout: the longest one exchange may take (> 0; whole
                                ///< seconds, rounded up); advisory waits block in the server in

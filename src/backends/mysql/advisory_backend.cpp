@@ -1,5 +1,6 @@
-// The GET_LOCK backend: a session per hold, a server-side wait per attempt after the first busy
-// one, and a watcher thread that reports holds whose session died.
+// The GET_LOCK backend: a few shared server sessions carrying the holds (session_pool), waits in
+// the server on sessions that carry no hold (a bounded number at once; the other waiters poll),
+// and a watcher thread that reports the holds of a session that died.
 #include "advisory_backend.hpp"
 
 #include <poll.h>
@@ -11,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "advisory_sessions.hpp"
 #include "connector.hpp"
 #include "sqlock/mysql/dialect.hpp"
+#include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 
 namespace sqlock::mysql::detail {
@@ -20,30 +23,40 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// The watcher's round: how long it polls, or how often it pings sessions of unknown socket.
+/// The watcher's round: how often it pings holding sessions whose socket is not known.
 constexpr milliseconds watch_period(100);
 /// Margin kept between a server-side wait's end and the caller's deadline or the read timeout.
 constexpr milliseconds wait_margin(100);
+/// Longest pause of a waiter that got no slot to wait in the server (it polls).
+constexpr milliseconds poll_cap(50);
 
-// A dedicated server session: holds at most one GET_LOCK lock, for `owner`.
-struct session {
-  std::mutex m;                      // held by the call (or the watcher's ping) using `conn`
-  std::unique_ptr<connection> conn;  // null once closed
-  std::string name;                  // the hold it carries ("" owner = none)
-  std::string owner;
-};
-
-// One acquire() call's state: after the first busy attempt, attempts wait in the server.
+// One acquire() call's state: after a busy attempt, the next attempt waits in GET_LOCK when a
+// slot is free; without one, wait() sleeps a jittered backoff and the next attempt polls.
 struct server_wait final : wait_state {
-  bool armed = false;
-  void wait(steady_time) override { armed = true; }  // the next attempt waits in GET_LOCK
+  explicit server_wait(std::shared_ptr<session_pool> p) : pool(std::move(p)) {}
+  ~server_wait() override {
+    if (slot) pool->end_wait();
+  }
+  server_wait(const server_wait&) = delete;
+  server_wait& operator=(const server_wait&) = delete;
+  void wait(steady_time until) override {
+    if (!slot && !starved) slot = pool->reserve_wait();
+    if (slot) return;  // the next attempt waits in the server
+    starved = false;
+    std::this_thread::sleep_until(std::min<steady_time>(
+        clock::now() + backoff_delay(polls++, milliseconds(2), poll_cap), until));
+  }
+  std::shared_ptr<session_pool> pool;
+  bool slot = false;     // reserved: the next attempt waits in the server
+  bool starved = false;  // the last slot found no session free: poll once before the next
+  unsigned polls = 0;
 };
 
 // What the watcher thread shares with the backend; outlives the backend when the thread had to
 // be detached (the backend destroyed from inside a loss listener).
 struct watch_state {
   std::mutex m;
-  const int wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // a new hold, or stop
+  const int wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // a new socket to watch, or stop
   watch_state() {
     if (wake < 0) throw backend_error("MySQL advisory watcher: eventfd failed");
   }
@@ -55,7 +68,6 @@ struct watch_state {
     [[maybe_unused]] auto n = ::write(wake, &one, sizeof one);  // a full counter wakes anyway
   }
   bool stop = false;
-  std::vector<std::weak_ptr<session>> holding;  // sessions carrying a hold
 };
 
 class advisory_backend final : public sql::engine_backend {
@@ -64,12 +76,12 @@ class advisory_backend final : public sql::engine_backend {
       : engine_backend(
             sql_bundle(), make_dialect(o.mode), [o] { return open_connection(o); },
             std::move(url_text), o.pool),
-        opts_(o),
         wait_chunk_(std::max(o.timeout / 2 - wait_margin, milliseconds(100))),
+        pool_(std::make_shared<session_pool>(o, o.pool, o.waiters)),
         watch_(std::make_shared<watch_state>()) {
     set_auto_migrate(o.auto_migrate);
     set_io_timeout(o.timeout);
-    watcher_ = std::thread([this, w = watch_] { watch(w); });
+    watcher_ = std::thread([this, w = watch_, p = pool_] { watch(w, p); });
   }
 
   ~advisory_backend() override {
@@ -87,94 +99,72 @@ class advisory_backend final : public sql::engine_backend {
   std::string kind() const override { return "mysql"; }
 
   std::unique_ptr<wait_state> open_wait(const lock_request&) override {
-    return std::make_unique<server_wait>();
+    return std::make_unique<server_wait>(pool_);
   }
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state* ws) override {
     check_name(req.name, "lock name");
+    auto* sw = static_cast<server_wait*>(ws);
+    taken_session t;
     milliseconds wait(0);
-    if (ws != nullptr && static_cast<server_wait*>(ws)->armed) {
+    if (sw != nullptr && sw->slot) {
       auto left = std::chrono::floor<milliseconds>(deadline - clock::now()) - wait_margin;
       wait = std::clamp(left, milliseconds(0), wait_chunk_);
+      if (wait > milliseconds(0)) t = pool_->take_for_wait();
+      sw->starved = !t.s;
+      sw->slot = false;
+      pool_->end_wait();
     }
+    if (!t.s) {
+      wait = milliseconds(0);
+      t = pool_->take(deadline);
+    }
+    auto& s = *t.s;
     sql::params p = params_for(req);
     p.lease_ms = wait.count();  // advisory: the server-side wait
-    auto s = take_session(deadline);
-    std::unique_lock g(s->m);
     sql::rows r;
+    hold_list lost;
     try {
       // `wait` ends before the deadline and within half the I/O timeout: the exchange fits.
-      r = s->conn->run(dialect_.acquire, p, deadline);
+      r = s.conn->run(dialect_.acquire, p, deadline);
+      s.waiting = false;
+      note_socket(s);
     } catch (const sql::transient_error&) {
       // The procedure released what it took before failing: the session is clean.
-      g.unlock();
-      give_back(std::move(s));
+      s.waiting = false;
       throw connection_error("MySQL advisory acquire of '" + req.name + "' hit a transient error");
     } catch (...) {
-      s->conn.reset();  // unknown state: ending the session frees anything it took
+      s.waiting = false;
+      lost = s.close();  // unknown state: ending the session frees anything it took
+      t.lock.unlock();
+      report(lost);
       throw;
     }
-    if (r.empty() || r[0].empty() || !r[0][0]) {
-      g.unlock();
-      give_back(std::move(s));
-      return std::nullopt;
-    }
+    if (r.empty() || r[0].empty() || !r[0][0]) return std::nullopt;
     std::uint64_t fence = 0;
     try {
       fence = sql::decode_u64(r[0][0], "fence from sqlock_advisory_acquire");
     } catch (...) {
-      s->conn.reset();
+      lost = s.close();
+      t.lock.unlock();
+      report(lost);
       throw;
     }
-    s->name = req.name;
-    s->owner = req.owner;
-    g.unlock();
-    {
-      std::lock_guard w(watch_->m);
-      watch_->holding.push_back(s);
-    }
-    watch_->poke();  // watch it from now, not from the watcher's next round
-    return lease_info{req.name, req.owner, fence, std::move(s)};
+    // No GET_LOCK name: routines of schema version 1 (a `sqlock migrate` of an older library
+    // re-created them); the release then goes through sqlock_advisory_release.
+    s.holds[req.name] = hold{req.owner, r[0].size() > 2 && r[0][2] ? *r[0][2] : std::string()};
+    return lease_info{req.name, req.owner, fence, t.s};
   }
 
   bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
-    auto s = std::static_pointer_cast<session>(l.state);
-    if (!s) return false;
-    std::lock_guard g(s->m);
-    if (!s->conn || s->owner != l.owner) return false;
-    try {
-      bool ok = sql::says_true(s->conn->run(dialect_.renew, params_for(l), deadline));
-      if (!ok) drop(*s);  // whatever the session still has is not our hold any more
-      return ok;
-    } catch (const connection_error&) {
-      // The session is gone, and GET_LOCK locks die with their session: the hold is lost.
-      drop(*s);
-      return false;
-    }
+    return on_holding_session(l, deadline, false);
   }
 
+  // A plain RELEASE_LOCK on the session known to carry the hold for this owner: no write (the
+  // hold's record goes stale, see sql/mysql/advisory.sql), one round trip.
   bool release(const lease_info& l, steady_time deadline) override {
-    auto s = std::static_pointer_cast<session>(l.state);
-    if (!s) return false;
-    std::unique_lock g(s->m);
-    if (!s->conn || s->owner != l.owner) return false;
-    bool ok = false;
-    try {
-      ok = sql::says_true(s->conn->run(dialect_.release, params_for(l), deadline));
-    } catch (...) {
-      drop(*s);  // never leave the lock held: ending the session frees it
-      throw;     // connection_error: the outcome is unknown (the server frees it anyway)
-    }
-    s->name.clear();
-    s->owner.clear();
-    if (!ok) {
-      drop(*s);
-      return false;
-    }
-    g.unlock();
-    give_back(std::move(s));
-    return true;
+    return on_holding_session(l, deadline, true);
   }
 
   capabilities caps() const noexcept override {
@@ -185,100 +175,122 @@ class advisory_backend final : public sql::engine_backend {
   }
 
  private:
-  static void drop(session& s) {
-    s.name.clear();
-    s.owner.clear();
-    s.conn.reset();
+  void report(const hold_list& lost) {
+    for (auto& [name, owner] : lost) report_lost(name, owner);
   }
 
-  std::shared_ptr<session> take_session(steady_time deadline) {
-    {
-      std::lock_guard g(sessions_mutex_);
-      while (!idle_sessions_.empty()) {
-        auto s = std::move(idle_sessions_.back());
-        idle_sessions_.pop_back();
-        if (s->conn) return s;
+  // After a call: a session's socket, once the driver knows it, is watched from now on.
+  void note_socket(session& s) {
+    if (s.fd >= 0) return;
+    const int fd = s.conn ? s.conn->socket() : -1;
+    if (fd < 0) return;
+    s.fd = fd;
+    watch_->poke();
+  }
+
+  // Runs `op` (renew or release) for the hold `l` on the session carrying it; false when that
+  // session no longer carries it for this owner. A session that fails is closed: its other
+  // holds are lost (reported), this one's outcome is the caller's (false or the error).
+  bool on_holding_session(const lease_info& l, steady_time deadline, bool releasing) {
+    auto s = std::static_pointer_cast<session>(l.state);
+    if (!s) return false;
+    std::unique_lock g(s->m, std::defer_lock);
+    if (!g.try_lock_until(deadline))
+      throw connection_error("MySQL advisory session of '" + l.name +
+                             "' stayed busy past the call's deadline");
+    auto it = s->holds.find(l.name);
+    if (s->dead || it == s->holds.end() || it->second.owner != l.owner) return false;
+    bool ok = false;
+    hold_list lost;
+    try {
+      sql::params p = params_for(l);
+      const auto* op = &dialect_.renew;
+      if (releasing && it->second.lock_name.empty()) {
+        op = &dialect_.release;
+      } else if (releasing) {
+        op = &release_lock_;
+        p.name = it->second.lock_name;
       }
-    }
-    if (clock::now() >= deadline)
-      throw connection_error("MySQL advisory session not opened: the deadline passed");
-    auto s = std::make_shared<session>();
-    s->conn = open_connection(opts_);
-    return s;
-  }
-
-  void give_back(std::shared_ptr<session> s) {
-    std::lock_guard g(sessions_mutex_);
-    if (s->conn && idle_sessions_.size() < opts_.pool) idle_sessions_.push_back(std::move(s));
-  }
-
-  // Watches every holding session that no call is using: polls the sockets it knows for a
-  // close or stray bytes (then confirms with a ping), pings the others each round; a dead
-  // session's hold is reported lost at once.
-  void watch(const std::shared_ptr<watch_state>& w) {
-    std::unique_lock g(w->m);
-    while (!w->stop) {
-      auto holding = w->holding;
+      ok = sql::says_true(s->conn->run(*op, p, deadline));
+    } catch (const connection_error&) {
+      lost = s->close(l.name);  // GET_LOCK locks die with their session: never left held
       g.unlock();
-      std::vector<std::pair<std::string, std::string>> lost;
-      std::vector<std::weak_ptr<session>> still, polled;
+      report(lost);
+      if (releasing) throw;  // the outcome is unknown (the server frees it anyway)
+      return false;          // renew: the session is gone, so is the hold
+    } catch (...) {
+      lost = s->close(l.name);
+      g.unlock();
+      report(lost);
+      throw;
+    }
+    if (ok && !releasing) return true;
+    s->holds.erase(l.name);
+    if (!ok && releasing) {
+      // The server says the session does not carry it: whatever it has is not ours any more.
+      lost = s->close(l.name);
+      g.unlock();
+      report(lost);
+    }
+    return ok;
+  }
+
+  // Watches every open session's socket for the server closing it (POLLRDHUP; a reply never
+  // wakes it) and pings, each round, the holding sessions whose socket is unknown; a dead
+  // session's holds are reported lost at once. Sessions a call is using are left to that call.
+  void watch(const std::shared_ptr<watch_state>& w, const std::shared_ptr<session_pool>& pool) {
+    for (;;) {
+      {
+        std::lock_guard g(w->m);
+        if (w->stop) return;
+      }
+      std::vector<std::shared_ptr<session>> polled;
       std::vector<pollfd> fds;
-      // Under the session's mutex: is it dead (no connection, or no answer to a ping when its
-      // socket is unknown or `check`)? Sessions a call is using are left to that call.
-      auto examine = [&](const std::weak_ptr<session>& weak, bool check) {
-        auto s = weak.lock();
-        if (!s) return;
+      hold_list lost;
+      for (auto& s : pool->all()) {
+        const int fd = s->fd;
+        if (fd >= 0) {
+          polled.push_back(s);
+          fds.push_back(pollfd{fd, POLLRDHUP, 0});
+          continue;
+        }
         std::unique_lock sg(s->m, std::try_to_lock);
-        if (!sg.owns_lock()) {
-          still.push_back(weak);
-          return;
-        }
-        if (s->owner.empty()) return;  // released (or dropped) since
-        const int fd = s->conn ? s->conn->socket() : -1;
-        if (s->conn && !check && fd >= 0) {
-          polled.push_back(weak);
-          fds.push_back(pollfd{fd, POLLIN | POLLRDHUP, 0});
-          return;
-        }
-        if (s->conn && s->conn->alive()) {
-          still.push_back(weak);
-          return;
-        }
-        lost.emplace_back(s->name, s->owner);
-        drop(*s);
-      };
-      for (auto& weak : holding) examine(weak, false);
-      // A descriptor closed by a call meanwhile only gives a spurious wake: the ping decides.
+        if (!sg.owns_lock() || s->dead || s->holds.empty()) continue;
+        if (!s->conn->alive()) append(lost, s->close());
+      }
       fds.push_back(pollfd{w->wake, POLLIN, 0});
       ::poll(fds.data(), fds.size(), static_cast<int>(watch_period.count()));
-      std::uint64_t pokes = 0;
       if (fds.back().revents != 0) {
+        std::uint64_t pokes = 0;
         [[maybe_unused]] auto n = ::read(w->wake, &pokes, sizeof pokes);  // clear the pokes
       }
       fds.pop_back();
+      bool busy = false;  // a closed socket whose session a call is using: that call sees it
       for (std::size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].revents != 0)
-          examine(polled[i], true);
-        else
-          still.push_back(polled[i]);
+        if (fds[i].revents == 0) continue;
+        auto& s = polled[i];
+        std::unique_lock sg(s->m, std::try_to_lock);
+        if (!sg.owns_lock())
+          busy = true;
+        else if (!s->dead)
+          append(lost, s->close());
       }
       for (auto& [name, owner] : lost) {
         report_lost(name, owner);  // no lock held: a listener may call back into the backend
         std::lock_guard sg(w->m);
         if (w->stop) return;  // the listener destroyed the backend (this thread was detached)
       }
-      g.lock();
-      // Holds taken while this round ran were appended after the snapshot: keep them.
-      still.insert(still.end(), w->holding.begin() + static_cast<std::ptrdiff_t>(holding.size()),
-                   w->holding.end());
-      w->holding = std::move(still);
+      if (busy) std::this_thread::sleep_for(milliseconds(1));  // do not spin on that socket
     }
   }
 
-  options opts_;
+  static void append(hold_list& to, hold_list from) {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
+
+  const sql::operation release_lock_{"release_lock", {"SELECT RELEASE_LOCK(:name)"}};
   milliseconds wait_chunk_;
-  std::mutex sessions_mutex_;
-  std::vector<std::shared_ptr<session>> idle_sessions_;
+  std::shared_ptr<session_pool> pool_;
   std::shared_ptr<watch_state> watch_;
   std::thread watcher_;  // last: started once everything it uses exists
 };

@@ -76,7 +76,10 @@ class watchdog {
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     auto id = next_++;
     armed_.emplace(id, entry{fd, deadline, false});
-    cv_.notify_all();
+    if (deadline < wake_at_) {  // only an earlier deadline needs the thread to wake sooner
+      wake_at_ = deadline;
+      cv_.notify_all();
+    }
     return id;
   }
   bool disarm(std::uint64_t id) {
@@ -109,6 +112,7 @@ class watchdog {
           next = std::min(next, e.deadline);
         }
       }
+      wake_at_ = next;  // a disarmed entry's deadline only gives one spurious wake
       if (next == time_point::max())
         cv_.wait(g);
       else
@@ -119,6 +123,7 @@ class watchdog {
   std::condition_variable cv_;
   std::map<std::uint64_t, entry> armed_;
   std::uint64_t next_ = 1;
+  time_point wake_at_ = time_point::min();  // when the thread wakes next (min: not yet waiting)
   bool stop_ = false;
   std::thread thread_;
 };

@@ -63,6 +63,24 @@ inline std::string single(const sql::rows& r) {
   return *r[0][0];
 }
 
+/// Runs `body` while this process has the database of SQLOCK_TEST_MYSQL_EMPTY_URL to itself:
+/// tests that install a schema there, and the one that needs it empty, exclude each other
+/// (ctest runs test processes in parallel) with a server-side GET_LOCK.
+template <class Body>
+void with_empty_database(const std::string& empty_url, Body body) {
+  auto guard = raw_backend(empty_url);
+  guard->with_connection([&](sql::connection& c) {
+    c.query("DO GET_LOCK('sqlock-test-empty-database', 300)");
+    try {
+      body();
+    } catch (...) {
+      c.query("DO RELEASE_LOCK('sqlock-test-empty-database')");
+      throw;
+    }
+    c.query("DO RELEASE_LOCK('sqlock-test-empty-database')");
+  });
+}
+
 /// A test that needs the server: skips without SQLOCK_TEST_MYSQL_URL; the schema is current.
 class mysql_server : public ::testing::Test {
  protected:

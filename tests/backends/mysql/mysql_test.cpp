@@ -138,26 +138,28 @@ TEST_F(mysql_server, connects_over_the_unix_socket) {
 TEST_F(mysql_server, missing_schema_names_sqlock_migrate) {
   std::string empty;
   SQLOCK_REQUIRE_URL("SQLOCK_TEST_MYSQL_EMPTY_URL", empty);
-  for (std::string mode : {"pessimistic", "advisory"}) {
-    try {
-      connect(with_param(empty, "mode", mode));
-      ADD_FAILURE() << "connect to a database without the schema succeeded";
-    } catch (const config_error& e) {
-      std::string what = e.what();
-      EXPECT_NE(what.find("sqlock migrate"), std::string::npos) << what;
-      EXPECT_NE(what.find("missing"), std::string::npos) << what;
-      EXPECT_EQ(what.find("pw@"), std::string::npos) << "password shown: " << what;
+  with_empty_database(empty, [&] {
+    for (std::string mode : {"pessimistic", "advisory"}) {
+      try {
+        connect(with_param(empty, "mode", mode));
+        ADD_FAILURE() << "connect to a database without the schema succeeded";
+      } catch (const config_error& e) {
+        std::string what = e.what();
+        EXPECT_NE(what.find("sqlock migrate"), std::string::npos) << what;
+        EXPECT_NE(what.find("missing"), std::string::npos) << what;
+        EXPECT_EQ(what.find("pw@"), std::string::npos) << "password shown: " << what;
+      }
     }
-  }
-  // A lock call whose procedure is not there (schema dropped behind our back) is retried for a
-  // while (a live `sqlock migrate` re-creates routines), then fails naming `sqlock migrate`.
-  auto b = raw_backend(empty);
-  try {
-    b->try_acquire(lock_request{unique_name("nop"), random_token(), 1s, "t"}, soon(), nullptr);
-    ADD_FAILURE() << "acquire without the schema succeeded";
-  } catch (const error& e) {
-    EXPECT_NE(std::string(e.what()).find("sqlock migrate"), std::string::npos) << e.what();
-  }
+    // A lock call whose procedure is not there (schema dropped behind our back) is retried for a
+    // while (a live `sqlock migrate` re-creates routines), then fails naming `sqlock migrate`.
+    auto b = raw_backend(empty);
+    try {
+      b->try_acquire(lock_request{unique_name("nop"), random_token(), 1s, "t"}, soon(), nullptr);
+      ADD_FAILURE() << "acquire without the schema succeeded";
+    } catch (const error& e) {
+      EXPECT_NE(std::string(e.what()).find("sqlock migrate"), std::string::npos) << e.what();
+    }
+  });
 }
 
 TEST_F(mysql_server, migrate_is_repeatable_and_reports_the_version) {

@@ -95,26 +95,6 @@ main: BEGIN
 END$$
 DELIMITER ;
 
--- Renew a shared or permit hold: extend our unexpired row on the server's clock; the other
--- holders of the name are not touched. One row: (renewed) 1 = renewed, 0 = lost.
-DROP PROCEDURE IF EXISTS sqlock_renew_shared;
-DELIMITER $$
-CREATE PROCEDURE sqlock_renew_shared(
-  IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
-  IN p_owner VARBINARY(64),
-  IN p_lease_ms BIGINT)
-MODIFIES SQL DATA SQL SECURITY DEFINER
-BEGIN
-  DECLARE v_now DATETIME(6) DEFAULT sqlock_now();
-  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
-    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'sqlock: lease must be > 0 ms';
-  END IF;
-  UPDATE sqlock_holders SET expires_at = v_now + INTERVAL p_lease_ms * 1000 MICROSECOND
-   WHERE name_key = sqlock_key(p_name) AND owner = p_owner AND expires_at > v_now;
-  SELECT ROW_COUNT() > 0 AS renewed;
-END$$
-DELIMITER ;
-
 -- Owner-checked release of a shared or permit hold: deletes only our row. One row: 1 =
 -- released, 0 = nothing of ours was there (idempotent).
 DROP PROCEDURE IF EXISTS sqlock_release_shared;

@@ -68,25 +68,6 @@ REVOKE ALL ON FUNCTION sqlock.acquire_shared(text, text, bigint, text, text, int
 GRANT EXECUTE ON FUNCTION sqlock.acquire_shared(text, text, bigint, text, text, integer, text)
   TO sqlock_execute;
 
--- Renew a shared or permit hold: extends this owner's unexpired row to now + lease on the
--- server's clock; the other holders of the name are not touched. true = renewed, false = gone.
---   SELECT sqlock.renew_shared('reports', 'owner-token', 30000);
-CREATE OR REPLACE FUNCTION sqlock.renew_shared(p_name text, p_owner text, p_lease_ms bigint)
-  RETURNS boolean
-  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-  SET search_path = sqlock, pg_temp
-AS $$
-BEGIN
-  PERFORM sqlock.check_lease(p_lease_ms);
-  UPDATE sqlock.holders h
-     SET expires_at = clock_timestamp() + p_lease_ms * interval '1 millisecond'
-   WHERE h.name = p_name AND h.owner = p_owner AND h.expires_at > clock_timestamp();
-  RETURN FOUND;
-END
-$$;
-REVOKE ALL ON FUNCTION sqlock.renew_shared(text, text, bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sqlock.renew_shared(text, text, bigint) TO sqlock_execute;
-
 -- Release a shared or permit hold: deletes this owner's row only and wakes the name's waiters.
 -- true = released; false = nothing of this owner was there (idempotent).
 --   SELECT sqlock.release_shared('reports', 'owner-token');

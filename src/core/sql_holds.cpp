@@ -124,7 +124,8 @@ std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, s
 }
 
 bool engine_backend::renew(const lease_info& l, milliseconds d, steady_time deadline) {
-  const bool shared = dialect_.kinds && l.state;
+  // Servers renew every kind in one routine; SQLite's scripts need one per table.
+  const bool shared = dialect_.kinds && l.state && !dialect_.renew_shared.statements.empty();
   return says_true(
       run(shared ? dialect_.renew_shared : dialect_.renew, params_for(l, d), deadline));
 }

@@ -4,7 +4,7 @@
 // processes x threads, one holder's expiry does not end the others, a different number of
 // permits (or kind) is a config_error, exclusive fences exceed every earlier hold's, list()
 // shows each holder with its kind, force_release and sweep cover the new holds.
-// A backend's test program instantiates it with its URLs:
+// A backend's test program instantiates the suite with its URLs:
 //   INSTANTIATE_TEST_SUITE_P(sqlite, row_kinds, ::testing::Values(kinds_target{...}, ...));
 #pragma once
 
@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "kinds_checks.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
@@ -57,14 +58,7 @@ class row_kinds : public ::testing::TestWithParam<kinds_target> {
 
   static lock_request request(const std::string& name, lock_kind k, std::uint32_t permits = 0,
                               milliseconds lease = std::chrono::seconds(60)) {
-    lock_request r;
-    r.name = name;
-    r.owner = random_token();
-    r.lease = lease;
-    r.holder = "row_kinds_test";
-    r.kind = k;
-    r.permits = permits;
-    return r;
+    return kinds_request(name, k, permits, lease);
   }
   /// One attempt without a wait state (as try_lock() makes it).
   static std::optional<lease_info> attempt(backend& b, const lock_request& r) {

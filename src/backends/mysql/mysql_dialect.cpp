@@ -50,7 +50,6 @@ sql::dialect make_dialect(const std::string& mode) {
     d.acquire_shared = call("acquire_shared",
                             "CALL sqlock_acquire_shared(:name, :owner, :lease_ms, :holder, :kind, "
                             ":permits, :mode)");
-    d.renew_shared = call("renew_shared", "CALL sqlock_renew_shared(:name, :owner, :lease_ms)");
     d.release_shared = call("release_shared", "CALL sqlock_release_shared(:name, :owner)");
     d.clear_mark = call("clear_mark", "CALL sqlock_clear_mark(:name, :owner)");
   }

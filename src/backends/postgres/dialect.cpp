@@ -111,7 +111,6 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
     d.acquire_shared = op("acquire_shared", "SELECT fence, status FROM " + s +
                                                 "acquire_shared(:name, :owner, :lease_ms, :holder, "
                                                 ":kind, :permits, :mode)");
-    d.renew_shared = op("renew_shared", "SELECT " + s + "renew_shared(:name, :owner, :lease_ms)");
     d.release_shared = op("release_shared", "SELECT " + s + "release_shared(:name, :owner)");
     d.clear_mark = op("clear_mark", "SELECT " + s + "clear_mark(:name, :owner)");
   }

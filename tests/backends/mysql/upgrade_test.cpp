@@ -3,21 +3,12 @@
 // hold a version-1 client took stays held through `migrate`, new clients are refused
 // (exclusive, shared and permit alike), and its owner renews and releases it through the new
 // library.
+#include "kinds_checks.hpp"
 #include "mysql_env.hpp"
 #include "sqlock/mysql/dialect.hpp"
 
 namespace sqlock::test {
 namespace {
-
-lock_request request(const std::string& name, lock_kind k) {
-  lock_request r;
-  r.name = name;
-  r.owner = random_token();
-  r.lease = std::chrono::seconds(60);
-  r.kind = k;
-  r.permits = k == lock_kind::permit ? 2 : 0;
-  return r;
-}
 
 // Drops every table and routine of the database.
 void empty_again(sql::engine_backend& b) {
@@ -52,21 +43,7 @@ TEST(mysql_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   const auto fence = sql::decode_u64(query(*b, "SELECT fence FROM sqlock_locks")[0][0], "fence");
 
   EXPECT_EQ(b->migrate(), sql::latest_version(mysql::sql_bundle()));
-  for (auto k : {lock_kind::exclusive, lock_kind::shared, lock_kind::permit})
-    EXPECT_FALSE(b->try_acquire(request("job", k), soon(), nullptr)) << to_string(k);
-  auto all = b->list("job");
-  ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].owner, owner);
-  EXPECT_EQ(all[0].kind, lock_kind::exclusive);
-  EXPECT_TRUE(b->fence_check("job", fence));
-  lease_info held{"job", owner, fence, nullptr};
-  EXPECT_TRUE(b->renew(held, std::chrono::seconds(60), soon()));
-  EXPECT_TRUE(b->release(held, soon()));
-  auto shared = b->try_acquire(request("job", lock_kind::shared), soon(), nullptr);
-  ASSERT_TRUE(shared);
-  EXPECT_GT(shared->fence, fence);
-  EXPECT_FALSE(b->try_acquire(request("job", lock_kind::exclusive), soon(), nullptr));
-  EXPECT_TRUE(b->release(*shared, soon()));
+  expect_hold_survived_upgrade(*b, "job", owner, fence);
   empty_again(*b);
 }
 

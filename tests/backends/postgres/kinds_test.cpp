@@ -41,16 +41,6 @@ INSTANTIATE_TEST_SUITE_P(
         kinds_target{"app_pessimistic", [] { return kinds_url("pessimistic", true); }, 4}),
     kinds_label);
 
-lock_request request(const std::string& name, lock_kind k) {
-  lock_request r;
-  r.name = name;
-  r.owner = random_token();
-  r.lease = std::chrono::seconds(60);
-  r.kind = k;
-  r.permits = k == lock_kind::permit ? 2 : 0;
-  return r;
-}
-
 // A database at schema version 3 (the wave-1 schema) with an exclusive hold written as its
 // acquire_pessimistic() wrote it; `sqlock migrate` runs with the hold live.
 TEST(postgres_kinds, UpgradeFromVersion3KeepsALiveHold) {
@@ -90,21 +80,7 @@ TEST(postgres_kinds, UpgradeFromVersion3KeepsALiveHold) {
   auto app =
       make_backend(pg::with(app_, "schema=" + schema + "&execute_role=sqlock_kinds_execute"));
 
-  for (auto k : {lock_kind::exclusive, lock_kind::shared, lock_kind::permit})
-    EXPECT_FALSE(app->try_acquire(request("job", k), soon(), nullptr)) << to_string(k);
-  auto all = app->list("job");
-  ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].owner, owner);
-  EXPECT_EQ(all[0].kind, lock_kind::exclusive);
-  EXPECT_EQ(all[0].holder, "wave1");
-  lease_info held{"job", owner, fence, nullptr};
-  EXPECT_TRUE(app->renew(held, std::chrono::seconds(60), soon()));
-  EXPECT_TRUE(app->release(held, soon()));
-  auto shared = app->try_acquire(request("job", lock_kind::shared), soon(), nullptr);
-  ASSERT_TRUE(shared);
-  EXPECT_GT(shared->fence, fence);
-  EXPECT_FALSE(app->try_acquire(request("job", lock_kind::exclusive), soon(), nullptr));
-  EXPECT_TRUE(app->release(*shared, soon()));
+  expect_hold_survived_upgrade(*app, "job", owner, fence);
 
   pqxx::connection c(owner_);
   pqxx::work w(c);

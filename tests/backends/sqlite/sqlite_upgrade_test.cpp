@@ -7,11 +7,11 @@
 
 #include <string>
 
+#include "kinds_checks.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 #include "sqlock/sqlite/dialect.hpp"
-#include "test_env.hpp"
 
 namespace sqlock::test {
 namespace {
@@ -79,16 +79,6 @@ class wave1_client {
   sqlite3* db_ = nullptr;
 };
 
-lock_request request(const std::string& name, lock_kind k) {
-  lock_request r;
-  r.name = name;
-  r.owner = random_token();
-  r.lease = std::chrono::seconds(60);
-  r.kind = k;
-  r.permits = k == lock_kind::permit ? 2 : 0;
-  return r;
-}
-
 TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   temp_dir dir;
   const std::string path = (dir.path / "old.db").string();
@@ -106,27 +96,10 @@ TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   EXPECT_EQ(old.version(), sql::latest_version(sql::bundle_sqlite()));
   EXPECT_GE(old.version(), 2);
 
-  for (auto k : {lock_kind::exclusive, lock_kind::shared, lock_kind::permit})
-    EXPECT_FALSE(b->try_acquire(request("job", k), soon(), nullptr)) << to_string(k);
-  auto all = b->list("job");
-  ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].owner, owner);
-  EXPECT_EQ(all[0].kind, lock_kind::exclusive);
-  EXPECT_EQ(all[0].holder, "wave1");
-  auto* engine = dynamic_cast<sql::engine_backend*>(b.get());
-  ASSERT_NE(engine, nullptr);
-  EXPECT_TRUE(engine->fence_check("job", static_cast<std::uint64_t>(fence)));
-
-  lease_info held{"job", owner, static_cast<std::uint64_t>(fence), nullptr};
-  EXPECT_TRUE(b->renew(held, std::chrono::seconds(60), soon()));
-  EXPECT_TRUE(b->release(held, soon()));
-  auto shared = b->try_acquire(request("job", lock_kind::shared), soon(), nullptr);
-  ASSERT_TRUE(shared);
-  EXPECT_GT(shared->fence, static_cast<std::uint64_t>(fence));
-  EXPECT_TRUE(b->release(*shared, soon()));
+  expect_hold_survived_upgrade(*b, "job", owner, static_cast<std::uint64_t>(fence));
 
   // A version-1 client still running after the upgrade and a new one exclude each other.
-  auto mine = b->try_acquire(request("report", lock_kind::exclusive), soon(), nullptr);
+  auto mine = b->try_acquire(kinds_request("report", lock_kind::exclusive), soon(), nullptr);
   ASSERT_TRUE(mine);
   const std::string late = random_token();
   old.exec(wave1_acquire("report", late));
@@ -135,7 +108,7 @@ TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   old.exec(wave1_acquire("report", late));
   const auto late_fence = old.fence_of("report", late);
   EXPECT_GT(late_fence, static_cast<std::int64_t>(mine->fence));
-  EXPECT_FALSE(b->try_acquire(request("report", lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b->try_acquire(kinds_request("report", lock_kind::exclusive), soon(), nullptr));
 }
 
 }  // namespace

@@ -152,7 +152,7 @@ struct dialect {
   bool kinds = false;
   operation acquire_shared;  ///< a shared (:kind 'shared') or permit (:kind 'permit', :permits)
                              ///< hold; rows as `acquire`
-  operation renew_shared;    ///< rows: [truthy] = renewed
+  operation renew_shared;    ///< rows: [truthy] = renewed; empty = `renew` covers them
   operation release_shared;  ///< rows: [truthy] = released
   operation clear_mark;      ///< removes the writer mark of (:name, :owner); rows ignored
   /// Run after `force_release` / `sweep` when those do not cover the shared holds themselves

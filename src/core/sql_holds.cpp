@@ -43,7 +43,7 @@ class writer_wait final : public wait_state {
   void marked(bool on) noexcept { marked_ = on; }
 
  private:
-  static constexpr milliseconds clear_bound{250};
+  static constexpr milliseconds clear_bound{1000};  // one short call, past the caller's deadline
 
   engine_backend& backend_;
   std::unique_ptr<wait_state> inner_;

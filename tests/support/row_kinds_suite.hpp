@@ -226,14 +226,17 @@ TEST_P(row_kinds, OneHoldersExpiryDoesNotEndTheOthers) {
   for (auto k : {lock_kind::shared, lock_kind::permit}) {
     std::string name = name_ + to_string(k);
     const std::uint32_t n = k == lock_kind::permit ? 2 : 0;
-    auto brief = attempt(*b, request(name, k, n, milliseconds(300)));
+    auto brief = attempt(*b, request(name, k, n));
     auto lasting = attempt(*b, request(name, k, n));
     ASSERT_TRUE(brief);
     ASSERT_TRUE(lasting);
     if (k == lock_kind::permit) {
       EXPECT_FALSE(attempt(*b, request(name, k, n)));
     }
-    std::this_thread::sleep_for(milliseconds(800));  // the brief lease ends on the server
+    // The brief hold's lease is cut short (as run_exclusive's at_least does) and ends on the
+    // server while its holder sleeps.
+    EXPECT_TRUE(b->renew(*brief, milliseconds(200), soon()));
+    std::this_thread::sleep_for(milliseconds(800));
     EXPECT_FALSE(b->renew(*brief, std::chrono::seconds(30), soon()));
     EXPECT_TRUE(b->renew(*lasting, std::chrono::seconds(30), soon()));
     EXPECT_EQ(holders(*b, name), 1u);
@@ -248,9 +251,10 @@ TEST_P(row_kinds, OneHoldersExpiryDoesNotEndTheOthers) {
 
 TEST_P(row_kinds, ExpiredExclusiveDoesNotBlockReaders) {
   auto b = open();
-  auto x = attempt(*b, request(name_, lock_kind::exclusive, 0, milliseconds(300)));
+  auto x = attempt(*b, request(name_, lock_kind::exclusive));
   ASSERT_TRUE(x);
   EXPECT_FALSE(attempt(*b, request(name_, lock_kind::shared)));
+  EXPECT_TRUE(b->renew(*x, milliseconds(200), soon()));  // then the lease ends on the server
   std::this_thread::sleep_for(milliseconds(800));
   auto s = attempt(*b, request(name_, lock_kind::shared));
   ASSERT_TRUE(s);
@@ -304,7 +308,7 @@ TEST_P(row_kinds, ForceReleaseAndSweepCoverSharedHolds) {
   auto brief = attempt(*b, request(name_ + "/sweep", lock_kind::permit, 2, milliseconds(200)));
   ASSERT_TRUE(brief);
   std::this_thread::sleep_for(milliseconds(600));
-  EXPECT_GE(b->sweep(), 1u);
+  b->sweep();  // (another process's sweep may have come first: the count is not checked)
   EXPECT_FALSE(b->release(*brief, soon()));  // swept: nothing of this owner left
 }
 

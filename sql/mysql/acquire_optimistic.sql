@@ -1,15 +1,19 @@
 -- Optimistic acquire: read the row without locking, then claim it with a compare-and-set on
 -- its version (and on it still being free or expired). A lost compare-and-set returns status
 -- 'retry' and the library tries again with jittered backoff. The row of a name stays after
--- release (owner ''). A call by the current owner returns its fence (idempotent).
+-- release (owner ''). A call by the current owner returns its fence (idempotent). Refused while
+-- a shared or permit hold of the name is live; a shared acquire moves the row's version on, so
+-- a compare-and-set that read the version before it fails. A busy attempt with p_mark_ms > 0
+-- leaves a writer mark (sqlock_writer_mark in 01_holders.sql).
 -- One result row: (fence, status) with status 'ok', 'busy' (fence NULL) or 'retry'.
-DROP PROCEDURE IF EXISTS sqlock_acquire_optimistic;
+DROP PROCEDURE IF EXISTS sqlock_acquire_exclusive_optimistic;
 DELIMITER $$
-CREATE PROCEDURE sqlock_acquire_optimistic(
+CREATE PROCEDURE sqlock_acquire_exclusive_optimistic(
   IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_owner VARBINARY(64),
   IN p_lease_ms BIGINT,
-  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mark_ms BIGINT)
 MODIFIES SQL DATA SQL SECURITY DEFINER
 main: BEGIN
   DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
@@ -42,7 +46,9 @@ main: BEGIN
     SELECT v_fence AS fence, 'ok' AS status;
     LEAVE main;
   END IF;
-  IF v_owner <> '' AND v_expires > v_now THEN
+  IF (v_owner <> '' AND v_expires > v_now)
+     OR EXISTS (SELECT 1 FROM sqlock_holders WHERE name_key = v_key AND expires_at > v_now) THEN
+    CALL sqlock_writer_mark(v_key, p_owner, p_mark_ms, 0);
     SELECT NULL AS fence, 'busy' AS status;
     LEAVE main;
   END IF;
@@ -65,7 +71,20 @@ main: BEGIN
      SET fence = v_fence, acquired_at = v_now,
          expires_at = v_now + INTERVAL p_lease_ms * 1000 MICROSECOND
    WHERE name_key = v_key;
+  CALL sqlock_writer_mark(v_key, p_owner, p_mark_ms, 1);
   COMMIT;
   SELECT v_fence AS fence, 'ok' AS status;
 END$$
+DELIMITER ;
+
+-- The version-1 signature (no writer mark), for clients of earlier versions.
+DROP PROCEDURE IF EXISTS sqlock_acquire_optimistic;
+DELIMITER $$
+CREATE PROCEDURE sqlock_acquire_optimistic(
+  IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARBINARY(64),
+  IN p_lease_ms BIGINT,
+  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+MODIFIES SQL DATA SQL SECURITY DEFINER
+CALL sqlock_acquire_exclusive_optimistic(p_name, p_owner, p_lease_ms, p_holder, 0)$$
 DELIMITER ;

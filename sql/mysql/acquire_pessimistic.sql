@@ -1,15 +1,18 @@
--- Pessimistic acquire: lock the name's row (FOR UPDATE), take it when free or expired, keep it
--- when it is already ours (a retried call after a lost reply returns the same fence).
+-- Pessimistic exclusive acquire: lock the name's row (FOR UPDATE), take it when free or expired
+-- and no shared or permit hold of the name is live, keep it when it is already ours (a retried
+-- call after a lost reply returns the same fence). A busy attempt with p_mark_ms > 0 (a client
+-- that will wait) leaves a writer mark (sqlock_writer_mark in 01_holders.sql).
 -- One result row: (fence, status) with status 'ok', 'busy' (fence NULL) or 'retry' (a
 -- concurrent first insert of the same name won; the caller tries again).
 -- READ COMMITTED: no gap locks on absent names, so first inserts do not deadlock each other.
-DROP PROCEDURE IF EXISTS sqlock_acquire_pessimistic;
+DROP PROCEDURE IF EXISTS sqlock_acquire_exclusive_pessimistic;
 DELIMITER $$
-CREATE PROCEDURE sqlock_acquire_pessimistic(
+CREATE PROCEDURE sqlock_acquire_exclusive_pessimistic(
   IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_owner VARBINARY(64),
   IN p_lease_ms BIGINT,
-  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mark_ms BIGINT)
 MODIFIES SQL DATA SQL SECURITY DEFINER
 main: BEGIN
   DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
@@ -35,7 +38,9 @@ main: BEGIN
     SELECT v_fence AS fence, 'ok' AS status;
     LEAVE main;
   END IF;
-  IF v_found = 1 AND v_owner <> '' AND v_expires > v_now THEN
+  IF (v_found = 1 AND v_owner <> '' AND v_expires > v_now)
+     OR EXISTS (SELECT 1 FROM sqlock_holders WHERE name_key = v_key AND expires_at > v_now) THEN
+    CALL sqlock_writer_mark(v_key, p_owner, p_mark_ms, 0);
     COMMIT;
     SELECT NULL AS fence, 'busy' AS status;
     LEAVE main;
@@ -56,7 +61,20 @@ main: BEGIN
          acquired_at = v_now, expires_at = v_now + INTERVAL p_lease_ms * 1000 MICROSECOND,
          mode = 'pessimistic', holder = LEFT(COALESCE(p_holder, ''), 255)
    WHERE name_key = v_key;
+  CALL sqlock_writer_mark(v_key, p_owner, p_mark_ms, 1);
   COMMIT;
   SELECT v_fence AS fence, 'ok' AS status;
 END$$
+DELIMITER ;
+
+-- The version-1 signature (no writer mark), for clients of earlier versions.
+DROP PROCEDURE IF EXISTS sqlock_acquire_pessimistic;
+DELIMITER $$
+CREATE PROCEDURE sqlock_acquire_pessimistic(
+  IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARBINARY(64),
+  IN p_lease_ms BIGINT,
+  IN p_holder TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+MODIFIES SQL DATA SQL SECURITY DEFINER
+CALL sqlock_acquire_exclusive_pessimistic(p_name, p_owner, p_lease_ms, p_holder, 0)$$
 DELIMITER ;

@@ -1,6 +1,6 @@
--- Deletes up to p_limit expired or free lease rows
--- and up to p_limit stale advisory records of each table (their session no longer holds the
--- GET_LOCK lock); one row: how many were deleted.
+-- Deletes up to p_limit expired or free lease rows, up to p_limit expired shared or permit
+-- holds (and expired writer marks), and up to p_limit stale advisory records of each table
+-- (their session no longer holds the GET_LOCK lock); one row: how many were deleted.
 -- Schedule it on the server (instead of, or besides, client_options::sweep_every) with:
 --   SET GLOBAL event_scheduler = ON;
 --   CREATE EVENT sqlock_sweep_every_minute ON SCHEDULE EVERY 1 MINUTE
@@ -14,6 +14,9 @@ BEGIN
   DECLARE v_limit BIGINT DEFAULT GREATEST(COALESCE(p_limit, 1000), 1);
   DELETE FROM sqlock_locks WHERE owner = '' OR expires_at <= sqlock_now() LIMIT v_limit;
   SET v_n = ROW_COUNT();
+  DELETE FROM sqlock_holders WHERE expires_at <= sqlock_now() LIMIT v_limit;
+  SET v_n = v_n + ROW_COUNT();
+  DELETE FROM sqlock_writer_marks WHERE expires_at <= sqlock_now();
   DELETE FROM sqlock_advisory
    WHERE IS_USED_LOCK(lock_name) IS NULL OR IS_USED_LOCK(lock_name) <> connection_id
    LIMIT v_limit;

@@ -1,10 +1,14 @@
 -- Optimistic acquire: read the name's row, then compare-and-set its version. Returns
 -- (fence, 'acquired'), (NULL, 'busy') when a live hold exists, or (NULL, 'retry') when another
 -- session changed the row between the read and the write (the client retries with capped,
--- jittered backoff). A free (released) or expired row can be claimed. Idempotent for one owner.
---   SELECT * FROM sqlock.acquire_optimistic('orders:42', 'owner-token', 30000, 'host:pid:app');
+-- jittered backoff). A free (released) or expired row can be claimed, not while a shared or
+-- permit hold of the name is live. Idempotent for one owner. A busy attempt with p_mark_ms > 0
+-- leaves a writer mark (see writer_mark in 01_holders.sql). The acquires of one name, of every
+-- kind, pass name_guard one at a time, so the compare-and-set loses only to clients of earlier
+-- versions.
+--   SELECT * FROM sqlock.acquire_optimistic('orders:42', 'owner-token', 30000, 'host:pid:app', 0);
 CREATE OR REPLACE FUNCTION sqlock.acquire_optimistic(p_name text, p_owner text,
-                                                     p_lease_ms bigint, p_holder text)
+    p_lease_ms bigint, p_holder text, p_mark_ms bigint)
   RETURNS TABLE (fence bigint, status text)
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
@@ -17,6 +21,14 @@ DECLARE
 BEGIN
   PERFORM sqlock.check_name_owner(p_name, p_owner);
   PERFORM sqlock.check_lease(p_lease_ms);
+  -- Every kind's acquire of this name waits here for the others; live shared or permit holds
+  -- keep an exclusive request out (and the attempt leaves its writer mark, below).
+  PERFORM sqlock.name_guard(p_name);
+  IF sqlock.shared_held(p_name, v_now) THEN
+    PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, false);
+    RETURN QUERY SELECT NULL::bigint, 'busy'::text;
+    RETURN;
+  END IF;
   SELECT l.owner, l.version, l.fence, l.expires_at INTO v_row
     FROM sqlock.locks l WHERE l.name = p_name;
   IF NOT FOUND THEN
@@ -33,6 +45,7 @@ BEGIN
     RETURN QUERY SELECT v_row.fence, 'acquired'::text;  -- our own hold (a retried call)
     RETURN;
   ELSIF v_row.owner IS NOT NULL AND v_row.expires_at > v_now THEN
+    PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, false);
     RETURN QUERY SELECT NULL::bigint, 'busy'::text;
     RETURN;
   ELSE
@@ -50,9 +63,23 @@ BEGIN
      WHERE l.name = p_name AND l.version = v_row.version
     RETURNING l.fence INTO v_fence;
   END IF;
+  PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, v_fence IS NOT NULL);
   RETURN QUERY SELECT * FROM sqlock.acquire_result(v_fence, 'retry', p_name, p_owner, 'optimistic',
                                                    p_holder);
 END
+$$;
+REVOKE ALL ON FUNCTION sqlock.acquire_optimistic(text, text, bigint, text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.acquire_optimistic(text, text, bigint, text, bigint)
+  TO sqlock_execute;
+
+-- The version-1 signature (no writer mark), for clients of earlier versions.
+CREATE OR REPLACE FUNCTION sqlock.acquire_optimistic(p_name text, p_owner text,
+    p_lease_ms bigint, p_holder text)
+  RETURNS TABLE (fence bigint, status text)
+  LANGUAGE sql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+  SELECT * FROM sqlock.acquire_optimistic(p_name, p_owner, p_lease_ms, p_holder, 0)
 $$;
 REVOKE ALL ON FUNCTION sqlock.acquire_optimistic(text, text, bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sqlock.acquire_optimistic(text, text, bigint, text) TO sqlock_execute;

@@ -1,4 +1,4 @@
--- true when p_fence is the fencing token of the current live hold of p_name (any mode). Call it
+-- true when p_fence is the fencing token of a current live hold of p_name (any mode and kind). Call it
 -- inside the transaction that does the protected write: on success it also takes a FOR KEY
 -- SHARE row lock on the hold, so no new holder can take the lock over (a takeover locks the row
 -- FOR UPDATE first) and nobody can release or sweep it until that transaction ends, while the
@@ -16,6 +16,13 @@ BEGIN
   PERFORM 1 FROM sqlock.locks l
     WHERE l.name = p_name AND l.fence = p_fence AND l.owner IS NOT NULL
       AND l.expires_at > clock_timestamp()
+    FOR KEY SHARE;
+  IF FOUND THEN
+    RETURN true;
+  END IF;
+  -- A shared or permit hold: its row locked FOR KEY SHARE keeps release and sweep waiting.
+  PERFORM 1 FROM sqlock.holders h
+    WHERE h.name = p_name AND h.fence = p_fence AND h.expires_at > clock_timestamp()
     FOR KEY SHARE;
   IF FOUND THEN
     RETURN true;

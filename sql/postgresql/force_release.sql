@@ -1,5 +1,5 @@
 -- Administrative release of a name whoever holds it; always written to sqlock.events.
--- Lease holds are deleted. An advisory hold belongs to a session: that session is terminated
+-- Lease holds (exclusive, shared and permit) are deleted. An advisory hold belongs to a session: that session is terminated
 -- (pg_terminate_backend, waiting up to 5 s for it to end), which frees EVERY lock it held; the
 -- clients holding them see the loss at their next renewal. Terminating another role's session
 -- needs the function owner to have pg_signal_backend (GRANT pg_signal_backend TO owner_role).
@@ -33,6 +33,15 @@ BEGIN
     END IF;
     DELETE FROM sqlock.advisory_holds h WHERE h.name = p_name;
   END LOOP;
+  -- Shared and permit holds, and a waiting writer's mark.
+  FOR r IN DELETE FROM sqlock.holders h WHERE h.name = p_name
+           RETURNING h.owner, h.fence, h.mode, h.holder, h.expires_at LOOP
+    IF r.expires_at > clock_timestamp() THEN
+      v_n := v_n + 1;
+      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, r.mode, r.holder);
+    END IF;
+  END LOOP;
+  DELETE FROM sqlock.writer_marks m WHERE m.name = p_name;
   IF v_n > 0 THEN
     PERFORM sqlock.wake(p_name);
   END IF;

@@ -1,4 +1,5 @@
--- Deletes up to p_limit dead rows: expired or free rows of sqlock.locks, and advisory hold rows
+-- Deletes up to p_limit dead rows: expired or free rows of sqlock.locks, expired shared and
+-- permit holds of sqlock.holders (and expired writer marks), and advisory hold rows
 -- whose session no longer holds the lock. Returns how many. Safe to run concurrently (SKIP
 -- LOCKED) and from pg_cron; call it again while it returns p_limit:
 --   SELECT cron.schedule('sqlock-sweep', '* * * * *', 'SELECT sqlock.sweep(10000)');
@@ -31,6 +32,24 @@ BEGIN
       PERFORM sqlock.wake(r.name);
     END IF;
   END LOOP;
+  -- Expired shared and permit holds (their names' waiters are woken), and writer marks.
+  IF v_locks < p_limit THEN
+    FOR r IN
+      WITH doomed AS (
+        SELECT h.name, h.owner FROM sqlock.holders h
+         WHERE h.expires_at <= clock_timestamp()
+         ORDER BY h.expires_at
+         LIMIT p_limit - v_locks
+           FOR UPDATE SKIP LOCKED)
+      DELETE FROM sqlock.holders h USING doomed d
+       WHERE h.name = d.name AND h.owner = d.owner AND h.expires_at <= clock_timestamp()
+      RETURNING h.name
+    LOOP
+      v_locks := v_locks + 1;
+      PERFORM sqlock.wake(r.name);
+    END LOOP;
+  END IF;
+  DELETE FROM sqlock.writer_marks m WHERE m.expires_at <= clock_timestamp();
   IF v_locks < p_limit THEN
     WITH doomed AS (
       SELECT h.name FROM sqlock.advisory_holds h

@@ -20,6 +20,9 @@ value lookup(const params& p, std::string_view key) {
   if (key == "prefix") return {false, 0, p.prefix};
   if (key == "limit") return {true, p.limit, {}};
   if (key == "mode") return {false, 0, p.mode};
+  if (key == "kind") return {false, 0, p.kind};
+  if (key == "permits") return {true, p.permits, {}};
+  if (key == "mark_ms") return {true, p.mark_ms, {}};
   throw config_error("unknown SQL parameter ':" + std::string(key) + "'");
 }
 
@@ -274,6 +277,8 @@ params engine_backend::params_for(const lock_request& req) const {
   p.lease_ms = req.lease.count();
   p.holder = req.holder;
   p.mode = dialect_.mode;
+  p.kind = to_string(req.kind);
+  p.permits = req.permits;
   return p;
 }
 
@@ -284,32 +289,6 @@ params engine_backend::params_for(const lease_info& l, milliseconds lease) const
   p.lease_ms = lease.count();
   p.mode = dialect_.mode;
   return p;
-}
-
-std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, steady_time deadline,
-                                                      wait_state*) {
-  params p = params_for(req);
-  for (unsigned attempt = 0;; ++attempt) {
-    auto r = run(dialect_.acquire, p, deadline);
-    if (!r.empty() && !r[0].empty() && r[0][0])
-      return lease_info{req.name, req.owner, decode_u64(r[0][0], "fence"), nullptr};
-    bool cas_lost = !r.empty() && r[0].size() > 1 && r[0][1] && *r[0][1] == "retry";
-    if (!cas_lost) return std::nullopt;
-    // Optimistic mode lost a compare-and-set race to a writer that changed the row between
-    // our read and our write: back off with jitter and read again while the deadline allows
-    // (the lock may have been free all along); at the deadline it counts as busy.
-    auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(20));
-    if (std::chrono::steady_clock::now() + pause >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(pause);
-  }
-}
-
-bool engine_backend::renew(const lease_info& l, milliseconds d, steady_time deadline) {
-  return says_true(run(dialect_.renew, params_for(l, d), deadline));
-}
-
-bool engine_backend::release(const lease_info& l, steady_time deadline) {
-  return says_true(run(dialect_.release, params_for(l), deadline));
 }
 
 std::vector<lock_status> engine_backend::list(std::string_view prefix) {
@@ -327,6 +306,12 @@ std::vector<lock_status> engine_backend::list(std::string_view prefix) {
     s.expires_at = r[4].value_or("");
     s.mode = r[5].value_or(dialect_.mode);
     s.holder = r[6].value_or("");
+    if (r.size() >= 9) {  // dialects with kinds: kind, permits
+      s.kind = r[7] && *r[7] == "shared"   ? lock_kind::shared
+               : r[7] && *r[7] == "permit" ? lock_kind::permit
+                                           : lock_kind::exclusive;
+      s.permits = r[8] ? static_cast<std::uint32_t>(decode_u64(r[8], "permits")) : 0;
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -336,7 +321,10 @@ bool engine_backend::force_release(std::string_view name) {
   params p;
   p.name = std::string(name);
   p.mode = dialect_.mode;
-  return says_true(run(dialect_.force_release, p, admin_deadline()));
+  bool any = says_true(run(dialect_.force_release, p, admin_deadline()));
+  if (!dialect_.force_release_shared.statements.empty())
+    any = says_true(run(dialect_.force_release_shared, p, admin_deadline())) || any;
+  return any;
 }
 
 std::vector<lock_event> engine_backend::events(std::string_view prefix, std::size_t limit) {
@@ -369,12 +357,16 @@ std::size_t engine_backend::sweep() {
   p.limit = dialect_.sweep_batch;
   p.mode = dialect_.mode;
   std::size_t total = 0;
-  for (;;) {  // bounded batches until a batch comes back short
-    auto r = run(dialect_.sweep, p, admin_deadline());
-    std::size_t n = r.empty() || r[0].empty() || !r[0][0] ? 0 : decode_u64(r[0][0], "count");
-    total += n;
-    if (n < static_cast<std::size_t>(p.limit)) return total;
+  for (const operation* op : {&dialect_.sweep, &dialect_.sweep_shared}) {
+    if (op->statements.empty()) continue;
+    for (;;) {  // bounded batches until a batch comes back short
+      auto r = run(*op, p, admin_deadline());
+      std::size_t n = r.empty() || r[0].empty() || !r[0][0] ? 0 : decode_u64(r[0][0], "count");
+      total += n;
+      if (n < static_cast<std::size_t>(p.limit)) break;
+    }
   }
+  return total;
 }
 
 bool engine_backend::fence_check(std::string_view name, std::uint64_t fence) {
@@ -391,6 +383,8 @@ capabilities engine_backend::caps() const noexcept {
   c.sweep = true;
   c.schema = true;
   c.events = !dialect_.events.statements.empty();
+  c.shared = dialect_.kinds;
+  c.permits = dialect_.kinds;
   return c;
 }
 

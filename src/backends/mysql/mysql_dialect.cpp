@@ -38,13 +38,20 @@ sql::dialect make_dialect(const std::string& mode) {
     d.force_release = call("force_release", "CALL sqlock_advisory_force_release(:name)");
     d.fence_check = call("fence_check", "CALL sqlock_advisory_fence_check(:name, :fence)");
   } else {
-    d.acquire =
-        call("acquire", "CALL sqlock_acquire_" + mode + "(:name, :owner, :lease_ms, :holder)");
+    d.acquire = call("acquire", "CALL sqlock_acquire_exclusive_" + mode +
+                                    "(:name, :owner, :lease_ms, :holder, :mark_ms)");
     d.renew = call("renew", "CALL sqlock_renew(:name, :owner, :lease_ms)");
     d.release = call("release", "CALL sqlock_release_" + mode + "(:name, :owner)");
     d.list = call("list", "CALL sqlock_list(:prefix)");
     d.force_release = call("force_release", "CALL sqlock_force_release(:name)");
     d.fence_check = call("fence_check", "CALL sqlock_fence_check(:name, :fence)");
+    // Shared and permit holds (sql/mysql/acquire_shared.sql), both row modes.
+    d.kinds = true;
+    d.acquire_shared = call("acquire_shared",
+                            "CALL sqlock_acquire_shared(:name, :owner, :lease_ms, :holder, :kind, "
+                            ":permits, :mode)");
+    d.release_shared = call("release_shared", "CALL sqlock_release_shared(:name, :owner)");
+    d.clear_mark = call("clear_mark", "CALL sqlock_clear_mark(:name, :owner)");
   }
   d.sweep = call("sweep", "CALL sqlock_sweep(:limit)");
   // An EXECUTE-only user sees neither the tables nor their rows, only the routines: the

@@ -104,12 +104,21 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
     d.renew = op("renew", "SELECT " + s + "renew_advisory(:name, :owner)");
   } else {
     d.acquire = op("acquire", "SELECT fence, status FROM " + s + "acquire_" + mode +
-                                  "(:name, :owner, :lease_ms, :holder)");
+                                  "(:name, :owner, :lease_ms, :holder, :mark_ms)");
     d.renew = op("renew", "SELECT " + s + "renew(:name, :owner, :lease_ms)");
+    // Shared and permit holds (sql/postgresql/acquire_shared.sql), both row modes.
+    d.kinds = true;
+    d.acquire_shared = op("acquire_shared", "SELECT fence, status FROM " + s +
+                                                "acquire_shared(:name, :owner, :lease_ms, :holder, "
+                                                ":kind, :permits, :mode)");
+    d.release_shared = op("release_shared", "SELECT " + s + "release_shared(:name, :owner)");
+    d.clear_mark = op("clear_mark", "SELECT " + s + "clear_mark(:name, :owner)");
   }
   d.release = op("release", "SELECT " + s + "release_" + mode + "(:name, :owner)");
-  d.list = op("list", "SELECT name, owner, fence, acquired_at, expires_at, mode, holder FROM " + s +
-                          "list_locks(:prefix)");
+  d.list = op("list",
+              "SELECT name, owner, fence, acquired_at, expires_at, mode, holder, kind, permits "
+              "FROM " +
+                  s + "list_holds(:prefix)");
   d.force_release = op("force_release", "SELECT " + s + "force_release(:name)");
   d.sweep = op("sweep", "SELECT " + s + "sweep(:limit)");
   d.fence_check = op("fence_check", "SELECT " + s + "fence_check(:name, :fence)");

@@ -20,14 +20,15 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
     notifier_ = std::make_unique<notifier>(conninfo, notify_channel(o.schema), o.timeout);
 }
 
-std::unique_ptr<wait_state> pg_backend::open_wait(const lock_request& req) {
+std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {
   if (!notifier_) return nullptr;
   return std::make_unique<notify_wait>(*notifier_, req.name);
 }
 
 void pg_backend::attempt_starts(wait_state* ws) {
-  // Only open_wait() above makes the wait states this backend is given.
-  if (ws) static_cast<notify_wait*>(ws)->attempt_starts();
+  // Only release_watch() above makes the wait states this backend is given (wrapped by the
+  // engine's open_wait() for exclusive row requests).
+  if (auto* w = inner_wait(ws)) static_cast<notify_wait*>(w)->attempt_starts();
 }
 
 capabilities pg_backend::caps() const noexcept {

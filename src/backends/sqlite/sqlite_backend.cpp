@@ -265,14 +265,15 @@ class sqlite_backend final : public sql::engine_backend {
     migrate();  // the schema is created on first use: the file is the caller's own
   }
 
-  std::unique_ptr<wait_state> open_wait(const lock_request&) override {
-    return std::make_unique<wal_watch>(wal_path_);
-  }
-
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
     c.notify = true;
     return c;
+  }
+
+ protected:
+  std::unique_ptr<wait_state> release_watch(const lock_request&) override {
+    return std::make_unique<wal_watch>(wal_path_);
   }
 
  private:

@@ -4,7 +4,12 @@
 //   - a dialect: the text of each operation (usually one CALL/SELECT of a stored routine) and
 //     how to read the schema version;
 //   - a driver: how to open a connection and run an operation's statements with named
-//     parameters (:name, :owner, :lease_ms, :holder, :fence, :prefix, :limit).
+//     parameters (:name, :owner, :lease_ms, :holder, :fence, :prefix, :limit, :kind,
+//     :permits, :mark_ms).
+// Row modes also answer shared and permit requests (the dialect's `kinds` operations): their
+// holds live in a table keyed (name, owner) beside the exclusive holds; a busy exclusive attempt
+// made inside an acquire() call leaves a short-lived writer mark that keeps new shared holders
+// out, cleared when that call ends.
 // The engine pools connections, retries transient failures (deadlock, serialization, busy)
 // with jittered backoff, decodes rows into lease/status values, and runs migrations.
 // No vendor header is included here.
@@ -31,14 +36,18 @@ using rows = std::vector<row>;
 
 /// The parameters an operation may use, bound by name (":name" in statement text).
 struct params {
-  std::string name;           ///< :name — lock name, verbatim
-  std::string owner;          ///< :owner — owner token
-  std::int64_t lease_ms = 0;  ///< :lease_ms — lease in milliseconds
-  std::string holder;         ///< :holder — holder description
-  std::int64_t fence = 0;     ///< :fence — fencing token (fence_check)
-  std::string prefix;         ///< :prefix — name prefix (list)
-  std::int64_t limit = 0;     ///< :limit — batch size (sweep)
-  std::string mode;           ///< :mode — backend mode name
+  std::string name;                ///< :name — lock name, verbatim
+  std::string owner;               ///< :owner — owner token
+  std::int64_t lease_ms = 0;       ///< :lease_ms — lease in milliseconds
+  std::string holder;              ///< :holder — holder description
+  std::int64_t fence = 0;          ///< :fence — fencing token (fence_check)
+  std::string prefix;              ///< :prefix — name prefix (list)
+  std::int64_t limit = 0;          ///< :limit — batch size (sweep)
+  std::string mode;                ///< :mode — backend mode name
+  std::string kind = "exclusive";  ///< :kind — "exclusive", "shared" or "permit"
+  std::int64_t permits = 0;        ///< :permits — a permit request's number of permits (else 0)
+  std::int64_t mark_ms = 0;        ///< :mark_ms — lifetime of the writer mark a busy exclusive
+                             ///< attempt leaves (0 = leave none: a try_lock() that will not wait)
 };
 
 /// A bound value: integer or text.
@@ -125,7 +134,9 @@ int migration_version(std::string_view file_name);
 struct dialect {
   std::string kind;   ///< "sqlite", "postgresql", "mysql"
   std::string mode;   ///< "pessimistic", "optimistic", "advisory"
-  operation acquire;  ///< rows: [fence|NULL, status?]; NULL fence = busy; status "retry" = CAS lost
+  operation acquire;  ///< rows: [fence|NULL, status?]; NULL fence = busy; status "retry" = CAS
+                      ///< lost; status "mismatch:<kind>:<permits>" = the name's live holders
+                      ///< are of another kind or number of permits (config_error)
   operation renew;    ///< rows: [truthy] = renewed
   operation release;  ///< rows: [truthy] = released
   operation list;     ///< rows: name, owner, fence, acquired_at, expires_at, mode, holder
@@ -141,6 +152,18 @@ struct dialect {
   std::function<std::string(std::string_view)> render;
   std::int64_t sweep_batch = 1000;  ///< :limit for sweep()
   bool notify = false;              ///< set when the backend overrides open_wait()
+
+  /// Shared and permit holds (row modes); `kinds` false = the backend offers exclusive only.
+  bool kinds = false;
+  operation acquire_shared;  ///< a shared (:kind 'shared') or permit (:kind 'permit', :permits)
+                             ///< hold; rows as `acquire`
+  operation renew_shared;    ///< rows: [truthy] = renewed; empty = `renew` covers them
+  operation release_shared;  ///< rows: [truthy] = released
+  operation clear_mark;      ///< removes the writer mark of (:name, :owner); rows ignored
+  /// Run after `force_release` / `sweep` when those do not cover the shared holds themselves
+  /// (SQLite's statement scripts count one table per operation); empty = not needed.
+  operation force_release_shared;
+  operation sweep_shared;  ///< see force_release_shared
 };
 
 /// Opens a new connection; throws connection_error when the server cannot be reached.
@@ -166,6 +189,14 @@ class engine_backend : public backend {
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state* ws) override;
+  /// The subclass's release_watch() for `req`, wrapped for an exclusive request of a dialect with
+  /// kinds so that the writer mark its attempts leave is cleared when the acquire() call ends.
+  std::unique_ptr<wait_state> open_wait(const lock_request& req) override;
+  /// What open_wait() wrapped: `ws` itself unless it is the engine's writer-mark wrapper.
+  static wait_state* inner_wait(wait_state* ws);
+  /// How long a writer mark lives on the server unless refreshed by the writer's next busy
+  /// attempt: longer than the wait between attempts (wait_policy::notify_recheck, 1 s).
+  static constexpr milliseconds writer_mark{5000};
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
@@ -213,6 +244,9 @@ class engine_backend : public backend {
   const bundle& get_bundle() const { return bundle_; }
 
  protected:
+  /// The wait state of one acquire() call that wakes on releases (null = back off): what a
+  /// subclass with notifications overrides instead of open_wait().
+  virtual std::unique_ptr<wait_state> release_watch(const lock_request& req);
   /// Hands out an idle connection or opens one.
   std::unique_ptr<connection> checkout();
   /// Returns a healthy connection to the pool.

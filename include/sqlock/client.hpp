@@ -140,6 +140,7 @@ class SQLOCK_API mutex {
   mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts);
   bool acquire(steady_time deadline, bool wait);
   void release_all() noexcept;
+  void free_queue() noexcept;
   void unlock_level(bool check_thread, std::uint64_t expect_hold = 0) noexcept;
 
   std::shared_ptr<detail::client_impl> client_;

@@ -50,15 +50,15 @@ void client_impl::attach() {
 }
 
 void client_impl::backend_lost(const std::string& name, const std::string& owner) {
-  std::shared_ptr<local_entry> e;
+  std::shared_ptr<hold_slot> s;
   {
     std::lock_guard g(m_);
-    auto it = entries_.find(name);
-    if (it != entries_.end()) e = it->second.lock();
+    auto it = owners_.find(owner);
+    if (it != owners_.end()) s = it->second.lock();
   }
-  if (!e) return;
-  std::unique_lock lk(e->m);
-  if (e->current && e->current->lease.owner == owner) mark_lost(*e, e->current->id, lk);
+  if (!s || s->name != name) return;
+  std::unique_lock lk(s->m);
+  if (s->current && s->current->lease.owner == owner) mark_lost(*s, s->current->id, lk);
 }
 
 std::shared_ptr<local_entry> client_impl::entry(const std::string& name) {
@@ -73,10 +73,13 @@ std::shared_ptr<local_entry> client_impl::entry(const std::string& name) {
   return e;
 }
 
-void client_impl::watch(const std::shared_ptr<local_entry>& e, steady_time due) {
+void client_impl::watch(const std::shared_ptr<hold_slot>& s, const std::string& owner,
+                        steady_time due) {
   {
     std::lock_guard g(m_);
-    renewing_[e.get()] = e;
+    owners_[owner] = s;
+    if (due == steady_time::max()) return;  // neither renewed nor expiry-watched
+    renewing_[s.get()] = s;
   }
   poke(due);
 }
@@ -90,20 +93,20 @@ void client_impl::poke(steady_time due) {
   if (wake) cv_.notify_all();
 }
 
-void client_impl::unwatch(local_entry* e) {
+void client_impl::unwatch(hold_slot* s, const std::string& owner) {
   std::lock_guard g(m_);
-  renewing_.erase(e);
+  renewing_.erase(s);
+  if (!owner.empty()) owners_.erase(owner);
 }
 
-void client_impl::mark_lost(local_entry& e, std::uint64_t hold_id,
-                            std::unique_lock<std::mutex>& lk) {
+void client_impl::mark_lost(hold_slot& e, std::uint64_t hold_id, std::unique_lock<std::mutex>& lk) {
   if (!e.current || e.current->id != hold_id || e.lost) return;
   e.lost = true;
   stats.losses++;
   observe.lost(e.name, e.current->lease.fence, e.current->lease.sent);
   auto callbacks = e.on_lost;
   lk.unlock();
-  unwatch(&e);
+  unwatch(&e, {});  // the owner stays registered until the hold is given back
   for (auto& [id, cb] : callbacks) {
     try {
       cb(e.name);
@@ -114,7 +117,7 @@ void client_impl::mark_lost(local_entry& e, std::uint64_t hold_id,
   lk.lock();
 }
 
-bool client_impl::renew_now(local_entry& e) {
+bool client_impl::renew_now(hold_slot& e) {
   std::unique_lock lk(e.m);
   if (!e.current) throw usage_error("renew() on lock '" + e.name + "' that is not held");
   if (e.lost) return false;
@@ -170,13 +173,19 @@ void client_impl::renewal_loop() {
   while (!stop_) {
     // Find the earliest renewal due and the holds whose lease ran out mid-renewal.
     steady_time next = next_sweep;
-    std::vector<std::shared_ptr<local_entry>> due;
-    std::vector<std::pair<std::shared_ptr<local_entry>, std::uint64_t>> expired;
+    std::vector<std::shared_ptr<hold_slot>> due;
+    std::vector<std::pair<std::shared_ptr<hold_slot>, std::uint64_t>> expired;
     auto now = clock::now();
     for (auto& [ptr, e] : renewing_) {
       std::lock_guard eg(e->m);
-      if (!e->current || !e->current->auto_renew || e->lost) continue;
-      if (e->current->in_flight) {
+      if (!e->current || e->lost) continue;
+      if (!e->current->auto_renew) {
+        if (!e->current->expiry_watched) continue;
+        if (e->current->valid_until <= now)
+          expired.emplace_back(e, e->current->id);
+        else
+          next = std::min(next, e->current->valid_until);
+      } else if (e->current->in_flight) {
         if (e->current->valid_until <= now)
           expired.emplace_back(e, e->current->id);
         else
@@ -238,7 +247,7 @@ void client_impl::worker_loop() {
   }
 }
 
-void client_impl::renew_in_background(local_entry& e) {
+void client_impl::renew_in_background(hold_slot& e) {
   std::uint64_t id = 0;
   {
     std::lock_guard g(e.m);

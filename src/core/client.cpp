@@ -6,7 +6,7 @@
 #include <optional>
 #include <thread>
 
-#include "client_impl.hpp"
+#include "hold_maker.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock {
@@ -16,16 +16,6 @@ using clock = std::chrono::steady_clock;
 namespace {
 std::atomic<std::uint64_t> next_handle_id{1};
 
-void check_options(const std::string& name, const lock_options& o) {
-  if (name.empty()) throw config_error("lock name must not be empty");
-  if (o.lease.count() <= 0)
-    throw config_error("lease of lock '" + name + "' must be > 0 (got " +
-                       std::to_string(o.lease.count()) + "ms)");
-  if (o.renew_every.count() < 0)
-    throw config_error("renew_every of lock '" + name + "' must be >= 0");
-  if (o.renew_every.count() > 0 && o.renew_every >= o.lease)
-    throw config_error("renew_every of lock '" + name + "' must be shorter than the lease");
-}
 }  // namespace
 
 // ---- client ----
@@ -36,7 +26,7 @@ client::client(std::shared_ptr<backend> b, client_options opts)
 }
 
 mutex client::make_lock(std::string name, lock_options opts) const {
-  check_options(name, opts);
+  detail::check_options(name, opts);
   return mutex(impl_, std::move(name), opts);
 }
 

@@ -10,6 +10,10 @@ namespace sqlock::detail {
 
 using clock = std::chrono::steady_clock;
 
+steady_time loss_time(const hold& h) {
+  return h.valid_until - std::min<clock::duration>(h.duration / 10, std::chrono::seconds(1));
+}
+
 client_impl::client_impl(std::shared_ptr<backend> b, client_options o)
     : backend_(std::move(b)), opts_(std::move(o)) {
   if (!backend_) throw config_error("client needs a backend");
@@ -135,12 +139,12 @@ bool client_impl::renew_now(hold_slot& e) {
     lk.lock();
     e.last_error = ex.what();
     if (e.current && e.current->id == h.id) {
-      if (clock::now() >= e.current->valid_until) {
+      if (clock::now() >= loss_time(*e.current)) {
         mark_lost(e, h.id, lk);
         return false;
       }
       // Outcome unknown: try again soon, before the lease runs out.
-      auto left = e.current->valid_until - clock::now();
+      auto left = loss_time(*e.current) - clock::now();
       auto retry = clock::now() + std::min<clock::duration>(left / 4, std::chrono::seconds(1));
       e.current->next_renewal = retry;
       lk.unlock();  // lock order: client mutex before entry mutex
@@ -181,15 +185,15 @@ void client_impl::renewal_loop() {
       if (!e->current || e->lost) continue;
       if (!e->current->auto_renew) {
         if (!e->current->expiry_watched) continue;
-        if (e->current->valid_until <= now)
+        if (loss_time(*e->current) <= now)
           expired.emplace_back(e, e->current->id);
         else
-          next = std::min(next, e->current->valid_until);
+          next = std::min(next, loss_time(*e->current));
       } else if (e->current->in_flight) {
-        if (e->current->valid_until <= now)
+        if (loss_time(*e->current) <= now)
           expired.emplace_back(e, e->current->id);
         else
-          next = std::min(next, e->current->valid_until);
+          next = std::min(next, loss_time(*e->current));
       } else if (e->current->next_renewal <= now) {
         e->current->in_flight = true;
         due.push_back(e);

@@ -36,6 +36,11 @@ struct hold {
   std::uint64_t id = 0;    // distinguishes holds of the same slot
 };
 
+/// When the core declares `h` lost if it was not renewed: a tenth of the lease (at most 1 s)
+/// before it ends, so the holder is told before the store lets anybody else in, whatever the
+/// scheduler's wake-up latency.
+steady_time loss_time(const hold& h);
+
 /// The place of one backend hold at a time and its loss state: what the renewal machinery
 /// watches. A mutex shares one per (client, name) (a local_entry); every shared hold, permit
 /// and campaign has its own.

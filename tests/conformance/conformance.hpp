@@ -8,7 +8,8 @@
 //   INSTANTIATE_TYPED_TEST_SUITE_P(my_backend, conformance, my_types);
 //
 // What a backend declares it cannot do (capabilities) is checked to fail with `unsupported`
-// instead of being tested for behaviour.
+// instead of being tested for behaviour. The lock kinds (shared, permits, run_exclusive,
+// election) are in conformance_kinds.hpp.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +21,8 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -419,14 +422,23 @@ TYPED_TEST_P(conformance, list_and_force_release) {
   lb.unlock();
 }
 
-REGISTER_TYPED_TEST_SUITE_P(conformance, exclusive_between_two_clients,
-                            works_with_standard_lock_types, non_owner_release_is_a_noop,
-                            expiry_allows_takeover_and_old_holder_sees_loss,
-                            renewal_keeps_the_lock_past_several_leases, release_is_idempotent,
-                            try_lock_for_gives_up_at_its_deadline, reentrant_per_thread,
-                            fencing_tokens_strictly_rise,
-                            threads_and_processes_keep_an_exact_counter,
-                            odd_names_are_stored_verbatim, invalid_input_is_a_config_error,
-                            list_and_force_release);
+}  // namespace sqlock::test
+
+#include "conformance_kinds.hpp"
+
+namespace sqlock::test {
+
+REGISTER_TYPED_TEST_SUITE_P(
+    conformance, exclusive_between_two_clients, works_with_standard_lock_types,
+    non_owner_release_is_a_noop, expiry_allows_takeover_and_old_holder_sees_loss,
+    renewal_keeps_the_lock_past_several_leases, release_is_idempotent,
+    try_lock_for_gives_up_at_its_deadline, reentrant_per_thread, fencing_tokens_strictly_rise,
+    threads_and_processes_keep_an_exact_counter, odd_names_are_stored_verbatim,
+    invalid_input_is_a_config_error, list_and_force_release,
+    shared_and_exclusive_exclude_each_other_across_processes, many_shared_holders_at_once,
+    waiting_writer_is_not_starved_by_arriving_readers, one_shared_holders_expiry_leaves_the_others,
+    shared_timeouts_end_on_time, permits_are_never_exceeded_across_threads_and_processes,
+    permits_agree_expire_alone_and_time_out, run_exclusive_runs_once_with_at_least_and_at_most,
+    election_terms_rise_and_the_leader_is_read);
 
 }  // namespace sqlock::test

@@ -25,7 +25,8 @@ struct run_options {
                               ///< sooner; 0 = release when the job returns
   milliseconds at_most{0};    ///< the hold's lease, never renewed: the job is told (loss
                               ///< signal) when it ends; 0 = renew `lease` while the job runs
-  milliseconds wait{0};       ///< how long to wait for the lock; 0 = one attempt
+  milliseconds wait{0};       ///< how long to wait for the lock; 0 = one attempt,
+                              ///< milliseconds::max() = until obtained
   milliseconds lease{30000};  ///< the renewed lease when `at_most` is 0 (> 0)
 };
 

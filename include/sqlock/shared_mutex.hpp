@@ -72,6 +72,8 @@ class SQLOCK_API shared_mutex {
   bool owns_shared() const;
   /// Fencing token of this thread's hold; usage_error when it holds nothing.
   std::uint64_t fence() const;
+  /// Owner token of this thread's hold; usage_error when it holds nothing.
+  std::string owner() const;
   /// True once this thread's current (or last) hold was found lost.
   bool lost() const;
   /// Called (from the renewal thread) when any hold of this handle is found lost.

@@ -26,9 +26,10 @@ bool run_exclusive(const client& c, const std::string& name, const run_options& 
   lock_options lo{.lease = bounded ? o.at_most : o.lease, .auto_renew = !bounded};
   detail::check_options(name, lo);
   const auto start = clock::now();
-  hold h =
-      detail::hold_maker::take(impl, name, lo, {.watch_expiry = bounded},
-                               o.wait.count() > 0 ? start + o.wait : start, o.wait.count() > 0);
+  steady_time deadline = start + std::min(o.wait, milliseconds(std::chrono::hours(24 * 365)));
+  if (o.wait == milliseconds::max()) deadline = steady_time::max();
+  hold h = detail::hold_maker::take(impl, name, lo, {.watch_expiry = bounded}, deadline,
+                                    o.wait.count() > 0);
   if (!h) return false;
   steady_time sent{};
   {

@@ -146,6 +146,15 @@ std::uint64_t shared_mutex::fence() const {
   return it->second.h.fence();
 }
 
+std::string shared_mutex::owner() const {
+  if (!st_) throw usage_error("shared_mutex handle was moved from");
+  std::lock_guard g(st_->m);
+  auto it = st_->threads.find(std::this_thread::get_id());
+  if (it == st_->threads.end() || !it->second.h)
+    throw usage_error("owner() of shared_mutex '" + st_->name + "' not held by this thread");
+  return it->second.h.owner();
+}
+
 bool shared_mutex::lost() const {
   if (!st_) return false;
   std::lock_guard g(st_->m);

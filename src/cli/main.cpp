@@ -124,20 +124,18 @@ int main(int argc, char** argv) {
                                       "one of N permits of the name (every user gives the same N)")
                           ->check(CLI::Range(1u, 1000000u))
                           ->excludes(shared_opt);
-  auto* least_opt =
-      run->add_option("--at-least", ra.at_least,
-                      "keep the lock this long after acquiring even if CMD ends sooner (the rest "
-                      "of it stays in the store as a shortened lease)")
-          ->check(nonempty)
-          ->excludes(shared_opt)
-          ->excludes(permits_opt);
+  run->add_option("--at-least", ra.at_least,
+                  "keep the lock this long after acquiring even if CMD ends sooner (the rest "
+                  "of it stays in the store as a shortened lease)")
+      ->check(nonempty)
+      ->excludes(shared_opt)
+      ->excludes(permits_opt);
   run->add_option("--at-most", ra.at_most,
                   "the lease, never renewed: CMD is stopped as on a lost lease when it ends "
                   "(exit 70)")
       ->check(nonempty)
       ->excludes(shared_opt)
       ->excludes(permits_opt);
-  (void)least_opt;
   run->add_option("name", ra.name, "lock name")->required();
   run->add_option("command", ra.command, "command and arguments (after --)")->excludes(shell_opt);
 
@@ -147,8 +145,9 @@ int main(int argc, char** argv) {
       "elect", "campaign for leadership of NAME and run a command while leading");
   add_lock_options(elect, ea, ea_nonblock, url_help);
   elect->positionals_at_end();
-  elect->add_option("--kill-after", ea.kill_after,
-                    "on lost leadership: SIGTERM to the command's group, SIGKILL this much later")
+  elect
+      ->add_option("--kill-after", ea.kill_after,
+                   "on lost leadership: SIGTERM to the command's group, SIGKILL this much later")
       ->capture_default_str();
   elect->add_option("--value", ea.value, "what `sqlock leader` shows (an address, a host name)")
       ->required()
@@ -210,6 +209,10 @@ int main(int argc, char** argv) {
   bench->add_option("--lease", ba.lease, "lease of each hold")->capture_default_str();
   bench->add_flag("--contended", ba.contended, "all threads share the same lock names");
   bench->add_flag("--json", ba.json, "one JSON object on stdout");
+  auto* bench_shared = bench->add_flag("--shared", ba.shared, "shared holds (readers)");
+  bench->add_option("--permits", ba.permits, "permits of N-permit semaphores")
+      ->check(CLI::Range(1u, 1000000u))
+      ->excludes(bench_shared);
 
   serve_args sa;
   auto* serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");

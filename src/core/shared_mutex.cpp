@@ -123,43 +123,53 @@ void shared_mutex::drop(lock_kind kind) noexcept {
   if (!slot.h) slot.h = std::move(h);  // released: kept for lost()
 }
 
+namespace {
+// The calling thread's entry in `st` (null when it never held); call with st.m locked.
+const shared_mutex::state::per_thread* mine(const shared_mutex::state& st) {
+  auto it = st.threads.find(std::this_thread::get_id());
+  return it == st.threads.end() ? nullptr : &it->second;
+}
+// The calling thread's hold in `st`; usage_error naming `what` when it holds nothing.
+const hold& held_by_me(const shared_mutex::state& st, const char* what) {
+  auto* p = mine(st);
+  if (!p || !p->h)
+    throw usage_error(std::string(what) + " of shared_mutex '" + st.name +
+                      "' not held by this thread");
+  return p->h;
+}
+}  // namespace
+
 bool shared_mutex::owns_lock() const {
   if (!st_) return false;
   std::lock_guard g(st_->m);
-  auto it = st_->threads.find(std::this_thread::get_id());
-  return it != st_->threads.end() && it->second.h && it->second.kind == lock_kind::exclusive;
+  auto* p = mine(*st_);
+  return p && p->h && p->kind == lock_kind::exclusive;
 }
 
 bool shared_mutex::owns_shared() const {
   if (!st_) return false;
   std::lock_guard g(st_->m);
-  auto it = st_->threads.find(std::this_thread::get_id());
-  return it != st_->threads.end() && it->second.h && it->second.kind == lock_kind::shared;
+  auto* p = mine(*st_);
+  return p && p->h && p->kind == lock_kind::shared;
 }
 
 std::uint64_t shared_mutex::fence() const {
   if (!st_) throw usage_error("shared_mutex handle was moved from");
   std::lock_guard g(st_->m);
-  auto it = st_->threads.find(std::this_thread::get_id());
-  if (it == st_->threads.end() || !it->second.h)
-    throw usage_error("fence() of shared_mutex '" + st_->name + "' not held by this thread");
-  return it->second.h.fence();
+  return held_by_me(*st_, "fence()").fence();
 }
 
 std::string shared_mutex::owner() const {
   if (!st_) throw usage_error("shared_mutex handle was moved from");
   std::lock_guard g(st_->m);
-  auto it = st_->threads.find(std::this_thread::get_id());
-  if (it == st_->threads.end() || !it->second.h)
-    throw usage_error("owner() of shared_mutex '" + st_->name + "' not held by this thread");
-  return it->second.h.owner();
+  return held_by_me(*st_, "owner()").owner();
 }
 
 bool shared_mutex::lost() const {
   if (!st_) return false;
   std::lock_guard g(st_->m);
-  auto it = st_->threads.find(std::this_thread::get_id());
-  return it != st_->threads.end() && it->second.h.lost();
+  auto* p = mine(*st_);
+  return p && p->h.lost();
 }
 
 void shared_mutex::on_lost(std::function<void(const std::string&)> cb) {

@@ -34,6 +34,60 @@ namespace sqlock::test {
 
 using namespace std::chrono_literals;
 
+/// Runs `work` in `procs - 1` forked children and here; expects every child to exit 0.
+template <class F>
+void in_processes(int procs, F work) {
+  std::vector<pid_t> children;
+  for (int p = 1; p < procs; ++p) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      work();
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  work();
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+}
+
+/// An object of type T in memory shared with forked children (zero-initialised).
+template <class T>
+struct shared_mem {
+  T* p;
+  shared_mem() {
+    void* m = ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
+    p = new (m) T{};
+  }
+  ~shared_mem() { ::munmap(p, sizeof(T)); }
+  shared_mem(const shared_mem&) = delete;
+  shared_mem& operator=(const shared_mem&) = delete;
+  T* operator->() { return p; }
+};
+
+/// Waits (bounded by 20 s) until `cond` holds; returns whether it did.
+template <class F>
+bool eventually(F cond) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+/// Raises `max` to `v` if higher.
+inline void raise_to(std::atomic<int>& max, int v) {
+  int m = max.load();
+  while (v > m && !max.compare_exchange_weak(m, v)) {
+  }
+}
+
 template <class Traits>
 class conformance : public ::testing::Test {
  protected:
@@ -262,13 +316,10 @@ TYPED_TEST_P(conformance, threads_and_processes_keep_an_exact_counter) {
     long counter;  // deliberately not atomic: the lock protects it
     std::atomic<int> errors;
   };
-  void* mem = ::mmap(nullptr, sizeof(shared_state), PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* st = new (mem) shared_state{};
+  shared_mem<shared_state> st;
   auto n = this->name("counter");
   auto url = this->url_;
-  auto work = [st, n, url] {
+  auto work = [&st, n, url] {
     // Two clients per process so exclusion is also tested between clients of one process.
     auto c1 = sqlock::connect(url);
     auto c2 = sqlock::connect(url);
@@ -279,10 +330,7 @@ TYPED_TEST_P(conformance, threads_and_processes_keep_an_exact_counter) {
           auto l = (t % 2 ? c1 : c2).make_lock(n, {.lease = 20s});
           for (int r = 0; r < rounds; ++r) {
             std::unique_lock g(l);
-            int h = ++st->holders;
-            int m = st->max_holders.load();
-            while (h > m && !st->max_holders.compare_exchange_weak(m, h)) {
-            }
+            raise_to(st->max_holders, ++st->holders);
             long v = st->counter;
             std::this_thread::sleep_for(200us);
             st->counter = v + 1;
@@ -295,26 +343,10 @@ TYPED_TEST_P(conformance, threads_and_processes_keep_an_exact_counter) {
     }
     for (auto& t : ts) t.join();
   };
-  std::vector<pid_t> children;
-  for (int p = 1; p < procs; ++p) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      work();
-      ::_exit(0);
-    }
-    children.push_back(pid);
-  }
-  work();
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  in_processes(procs, work);
   EXPECT_EQ(st->errors.load(), 0);
   EXPECT_EQ(st->max_holders.load(), 1);
   EXPECT_EQ(st->counter, static_cast<long>(procs) * threads * rounds);
-  ::munmap(mem, sizeof(shared_state));
 }
 
 TYPED_TEST_P(conformance, odd_names_are_stored_verbatim) {

@@ -5,60 +5,6 @@
 
 namespace sqlock::test {
 
-/// Runs `work` in `procs - 1` forked children and here; expects every child to exit 0.
-template <class F>
-void in_processes(int procs, F work) {
-  std::vector<pid_t> children;
-  for (int p = 1; p < procs; ++p) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      work();
-      ::_exit(0);
-    }
-    children.push_back(pid);
-  }
-  work();
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-}
-
-/// An object of type T in memory shared with forked children (zero-initialised).
-template <class T>
-struct shared_mem {
-  T* p;
-  shared_mem() {
-    void* m = ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
-    p = new (m) T{};
-  }
-  ~shared_mem() { ::munmap(p, sizeof(T)); }
-  shared_mem(const shared_mem&) = delete;
-  shared_mem& operator=(const shared_mem&) = delete;
-  T* operator->() { return p; }
-};
-
-/// Waits (bounded by 20 s) until `cond` holds; returns whether it did.
-template <class F>
-bool eventually(F cond) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-/// Raises `max` to `v` if higher.
-inline void raise_to(std::atomic<int>& max, int v) {
-  int m = max.load();
-  while (v > m && !max.compare_exchange_weak(m, v)) {
-  }
-}
-
 TYPED_TEST_P(conformance, shared_and_exclusive_exclude_each_other_across_processes) {
   auto a = this->connect_new();
   auto n = this->name("rw");

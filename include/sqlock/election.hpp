@@ -64,7 +64,7 @@ class SQLOCK_API election {
   ~election();
 
   /// Blocks until this participant leads with `value` (non-empty; config_error otherwise).
-  /// usage_error when it already leads.
+  /// usage_error when it already leads or campaigns; after a lost term it campaigns anew.
   void campaign(const std::string& value);
   /// One attempt: true when it now leads.
   bool try_campaign(const std::string& value);

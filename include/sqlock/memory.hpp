@@ -1,6 +1,7 @@
 // The in-process backend: `memory:` (the process-wide store) or `memory:NAME` (a named store).
 // Clients of one store exclude each other; leases run on steady_clock; waiters are woken by a
-// condition variable. It also lets tests inject faults (a store that is "down", renewals
+// condition variable. It answers every lock kind (exclusive, shared with writer preference,
+// permits). It also lets tests inject faults (a store that is "down", renewals
 // that fail) so the core's loss handling can be tested without a server.
 #pragma once
 

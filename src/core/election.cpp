@@ -113,12 +113,15 @@ bool election::campaign_until_steady(const std::string& value, steady_time deadl
   if (!st_) throw usage_error("election handle was moved from");
   if (value.empty()) throw config_error("a campaign of election '" + st_->name + "' needs a value");
   auto& st = *st_;
+  hold lost_term;  // a term found lost ends here: campaigning again is how a leader comes back
   {
     std::lock_guard g(st.m);
-    if (st.term || st.campaigning)
+    if ((st.term && !st.term.lost()) || st.campaigning)
       throw usage_error("election '" + st.name + "': this participant already leads or campaigns");
+    lost_term = std::move(st.term);
     st.campaigning = true;
   }
+  lost_term.release();
   hold h;
   try {
     const bool once = deadline == steady_time{};

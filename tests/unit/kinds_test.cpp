@@ -121,10 +121,14 @@ TEST(kinds, a_leader_is_told_of_its_loss_before_a_successor_can_be_elected) {
   EXPECT_FALSE(leader.is_leader());
   ASSERT_NE(told_at.load(), 0);
   EXPECT_LT(told_at.load(), sb->granted_at.load());  // told first, then the store let b in
-  EXPECT_GT(successor.term(), first_term);
+  const auto successor_term = successor.term();
+  EXPECT_GT(successor_term, first_term);
   lb->hang_renewals = false;
-  leader.resign();
+  EXPECT_FALSE(leader.campaign_for("a", 100ms));  // after a lost term it may campaign again
   EXPECT_TRUE(successor.is_leader());
+  successor.resign();
+  EXPECT_TRUE(leader.campaign_for("a", 5s));
+  EXPECT_GT(leader.term(), successor_term);
 }
 
 TEST(kinds, run_exclusive_refuses_at_least_where_holds_die_with_their_holder) {

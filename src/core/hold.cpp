@@ -105,7 +105,8 @@ void hold::on_lost(std::function<void(const std::string&)> cb) {
 }
 
 bool hold::renew() {
-  return client_->renew_now(held(slot_, "renew()"));
+  auto& s = held(slot_, "renew()");
+  return client_->renew_now(s);
 }
 
 const std::string& hold::name() const {

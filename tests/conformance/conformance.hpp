@@ -55,6 +55,29 @@ void in_processes(int procs, F work) {
   }
 }
 
+/// In `procs` processes (forked), `threads` threads each: body(c, t), with two clients per
+/// process that threads alternate between (so clients of one process exclude each other too);
+/// a throw counts in `errors` (which lives in shared memory).
+template <class F>
+void in_threads_of_processes(int procs, int threads, const std::string& url,
+                             std::atomic<int>& errors, F body) {
+  in_processes(procs, [&] {
+    auto c1 = sqlock::connect(url);
+    auto c2 = sqlock::connect(url);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        try {
+          body(t % 2 ? c1 : c2, t);
+        } catch (...) {
+          ++errors;
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+  });
+}
+
 /// An object of type T in memory shared with forked children (zero-initialised).
 template <class T>
 struct shared_mem {
@@ -318,32 +341,17 @@ TYPED_TEST_P(conformance, threads_and_processes_keep_an_exact_counter) {
   };
   shared_mem<shared_state> st;
   auto n = this->name("counter");
-  auto url = this->url_;
-  auto work = [&st, n, url] {
-    // Two clients per process so exclusion is also tested between clients of one process.
-    auto c1 = sqlock::connect(url);
-    auto c2 = sqlock::connect(url);
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] {
-        try {
-          auto l = (t % 2 ? c1 : c2).make_lock(n, {.lease = 20s});
-          for (int r = 0; r < rounds; ++r) {
-            std::unique_lock g(l);
-            raise_to(st->max_holders, ++st->holders);
-            long v = st->counter;
-            std::this_thread::sleep_for(200us);
-            st->counter = v + 1;
-            --st->holders;
-          }
-        } catch (...) {
-          ++st->errors;
-        }
-      });
+  in_threads_of_processes(procs, threads, this->url_, st->errors, [&](client& c, int) {
+    auto l = c.make_lock(n, {.lease = 20s});
+    for (int r = 0; r < rounds; ++r) {
+      std::unique_lock g(l);
+      raise_to(st->max_holders, ++st->holders);
+      long v = st->counter;
+      std::this_thread::sleep_for(200us);
+      st->counter = v + 1;
+      --st->holders;
     }
-    for (auto& t : ts) t.join();
-  };
-  in_processes(procs, work);
+  });
   EXPECT_EQ(st->errors.load(), 0);
   EXPECT_EQ(st->max_holders.load(), 1);
   EXPECT_EQ(st->counter, static_cast<long>(procs) * threads * rounds);

@@ -189,28 +189,15 @@ TYPED_TEST_P(conformance, permits_are_never_exceeded_across_threads_and_processe
     std::atomic<int> holding, max_holding, errors, ran;
   };
   shared_mem<counts> st;
-  auto url = this->url_;
-  in_processes(procs, [&] {
-    auto c1 = sqlock::connect(url);
-    auto c2 = sqlock::connect(url);
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] {
-        try {
-          auto s = (t % 2 ? c1 : c2).make_semaphore(n, permits, {.lease = 20s});
-          for (int r = 0; r < rounds; ++r) {
-            auto p = s.acquire();
-            raise_to(st->max_holding, ++st->holding);
-            std::this_thread::sleep_for(2ms);
-            --st->holding;
-            ++st->ran;
-          }
-        } catch (...) {
-          ++st->errors;
-        }
-      });
+  in_threads_of_processes(procs, threads, this->url_, st->errors, [&](client& c, int) {
+    auto s = c.make_semaphore(n, permits, {.lease = 20s});
+    for (int r = 0; r < rounds; ++r) {
+      auto p = s.acquire();
+      raise_to(st->max_holding, ++st->holding);
+      std::this_thread::sleep_for(2ms);
+      --st->holding;
+      ++st->ran;
     }
-    for (auto& t : ts) t.join();
   });
   EXPECT_EQ(st->errors.load(), 0);
   EXPECT_EQ(st->ran.load(), procs * threads * rounds);

@@ -57,6 +57,14 @@ struct statistics {
 };
 
 class mutex;
+class shared_mutex;
+class semaphore;
+class election;
+struct election_options;
+
+namespace detail {
+struct hold_maker;
+}  // namespace detail
 
 /// A connection to a lock store. Cheap to copy (shared state); thread-safe.
 class SQLOCK_API client {
@@ -66,6 +74,18 @@ class SQLOCK_API client {
 
   /// A named lock handle. Throws config_error for an empty name or a lease <= 0.
   mutex make_lock(std::string name, lock_options opts = {}) const;
+  /// A named reader-writer lock (sqlock/shared_mutex.hpp); config_error as make_lock(). Its
+  /// calls throw unsupported when the backend has no shared locks (caps().shared).
+  shared_mutex make_shared_mutex(std::string name, lock_options opts = {}) const;
+  /// A named semaphore of `permits` permits (sqlock/semaphore.hpp); config_error as
+  /// make_lock() and for 0 permits. Its calls throw unsupported when the backend has no
+  /// permits (caps().permits).
+  semaphore make_semaphore(std::string name, std::uint32_t permits, lock_options opts = {}) const;
+  /// A leader election under `name` with default options (sqlock/election.hpp).
+  election make_election(std::string name) const;
+  /// A leader election under `name` (sqlock/election.hpp); config_error for an empty name or
+  /// bad options.
+  election make_election(std::string name, const election_options& opts) const;
 
   /// Locks as the backend sees them (unsupported when the backend cannot list).
   std::vector<lock_status> list(std::string_view prefix = {}) const;
@@ -84,6 +104,7 @@ class SQLOCK_API client {
   capabilities caps() const;
 
  private:
+  friend struct detail::hold_maker;
   std::shared_ptr<detail::client_impl> impl_;
 };
 
@@ -142,6 +163,7 @@ class SQLOCK_API mutex {
   mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts);
   bool acquire(steady_time deadline, bool wait);
   void release_all() noexcept;
+  void free_queue() noexcept;
   void unlock_level(bool check_thread, std::uint64_t expect_hold = 0) noexcept;
 
   std::shared_ptr<detail::client_impl> client_;
@@ -166,3 +188,9 @@ SQLOCK_API client connect(const std::string& url, client_options opts, steady_ti
 SQLOCK_API void register_builtin_backends();
 
 }  // namespace sqlock
+
+// The other lock classes of a client (each includes this header first).
+#include "sqlock/election.hpp"       // IWYU pragma: export
+#include "sqlock/run_exclusive.hpp"  // IWYU pragma: export
+#include "sqlock/semaphore.hpp"      // IWYU pragma: export
+#include "sqlock/shared_mutex.hpp"   // IWYU pragma: export

@@ -57,18 +57,42 @@ int bench_command(const bench_args& a) {
       auto ti = static_cast<std::size_t>(t);
       try {
         std::vector<mutex> locks;
+        std::vector<shared_mutex> shared;
+        std::vector<semaphore> sems;
+        permit held;
         for (int k = 0; k < a.locks; ++k) {
           std::string name = a.contended ? tag + std::to_string(k)
                                          : tag + std::to_string(t) + ":" + std::to_string(k);
-          locks.push_back(clients[ti].make_lock(name, {.lease = lease}));
+          if (a.shared)
+            shared.push_back(clients[ti].make_shared_mutex(name, {.lease = lease}));
+          else if (a.permits > 0)
+            sems.push_back(clients[ti].make_semaphore(name, a.permits, {.lease = lease}));
+          else
+            locks.push_back(clients[ti].make_lock(name, {.lease = lease}));
         }
+        auto take = [&](std::size_t k) {
+          if (a.shared)
+            shared[k].lock_shared();
+          else if (a.permits > 0)
+            held = sems[k].acquire();
+          else
+            locks[k].lock();
+        };
+        auto give = [&](std::size_t k) {
+          if (a.shared)
+            shared[k].unlock_shared();
+          else if (a.permits > 0)
+            held.release();
+          else
+            locks[k].unlock();
+        };
         lat[ti].reserve(1 << 16);
         while (!go) std::this_thread::yield();
         for (std::size_t i = ti;; ++i) {
           if (stop) break;
-          std::size_t k = i % locks.size();
+          std::size_t k = i % static_cast<std::size_t>(a.locks);
           auto t0 = now_ns();
-          locks[k].lock();
+          take(k);
           auto t1 = now_ns();
           if (a.contended) {
             auto rel = released_at[k].load();
@@ -76,7 +100,7 @@ int bench_command(const bench_args& a) {
               hand[ti].push_back(static_cast<double>(std::max<std::int64_t>(0, t1 - rel)) / 1000.0);
             released_at[k] = now_ns();
           }
-          locks[k].unlock();
+          give(k);
           lat[ti].push_back(static_cast<double>(now_ns() - t0) / 1000.0);
           ++total;
         }
@@ -114,6 +138,10 @@ int bench_command(const bench_args& a) {
                    {"threads", a.threads},
                    {"locks", a.locks},
                    {"contended", a.contended},
+                   {"kind", a.shared        ? "shared"
+                            : a.permits > 0 ? "permit"
+                                            : "exclusive"},
+                   {"permits", a.permits},
                    {"duration_s", secs},
                    {"lease_ms", lease.count()},
                    {"pairs", pairs},
@@ -127,7 +155,8 @@ int bench_command(const bench_args& a) {
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "backend " << b.describe() << ", " << a.threads << " thread(s), " << a.locks
-              << " lock(s)" << (a.contended ? ", contended" : "") << "\n"
+              << " lock(s)" << (a.contended ? ", contended" : "") << (a.shared ? ", shared" : "")
+              << (a.permits > 0 ? ", " + std::to_string(a.permits) + " permits" : "") << "\n"
               << "pairs/s " << std::fixed << std::setprecision(0)
               << j["pairs_per_sec"].get<double>() << "  latency p50 " << std::setprecision(1)
               << j["latency_us"]["p50"].get<double>() << "us  p99 "

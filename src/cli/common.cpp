@@ -73,7 +73,9 @@ std::string status_json(const std::vector<lock_status>& rows, int indent) {
                    {"acquired_at", s.acquired_at},
                    {"expires_at", s.expires_at},
                    {"mode", s.mode},
-                   {"holder", s.holder}});
+                   {"holder", s.holder},
+                   {"kind", to_string(s.kind)},
+                   {"permits", s.permits}});
   }
   // Names are stored verbatim and may hold invalid UTF-8: replace rather than fail.
   return arr.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -35,9 +35,17 @@ struct run_args {
   int conflict_exit = tempfail;    ///< exit code when the lock is not obtained within --wait
   bool verbose = false;            ///< -v: acquire/renew/release events on stderr
   bool quiet = false;              ///< -q: none of sqlock's own messages on stderr
+  bool shared = false;             ///< --shared: a shared hold
+  unsigned permits = 0;            ///< --permits N: one of N permits; 0 = exclusive
+  std::string at_least, at_most;   ///< --at-least / --at-most ("" = not given)
+  std::string value;               ///< `elect --value`: the campaign value
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);
+/// `sqlock elect NAME --value V -- CMD`: CMD runs while this process leads (exit 70 on loss).
+int elect_command(const run_args& a);
+/// `sqlock leader NAME`: prints the leader's value and term (exit 1 when nobody leads).
+int leader_command(const std::string& url, const std::string& name, bool json);
 /// `sqlock hold NAME`: prints the fence, holds until a signal (exit 0) or a loss (exit 70).
 int hold_command(const run_args& a);
 
@@ -45,6 +53,8 @@ struct bench_args {
   std::string url, mode, duration = "5s", lease = "30s";
   int threads = 1, locks = 1;
   bool contended = false, json = false;
+  bool shared = false;   ///< --shared: shared holds instead of exclusive ones
+  unsigned permits = 0;  ///< --permits N: permits of N-permit semaphores; 0 = exclusive
 };
 int bench_command(const bench_args& a);
 

@@ -49,13 +49,16 @@ int list_command(const std::string& url_text, const std::string& prefix, bool js
     std::cout << "no locks held\n";
     return ok;
   }
-  std::cout << std::left << std::setw(32) << "NAME" << std::setw(8) << "FENCE" << std::setw(26)
-            << "EXPIRES" << std::setw(12) << "MODE"
+  std::cout << std::left << std::setw(32) << "NAME" << std::setw(11) << "KIND" << std::setw(8)
+            << "FENCE" << std::setw(26) << "EXPIRES" << std::setw(12) << "MODE"
             << "HOLDER\n";
   for (const auto& r : rows) {
     std::string shown;
     for (char ch : r.name) shown += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
-    std::cout << std::setw(32) << shown << " " << std::setw(7) << r.fence << " " << std::setw(25)
+    std::string kind = to_string(r.kind);
+    if (r.kind == lock_kind::permit) kind += "/" + std::to_string(r.permits);
+    std::cout << std::setw(32) << shown << " " << std::setw(10) << kind << " " << std::setw(7)
+              << r.fence << " " << std::setw(25)
               << (r.expires_at.empty() ? "(session)" : r.expires_at) << " " << std::setw(11)
               << r.mode << " " << r.holder << "\n";
   }
@@ -114,8 +117,54 @@ int main(int argc, char** argv) {
   auto* shell_opt =
       run->add_option("-c,--command", ra.shell_command, "command string, run through sh -c")
           ->check(nonempty);
+  auto* shared_opt = run->add_flag("--shared", ra.shared,
+                                   "a shared hold: many at once, none while an exclusive one is "
+                                   "held or waited for");
+  auto* permits_opt = run->add_option("--permits", ra.permits,
+                                      "one of N permits of the name (every user gives the same N)")
+                          ->check(CLI::Range(1u, 1000000u))
+                          ->excludes(shared_opt);
+  run->add_option("--at-least", ra.at_least,
+                  "keep the lock this long after acquiring even if CMD ends sooner (the rest "
+                  "of it stays in the store as a shortened lease)")
+      ->check(nonempty)
+      ->excludes(shared_opt)
+      ->excludes(permits_opt);
+  run->add_option("--at-most", ra.at_most,
+                  "the lease, never renewed: CMD is stopped as on a lost lease when it ends "
+                  "(exit 70)")
+      ->check(nonempty)
+      ->excludes(shared_opt)
+      ->excludes(permits_opt);
   run->add_option("name", ra.name, "lock name")->required();
   run->add_option("command", ra.command, "command and arguments (after --)")->excludes(shell_opt);
+
+  run_args ea;
+  bool ea_nonblock = false;
+  auto* elect = app.add_subcommand(
+      "elect", "campaign for leadership of NAME and run a command while leading");
+  add_lock_options(elect, ea, ea_nonblock, url_help);
+  elect->positionals_at_end();
+  elect
+      ->add_option("--kill-after", ea.kill_after,
+                   "on lost leadership: SIGTERM to the command's group, SIGKILL this much later")
+      ->capture_default_str();
+  elect->add_option("--value", ea.value, "what `sqlock leader` shows (an address, a host name)")
+      ->required()
+      ->check(nonempty);
+  auto* elect_shell =
+      elect->add_option("-c,--command", ea.shell_command, "command string, run through sh -c")
+          ->check(nonempty);
+  elect->add_option("name", ea.name, "election name")->required();
+  elect->add_option("command", ea.command, "command and arguments (after --)")
+      ->excludes(elect_shell);
+
+  std::string leader_url, leader_name;
+  bool leader_json = false;
+  auto* leader = app.add_subcommand("leader", "print the leader's value and term (two lines)");
+  leader->add_option("--url", leader_url, url_help);
+  leader->add_flag("--json", leader_json, "one JSON object (null when nobody leads)");
+  leader->add_option("name", leader_name, "election name")->required();
   auto* hold = app.add_subcommand(
       "hold", "take a lock, print its fence, hold it until SIGINT/SIGTERM (exit 0) or loss (70)");
   add_lock_options(hold, ha, ha_nonblock, url_help);
@@ -160,6 +209,10 @@ int main(int argc, char** argv) {
   bench->add_option("--lease", ba.lease, "lease of each hold")->capture_default_str();
   bench->add_flag("--contended", ba.contended, "all threads share the same lock names");
   bench->add_flag("--json", ba.json, "one JSON object on stdout");
+  auto* bench_shared = bench->add_flag("--shared", ba.shared, "shared holds (readers)");
+  bench->add_option("--permits", ba.permits, "permits of N-permit semaphores")
+      ->check(CLI::Range(1u, 1000000u))
+      ->excludes(bench_shared);
 
   serve_args sa;
   auto* serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");
@@ -190,11 +243,15 @@ int main(int argc, char** argv) {
   }
 
   // After NAME the parser keeps everything, `--` too: it only marks where CMD begins.
-  if (!ra.command.empty() && ra.command.front() == "--") ra.command.erase(ra.command.begin());
+  for (auto* a : {&ra, &ea})
+    if (!a->command.empty() && a->command.front() == "--") a->command.erase(a->command.begin());
   if (ra_nonblock) ra.wait = "0";
+  if (ea_nonblock) ea.wait = "0";
   if (ha_nonblock) ha.wait = "0";
   if (*run) return guarded([&] { return run_command(ra); });
   if (*hold) return guarded([&] { return hold_command(ha); });
+  if (*elect) return guarded([&] { return elect_command(ea); });
+  if (*leader) return guarded([&] { return leader_command(leader_url, leader_name, leader_json); });
   if (*list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
   if (*rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
   if (*mig) return guarded([&] { return migrate_command(mig_url, mig_print); });

@@ -1,6 +1,6 @@
-// `sqlock run NAME -- CMD`: CMD runs while the lock is held and renewed. CMD gets its own
-// process group (the terminal's foreground group when sqlock had it), so a lost lease stops
-// CMD and everything it started, not just its first process.
+// The session of a command that runs CMD under a hold (session.hpp): signals, the loss path
+// and CMD itself. CMD gets its own process group (the terminal's foreground group when sqlock
+// had it), so a lost lease stops CMD and everything it started, not just its first process.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "common.hpp"
+#include "session.hpp"
 #include "sqlock/url.hpp"
 
 extern char** environ;
@@ -37,6 +37,8 @@ std::atomic<bool> lease_lost{false};
 std::mutex hold_m;
 std::condition_variable hold_cv;
 int hold_signal = 0;  // guarded by hold_m
+
+}  // namespace
 
 // The grace period after a loss: the group gets SIGTERM at once and SIGKILL when it ends.
 class stopper {
@@ -104,6 +106,8 @@ class stopper {
   std::thread killer_;
 };
 
+namespace {
+
 // Signals are blocked in every thread and handled here: before CMD starts they end sqlock
 // (nothing is held yet: the wait is simply abandoned); while CMD runs they go to its group;
 // `sqlock hold` is told and releases.
@@ -150,22 +154,7 @@ class terminal {
   bool ours_;
 };
 
-// The lock of `run`/`hold`, acquired (nullopt: not within --wait), with its fence ("" when
-// the backend has none). Signals go to signal_thread from here on; `old` gets the mask before.
-struct acquired {
-  mutex lock;
-  std::string fence;
-};
-std::optional<acquired> acquire_for(const run_args& a, sigset_t& old,
-                                    std::function<void(const std::string&)> on_lost) {
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<milliseconds> wait;
-  if (!a.wait.empty()) wait = parse_duration(a.wait);
-  auto lease = parse_duration(a.lease);
-  if (lease < min_lease)
-    throw config_error("--lease " + a.lease +
-                       " is too short for renewal to keep it (minimum 500ms)");
-
+client connect_for(const run_args& a, sigset_t& old, steady_time deadline) {
   sigset_t set;
   sigemptyset(&set);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, s);
@@ -179,42 +168,66 @@ std::optional<acquired> acquire_for(const run_args& a, sigset_t& old,
       std::string line = "sqlock: " + std::string(message) + "\n";
       (void)!::write(2, line.data(), line.size());  // one write: lines never interleave
     });
-  // --wait covers connecting too: a store that does not answer costs the caller no more than
-  // --wait (at least connect_floor: a healthy store's first connection, even with -n).
-  const auto connect_by = wait ? start + std::max(*wait, connect_floor) : steady_time::max();
-  auto c = connect(with_mode(resolve_url(a.url), a.mode), std::move(opts), connect_by);
-  auto l = c.make_lock(a.name, {.lease = lease});
-  l.on_lost(std::move(on_lost));
-  bool got = wait ? l.try_lock_until_steady(start + *wait) : (l.lock(), true);
-  if (!got) {
-    std::cerr << "sqlock: lock '" << a.name << "' not obtained within " << a.wait << "\n";
-    return std::nullopt;
-  }
-  std::string fence;
-  try {
-    fence = std::to_string(l.fence());
-  } catch (const unsupported&) {
-    // No fencing on this backend: the fence stays empty.
-  }
-  return acquired{std::move(l), std::move(fence)};
+  return connect(with_mode(resolve_url(a.url), a.mode), std::move(opts), deadline);
 }
 
+milliseconds checked_lease(const run_args& a) {
+  auto lease = parse_duration(a.lease);
+  if (lease < min_lease)
+    throw config_error("--lease " + a.lease +
+                       " is too short for renewal to keep it (minimum 500ms)");
+  return lease;
+}
+
+std::optional<milliseconds> parsed_wait(const run_args& a) {
+  if (a.wait.empty()) return std::nullopt;
+  return parse_duration(a.wait);
+}
 }  // namespace
 
-int run_command(const run_args& a) {
-  stopper stop(parse_duration(a.kill_after));
-  std::vector<std::string> args = a.command;
-  if (!a.shell_command.empty()) args = {"sh", "-c", a.shell_command};
-  if (args.empty()) throw config_error("run needs a command after -- (or -c STRING)");
-  sigset_t old;
-  auto got = acquire_for(a, old, [&stop](const std::string& name) {
+session::session(const run_args& a)
+    : a_(a),
+      lease_(checked_lease(a)),
+      wait_(parsed_wait(a)),
+      start_(std::chrono::steady_clock::now()),
+      stop_(std::make_unique<stopper>(parse_duration(a.kill_after))),
+      // --wait covers connecting too: a store that does not answer costs no more than --wait
+      // (at least connect_floor: a healthy store's first connection, even with -n).
+      client_(connect_for(a, old_,
+                          wait_ ? start_ + std::max(*wait_, connect_floor) : steady_time::max())) {}
+
+session::~session() = default;
+
+std::optional<milliseconds> session::wait() const {
+  if (!wait_) return std::nullopt;
+  auto spent = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start_);
+  return std::max(*wait_ - spent, milliseconds(0));
+}
+
+std::function<void(const std::string&)> session::on_lost() {
+  if (a_.command.empty() && a_.shell_command.empty())  // `sqlock hold`
+    return [](const std::string& name) {
+      std::cerr << "sqlock: lease of '" << name << "' lost\n";
+      std::lock_guard g(hold_m);
+      lease_lost = true;
+      hold_cv.notify_all();
+    };
+  return [stop = stop_.get()](const std::string& name) {
     lease_lost = true;
     std::cerr << "sqlock: lease of '" << name << "' lost; stopping the command\n";
-    if (pid_t pid = child_pid.load(); pid > 0) stop.start(pid);
-  });
-  if (!got) return a.conflict_exit;
-  auto& l = got->lock;
-  const auto& fence = got->fence;
+    if (pid_t pid = child_pid.load(); pid > 0) stop->start(pid);
+  };
+}
+
+int session::not_obtained() const {
+  std::cerr << "sqlock: lock '" << a_.name << "' not obtained within " << a_.wait << "\n";
+  return a_.conflict_exit;
+}
+
+int session::run(const std::string& fence, const std::string& owner) {
+  std::vector<std::string> args = a_.command;
+  if (!a_.shell_command.empty()) args = {"sh", "-c", a_.shell_command};
+  auto& stop = *stop_;
 
   // Everything the child needs is prepared before fork(): only exec-safe calls after it.
   std::vector<std::string> env_store;
@@ -225,14 +238,15 @@ int run_command(const run_args& a) {
       continue;
     env_store.push_back(std::move(kv));
   }
-  env_store.push_back("SQLOCK_NAME=" + a.name);
+  env_store.push_back("SQLOCK_NAME=" + a_.name);
   env_store.push_back("SQLOCK_FENCE=" + fence);
-  env_store.push_back("SQLOCK_OWNER=" + l.owner());
+  env_store.push_back("SQLOCK_OWNER=" + owner);
   std::vector<char*> envp, argv;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
+  const sigset_t old = old_;
 
   terminal tty;
   // Orphans of CMD's group come back to sqlock, so the group can be reaped after a loss.
@@ -241,7 +255,6 @@ int run_command(const run_args& a) {
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
-    l.unlock();
     throw error(std::string("fork failed: ") + std::strerror(err));
   }
   if (pid == 0) {
@@ -286,29 +299,17 @@ int run_command(const run_args& a) {
     stop.start(pid);  // no-op unless the loss came as CMD exited
     stop.finish(pid);
   }
-  l.unlock();
   if (lease_lost) return software;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return software;
 }
 
-int hold_command(const run_args& a) {
-  sigset_t old;
-  auto got = acquire_for(a, old, [](const std::string& name) {
-    std::cerr << "sqlock: lease of '" << name << "' lost\n";
-    std::lock_guard g(hold_m);
-    lease_lost = true;
-    hold_cv.notify_all();
-  });
-  if (!got) return a.conflict_exit;
+int session::hold_until_signal(const std::string& fence) {
   child_pid = holding;
-  std::cout << got->fence << std::endl;  // flushed: a script reads it while sqlock holds
-  {
-    std::unique_lock g(hold_m);
-    hold_cv.wait(g, [] { return hold_signal != 0 || lease_lost; });  // until told: no deadline
-  }
-  got->lock.unlock();
+  std::cout << fence << std::endl;  // flushed: a script reads it while sqlock holds
+  std::unique_lock g(hold_m);
+  hold_cv.wait(g, [] { return hold_signal != 0 || lease_lost; });  // until told: no deadline
   return lease_lost ? software : ok;
 }
 

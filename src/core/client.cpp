@@ -6,7 +6,7 @@
 #include <optional>
 #include <thread>
 
-#include "client_impl.hpp"
+#include "hold_maker.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock {
@@ -16,16 +16,6 @@ using clock = std::chrono::steady_clock;
 namespace {
 std::atomic<std::uint64_t> next_handle_id{1};
 
-void check_options(const std::string& name, const lock_options& o) {
-  if (name.empty()) throw config_error("lock name must not be empty");
-  if (o.lease.count() <= 0)
-    throw config_error("lease of lock '" + name + "' must be > 0 (got " +
-                       std::to_string(o.lease.count()) + "ms)");
-  if (o.renew_every.count() < 0)
-    throw config_error("renew_every of lock '" + name + "' must be >= 0");
-  if (o.renew_every.count() > 0 && o.renew_every >= o.lease)
-    throw config_error("renew_every of lock '" + name + "' must be shorter than the lease");
-}
 }  // namespace
 
 // ---- client ----
@@ -36,7 +26,7 @@ client::client(std::shared_ptr<backend> b, client_options opts)
 }
 
 mutex client::make_lock(std::string name, lock_options opts) const {
-  check_options(name, opts);
+  detail::check_options(name, opts);
   return mutex(impl_, std::move(name), opts);
 }
 
@@ -162,61 +152,32 @@ bool mutex::acquire(steady_time deadline, bool wait) {
   e.owner_thread = me;
   lk.unlock();
 
-  lock_request req{e.name, random_token(), opts_.lease, c.opts().holder};
-  require_kind(c.b(), req);
-  auto sent = clock::now();
-  std::optional<lease_info> got;
-  bool contended = false;
-  c.observe.attempt(e.name);
+  bool got = false;
   try {
-    // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
-    // round trip (and no extra queue node on ZooKeeper) before the wait begins.
-    got = wait ? c.b().acquire(req, deadline, c.opts().waiting)
-               : c.b().try_acquire(req, sent + c.opts().waiting.min_attempt, nullptr);
-    contended = got && got->waited;
+    got = c.take(entry_, {e.name, random_token(), opts_.lease, c.opts().holder}, opts_, deadline,
+                 wait, started);
   } catch (...) {
-    lk.lock();
-    e.busy = false;
-    e.owner_thread = {};
-    lk.unlock();
-    e.cv.notify_one();
+    free_queue();
     throw;
   }
-  lk.lock();
   if (!got) {
-    e.busy = false;
-    e.owner_thread = {};
-    lk.unlock();
-    e.cv.notify_one();
-    c.stats.timeouts++;
-    c.observe.timeout(e.name, started);
+    free_queue();
     return false;
   }
-  // The lease runs from when the winning request was sent, on steady_clock.
-  if (got->sent != steady_time{}) sent = got->sent;
-  detail::hold h;
-  h.lease = std::move(*got);
-  h.lease.sent = sent;  // when this hold began (the observer's hold time)
-  h.duration = opts_.lease;
-  h.renew_every = opts_.renew_every.count() > 0 ? opts_.renew_every : opts_.lease / 3;
-  if (h.renew_every.count() <= 0) h.renew_every = milliseconds(1);
-  h.auto_renew = opts_.auto_renew;
-  h.valid_until = sent + opts_.lease;
-  h.next_renewal = sent + h.renew_every;
-  h.id = e.next_hold_id++;
-  e.current = std::move(h);
+  lk.lock();
   e.count = 1;
-  e.lost = false;
   ++levels_;
-  hold_id_ = e.current->id;
-  c.stats.acquisitions++;
-  if (contended) c.stats.contended++;
-  c.observe.acquired(e.name, started, contended, e.current->lease.fence);
-  bool renew = opts_.auto_renew;
-  auto due = e.current->next_renewal;
-  lk.unlock();
-  if (renew) c.watch(entry_, due);
+  hold_id_ = e.current ? e.current->id : 0;
   return true;
+}
+
+void mutex::free_queue() noexcept {
+  {
+    std::lock_guard g(entry_->m);
+    entry_->busy = false;
+    entry_->owner_thread = {};
+  }
+  entry_->cv.notify_one();
 }
 
 void mutex::unlock() noexcept {
@@ -240,33 +201,9 @@ void mutex::unlock_level(bool check_thread, std::uint64_t expect_hold) noexcept 
   if (expect_hold != 0 && (!e.current || e.current->id != expect_hold)) return;
   if (check_thread && e.owner_thread != std::this_thread::get_id()) return;
   if (--e.count > 0) return;
-  std::optional<detail::hold> h = std::move(e.current);
-  e.current.reset();
   lk.unlock();
-  c.unwatch(&e);
-  if (h) {
-    try {
-      // Bounded: after the lease ends the store frees the lock anyway.
-      auto now = clock::now();
-      auto left = std::max<clock::duration>(h->valid_until - now, c.opts().waiting.min_attempt);
-      c.b().release(h->lease, now + std::min<clock::duration>(left, c.opts().release_timeout));
-      c.stats.releases++;
-      c.observe.released(e.name, h->lease.fence, h->lease.sent);
-    } catch (const std::exception& ex) {
-      c.stats.release_errors++;
-      c.observe.release_failed(e.name, h->lease.fence, h->lease.sent, ex.what());
-      std::lock_guard g(e.m);
-      e.last_error = std::string("release of lock '") + e.name + "' failed: " + ex.what();
-    } catch (...) {
-      c.stats.release_errors++;
-      c.observe.release_failed(e.name, h->lease.fence, h->lease.sent, "unknown error");
-    }
-  }
-  lk.lock();
-  e.busy = false;
-  e.owner_thread = {};
-  lk.unlock();
-  e.cv.notify_one();
+  c.give_back(e);
+  free_queue();
 }
 
 bool mutex::owns_lock() const {
@@ -277,11 +214,7 @@ bool mutex::owns_lock() const {
 
 std::uint64_t mutex::fence() const {
   if (!entry_) throw usage_error("lock handle was moved from");
-  std::lock_guard g(entry_->m);
-  if (!entry_->current) throw usage_error("fence() of lock '" + entry_->name + "' not held");
-  if (!client_->b().caps().fencing)
-    throw unsupported(client_->b().kind() + " backend gives no fencing tokens");
-  return entry_->current->lease.fence;
+  return client_->fence_of(*entry_);
 }
 
 std::string mutex::owner() const {

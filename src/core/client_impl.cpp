@@ -10,6 +10,10 @@ namespace sqlock::detail {
 
 using clock = std::chrono::steady_clock;
 
+steady_time loss_time(const hold& h) {
+  return h.valid_until - std::min<clock::duration>(h.duration / 10, std::chrono::seconds(1));
+}
+
 client_impl::client_impl(std::shared_ptr<backend> b, client_options o)
     : backend_(std::move(b)), opts_(std::move(o)) {
   if (!backend_) throw config_error("client needs a backend");
@@ -50,15 +54,15 @@ void client_impl::attach() {
 }
 
 void client_impl::backend_lost(const std::string& name, const std::string& owner) {
-  std::shared_ptr<local_entry> e;
+  std::shared_ptr<hold_slot> s;
   {
     std::lock_guard g(m_);
-    auto it = entries_.find(name);
-    if (it != entries_.end()) e = it->second.lock();
+    auto it = owners_.find(owner);
+    if (it != owners_.end()) s = it->second.lock();
   }
-  if (!e) return;
-  std::unique_lock lk(e->m);
-  if (e->current && e->current->lease.owner == owner) mark_lost(*e, e->current->id, lk);
+  if (!s || s->name != name) return;
+  std::unique_lock lk(s->m);
+  if (s->current && s->current->lease.owner == owner) mark_lost(*s, s->current->id, lk);
 }
 
 std::shared_ptr<local_entry> client_impl::entry(const std::string& name) {
@@ -73,10 +77,13 @@ std::shared_ptr<local_entry> client_impl::entry(const std::string& name) {
   return e;
 }
 
-void client_impl::watch(const std::shared_ptr<local_entry>& e, steady_time due) {
+void client_impl::watch(const std::shared_ptr<hold_slot>& s, const std::string& owner,
+                        steady_time due) {
   {
     std::lock_guard g(m_);
-    renewing_[e.get()] = e;
+    owners_[owner] = s;
+    if (due == steady_time::max()) return;  // neither renewed nor expiry-watched
+    renewing_[s.get()] = s;
   }
   poke(due);
 }
@@ -90,20 +97,20 @@ void client_impl::poke(steady_time due) {
   if (wake) cv_.notify_all();
 }
 
-void client_impl::unwatch(local_entry* e) {
+void client_impl::unwatch(hold_slot* s, const std::string& owner) {
   std::lock_guard g(m_);
-  renewing_.erase(e);
+  renewing_.erase(s);
+  if (!owner.empty()) owners_.erase(owner);
 }
 
-void client_impl::mark_lost(local_entry& e, std::uint64_t hold_id,
-                            std::unique_lock<std::mutex>& lk) {
+void client_impl::mark_lost(hold_slot& e, std::uint64_t hold_id, std::unique_lock<std::mutex>& lk) {
   if (!e.current || e.current->id != hold_id || e.lost) return;
   e.lost = true;
   stats.losses++;
   observe.lost(e.name, e.current->lease.fence, e.current->lease.sent);
   auto callbacks = e.on_lost;
   lk.unlock();
-  unwatch(&e);
+  unwatch(&e, {});  // the owner stays registered until the hold is given back
   for (auto& [id, cb] : callbacks) {
     try {
       cb(e.name);
@@ -114,7 +121,7 @@ void client_impl::mark_lost(local_entry& e, std::uint64_t hold_id,
   lk.lock();
 }
 
-bool client_impl::renew_now(local_entry& e) {
+bool client_impl::renew_now(hold_slot& e) {
   std::unique_lock lk(e.m);
   if (!e.current) throw usage_error("renew() on lock '" + e.name + "' that is not held");
   if (e.lost) return false;
@@ -132,12 +139,12 @@ bool client_impl::renew_now(local_entry& e) {
     lk.lock();
     e.last_error = ex.what();
     if (e.current && e.current->id == h.id) {
-      if (clock::now() >= e.current->valid_until) {
+      if (clock::now() >= loss_time(*e.current)) {
         mark_lost(e, h.id, lk);
         return false;
       }
       // Outcome unknown: try again soon, before the lease runs out.
-      auto left = e.current->valid_until - clock::now();
+      auto left = loss_time(*e.current) - clock::now();
       auto retry = clock::now() + std::min<clock::duration>(left / 4, std::chrono::seconds(1));
       e.current->next_renewal = retry;
       lk.unlock();  // lock order: client mutex before entry mutex
@@ -170,17 +177,23 @@ void client_impl::renewal_loop() {
   while (!stop_) {
     // Find the earliest renewal due and the holds whose lease ran out mid-renewal.
     steady_time next = next_sweep;
-    std::vector<std::shared_ptr<local_entry>> due;
-    std::vector<std::pair<std::shared_ptr<local_entry>, std::uint64_t>> expired;
+    std::vector<std::shared_ptr<hold_slot>> due;
+    std::vector<std::pair<std::shared_ptr<hold_slot>, std::uint64_t>> expired;
     auto now = clock::now();
     for (auto& [ptr, e] : renewing_) {
       std::lock_guard eg(e->m);
-      if (!e->current || !e->current->auto_renew || e->lost) continue;
-      if (e->current->in_flight) {
-        if (e->current->valid_until <= now)
+      if (!e->current || e->lost) continue;
+      if (!e->current->auto_renew) {
+        if (!e->current->expiry_watched) continue;
+        if (loss_time(*e->current) <= now)
           expired.emplace_back(e, e->current->id);
         else
-          next = std::min(next, e->current->valid_until);
+          next = std::min(next, loss_time(*e->current));
+      } else if (e->current->in_flight) {
+        if (loss_time(*e->current) <= now)
+          expired.emplace_back(e, e->current->id);
+        else
+          next = std::min(next, loss_time(*e->current));
       } else if (e->current->next_renewal <= now) {
         e->current->in_flight = true;
         due.push_back(e);
@@ -238,7 +251,7 @@ void client_impl::worker_loop() {
   }
 }
 
-void client_impl::renew_in_background(local_entry& e) {
+void client_impl::renew_in_background(hold_slot& e) {
   std::uint64_t id = 0;
   {
     std::lock_guard g(e.m);

@@ -1,5 +1,6 @@
-// The shared state behind sqlock::client and sqlock::mutex: one backend, the per-name local
-// entries (the in-process queue, the reentrancy count and the current hold), statistics, and
+// The shared state behind sqlock::client and its lock classes: one backend, the per-name local
+// entries of mutexes (the in-process queue, the reentrancy count and the current hold), the
+// hold slots of every other hold, statistics, and
 // the renewal machinery (a scheduler thread that watches every lease on steady_clock and a
 // worker thread that runs the backend calls). Internal to the core.
 #pragma once
@@ -28,27 +29,40 @@ struct hold {
   milliseconds duration{};
   milliseconds renew_every{};
   bool auto_renew = true;
-  steady_time valid_until{};  // conservative: request sent + lease
+  bool expiry_watched = false;  // not renewed, but declared lost when the lease runs out
+  steady_time valid_until{};    // conservative: request sent + lease
   steady_time next_renewal{};
   bool in_flight = false;  // a background renewal of this hold is running
-  std::uint64_t id = 0;    // distinguishes holds of the same entry
+  std::uint64_t id = 0;    // distinguishes holds of the same slot
 };
 
-/// Per-(client, name) state shared by every handle of that name: the local queue that lets one
-/// thread at a time talk to the backend, the reentrancy count and the current hold.
-struct local_entry {
-  explicit local_entry(std::string n) : name(std::move(n)) {}
+/// When the core declares `h` lost if it was not renewed: a tenth of the lease (at most 1 s)
+/// before it ends, so the holder is told before the store lets anybody else in, whatever the
+/// scheduler's wake-up latency.
+steady_time loss_time(const hold& h);
+
+/// The place of one backend hold at a time and its loss state: what the renewal machinery
+/// watches. A mutex shares one per (client, name) (a local_entry); every shared hold, permit
+/// and campaign has its own.
+struct hold_slot {
+  explicit hold_slot(std::string n) : name(std::move(n)) {}
   const std::string name;
   std::mutex m;
-  std::condition_variable cv;
-  bool busy = false;               // a thread of this client holds or is acquiring
-  std::thread::id owner_thread{};  // thread that holds
-  unsigned count = 0;              // reentrancy depth
   std::optional<hold> current;
   bool lost = false;  // the current/last hold was lost
   std::uint64_t next_hold_id = 1;
   std::vector<std::pair<std::uint64_t, std::function<void(const std::string&)>>> on_lost;
   std::string last_error;
+};
+
+/// Per-(client, name) state shared by every mutex handle of that name: the local queue that
+/// lets one thread at a time talk to the backend, the reentrancy count and the current hold.
+struct local_entry : hold_slot {
+  using hold_slot::hold_slot;
+  std::condition_variable cv;
+  bool busy = false;               // a thread of this client holds or is acquiring
+  std::thread::id owner_thread{};  // thread that holds
+  unsigned count = 0;              // reentrancy depth
 };
 
 /// Counters behind client::stats().
@@ -70,18 +84,29 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   /// The entry of `name`, shared by every handle of this client.
   std::shared_ptr<local_entry> entry(const std::string& name);
 
-  /// Adds a hold to the renewal set; wakes the renewal thread only when this hold is due before
-  /// the time it is sleeping until (keeps the thread out of the acquire hot path).
-  void watch(const std::shared_ptr<local_entry>& e, steady_time due);
+  /// Asks the backend for a hold of `req` (waiting until `deadline` when `wait`) and makes it
+  /// the current hold of `s`, renewed as `o` says; false when not obtained (counted as a
+  /// timeout). `started` is observe.now() of the lock call. A hold not renewed is declared lost
+  /// when its lease runs out if `watch_expiry`. Throws what the backend throws.
+  bool take(const std::shared_ptr<hold_slot>& s, const lock_request& req, const lock_options& o,
+            steady_time deadline, bool wait, steady_time started, bool watch_expiry = false);
+  /// Releases the current hold of `s` on the backend, bounded by release_timeout and the
+  /// lease left; a failure is counted and kept in s.last_error, never thrown.
+  void give_back(hold_slot& s) noexcept;
+  /// Shortens the current hold of `s` to `left` and leaves it on the server unreleased (it
+  /// ends by its lease); false when the hold was found gone or the store did not answer.
+  bool leave(hold_slot& s, milliseconds left) noexcept;
+
   /// Wakes the renewal thread if it sleeps past `due`.
   void poke(steady_time due);
-  /// Removes a hold from the renewal set.
-  void unwatch(local_entry* e);
 
-  /// Marks hold `hold_id` of `e` lost (once) and runs the on_lost callbacks without `lk` held.
-  void mark_lost(local_entry& e, std::uint64_t hold_id, std::unique_lock<std::mutex>& lk);
+  /// Marks hold `hold_id` of `s` lost (once) and runs the on_lost callbacks without `lk` held.
+  void mark_lost(hold_slot& s, std::uint64_t hold_id, std::unique_lock<std::mutex>& lk);
   /// Renews one hold now; returns false when it is lost.
-  bool renew_now(local_entry& e);
+  bool renew_now(hold_slot& s);
+  /// Fencing token of the current hold of `s` (usage_error when none, unsupported when the
+  /// backend gives none).
+  std::uint64_t fence_of(hold_slot& s);
 
   backend& b() { return *backend_; }
   const client_options& opts() const { return opts_; }
@@ -92,8 +117,13 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
  private:
   void renewal_loop();
   void worker_loop();
-  void renew_in_background(local_entry& e);
+  void renew_in_background(hold_slot& s);
   void backend_lost(const std::string& name, const std::string& owner);
+  // Adds a hold to the renewal set; wakes the renewal thread only when this hold is due before
+  // the time it is sleeping until (keeps the thread out of the acquire hot path).
+  void watch(const std::shared_ptr<hold_slot>& s, const std::string& owner, steady_time due);
+  // Removes a hold from the renewal set.
+  void unwatch(hold_slot* s, const std::string& owner);
 
   std::shared_ptr<backend> backend_;
   client_options opts_;
@@ -103,12 +133,13 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   bool stop_ = false;
   steady_time wake_at_ = steady_time::min();  // when the sleeping renewal thread wakes up
   std::map<std::string, std::weak_ptr<local_entry>> entries_;
-  std::map<local_entry*, std::shared_ptr<local_entry>> renewing_;
+  std::map<hold_slot*, std::shared_ptr<hold_slot>> renewing_;
+  std::map<std::string, std::weak_ptr<hold_slot>> owners_;  // held owner token -> its slot
   std::uint64_t gc_counter_ = 0;
   std::thread renewer_;
   std::mutex work_m_;
   std::condition_variable work_cv_;
-  std::deque<std::shared_ptr<local_entry>> work_;  // renewals to run; null = sweep
+  std::deque<std::shared_ptr<hold_slot>> work_;  // renewals to run; null = sweep
   bool work_stop_ = false;
   std::thread worker_;
 };

@@ -1,3 +1,9 @@
+// The in-process backend (see sqlock/memory.hpp). Each name keeps its live holders: one
+// exclusive holder, any number of shared holders, or up to N permit holders; fences come from
+// one counter per store, so every hold's fence exceeds every earlier hold's. A busy exclusive
+// acquire() leaves a writer mark (keyed by its wait state) that keeps new shared holders out
+// until that call ends or the mark's short expiry passes.
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -14,23 +20,46 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+// How long a writer mark keeps new shared holders out after the attempt that set it, unless
+// its acquire() call ends first. Each attempt of the call renews it.
+constexpr milliseconds mark_expiry{5000};
+
 class memory_backend;
 
-struct entry {
+struct holding {
   std::string owner;
   std::uint64_t fence = 0;
   clock::time_point acquired;
   clock::time_point expires;
   std::string holder;
+  lock_kind kind = lock_kind::exclusive;
+  std::uint32_t permits = 0;
   std::weak_ptr<memory_backend> by;  // the backend object that acquired it (loss reports)
+};
+
+// The live holders of one name and the marks of waiting exclusive requests.
+struct name_state {
+  std::vector<holding> holders;
+  std::map<const void*, clock::time_point> writer_marks;  // wait state -> mark expiry
+
+  void drop_expired(clock::time_point now) {
+    std::erase_if(holders, [&](const holding& h) { return h.expires <= now; });
+    std::erase_if(writer_marks, [&](const auto& kv) { return kv.second <= now; });
+  }
+  holding* find(const std::string& owner) {
+    auto it = std::find_if(holders.begin(), holders.end(),
+                           [&](const holding& h) { return h.owner == owner; });
+    return it == holders.end() ? nullptr : &*it;
+  }
+  bool empty() const { return holders.empty() && writer_marks.empty(); }
 };
 
 struct store {
   std::mutex m;
   std::condition_variable changed;
-  std::map<std::string, entry> locks;
+  std::map<std::string, name_state> names;
   std::uint64_t fence = 0;
-  std::uint64_t releases = 0;  // counts releases: waits compare it with what they saw
+  std::uint64_t releases = 0;  // counts releases and dropped marks: waits compare it
   faults f;
 };
 
@@ -43,13 +72,51 @@ std::string iso_ago(clock::time_point t) {
   return out;
 }
 
-// One acquire() call's wait: ends when a release happened after the call's last look.
+// Whether `req` may join the live holders `hs` (busy otherwise); config_error on a permit
+// count that differs from the holders'.
+bool admits(const std::vector<holding>& hs, const lock_request& req, bool writer_waiting) {
+  if (hs.empty()) return req.kind != lock_kind::shared || !writer_waiting;
+  const auto& first = hs.front();
+  switch (req.kind) {
+    case lock_kind::exclusive:
+      return false;
+    case lock_kind::shared:
+      return first.kind == lock_kind::shared && !writer_waiting;
+    case lock_kind::permit:
+      if (first.kind != lock_kind::permit) return false;
+      if (first.permits != req.permits)
+        throw config_error("semaphore '" + req.name + "' has " + std::to_string(first.permits) +
+                           " permits; a request for " + std::to_string(req.permits) +
+                           " permits does not agree");
+      return hs.size() < req.permits;
+  }
+  return false;
+}
+
+// One acquire() call's wait: ends when a release happened after the call's last look. Its
+// end clears the writer mark its busy exclusive attempts left.
 class memory_wait final : public wait_state {
  public:
-  explicit memory_wait(std::shared_ptr<store> s) : s_(std::move(s)) {
+  memory_wait(std::shared_ptr<store> s, std::string name)
+      : s_(std::move(s)), name_(std::move(name)) {
     std::lock_guard g(s_->m);
     seen_ = s_->releases;
   }
+  ~memory_wait() override {
+    bool dropped = false;
+    {
+      std::lock_guard g(s_->m);
+      auto it = s_->names.find(name_);
+      if (it != s_->names.end() && it->second.writer_marks.erase(this) > 0) {
+        dropped = true;
+        ++s_->releases;
+        if (it->second.empty()) s_->names.erase(it);
+      }
+    }
+    if (dropped) s_->changed.notify_all();
+  }
+  memory_wait(const memory_wait&) = delete;
+  memory_wait& operator=(const memory_wait&) = delete;
   void wait(steady_time until) override {
     std::unique_lock lk(s_->m);
     s_->changed.wait_until(lk, until, [&] { return s_->releases != seen_; });
@@ -58,6 +125,7 @@ class memory_wait final : public wait_state {
 
  private:
   std::shared_ptr<store> s_;
+  std::string name_;
   std::uint64_t seen_ = 0;
 };
 
@@ -67,23 +135,37 @@ class memory_backend final : public backend, public std::enable_shared_from_this
       : s_(std::move(s)), name_(std::move(name)) {}
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state*) override {
+                                        wait_state* ws) override {
     hang_while_asked(deadline);
     std::lock_guard g(s_->m);
     check_up();
     auto now = clock::now();
-    auto it = s_->locks.find(req.name);
-    if (it != s_->locks.end() && it->second.owner == req.owner) {
-      return lease_info{req.name, req.owner, it->second.fence, nullptr};  // a retried call
+    auto& st = s_->names[req.name];
+    st.drop_expired(now);
+    if (auto* mine = st.find(req.owner))
+      return lease_info{req.name, req.owner, mine->fence, nullptr};  // a retried call
+    bool writer_waiting = std::any_of(st.writer_marks.begin(), st.writer_marks.end(),
+                                      [&](const auto& kv) { return kv.first != ws; });
+    bool ok = false;
+    try {
+      ok = admits(st.holders, req, writer_waiting);
+    } catch (...) {
+      if (st.empty()) s_->names.erase(req.name);
+      throw;
     }
-    if (it != s_->locks.end() && it->second.expires > now) return std::nullopt;
-    entry e{req.owner, ++s_->fence, now, now + req.lease, req.holder, weak_from_this()};
-    s_->locks[req.name] = e;
-    return lease_info{req.name, req.owner, e.fence, nullptr};
+    if (!ok) {
+      if (req.kind == lock_kind::exclusive && ws) st.writer_marks[ws] = now + mark_expiry;
+      if (st.empty()) s_->names.erase(req.name);
+      return std::nullopt;
+    }
+    if (ws) st.writer_marks.erase(ws);
+    st.holders.push_back({req.owner, ++s_->fence, now, now + req.lease, req.holder, req.kind,
+                          req.kind == lock_kind::permit ? req.permits : 0, weak_from_this()});
+    return lease_info{req.name, req.owner, st.holders.back().fence, nullptr};
   }
 
-  std::unique_ptr<wait_state> open_wait(const lock_request&) override {
-    return std::make_unique<memory_wait>(s_);
+  std::unique_ptr<wait_state> open_wait(const lock_request& req) override {
+    return std::make_unique<memory_wait>(s_, req.name);
   }
 
   // Ends a hold as if its session died and tells this backend's listeners at once.
@@ -94,11 +176,11 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     std::lock_guard g(s_->m);
     check_up();
     if (s_->f.renew_refused) return false;
-    auto it = s_->locks.find(l.name);
     auto now = clock::now();
-    if (it == s_->locks.end() || it->second.owner != l.owner || it->second.expires <= now)
-      return false;
-    it->second.expires = now + d;
+    auto it = s_->names.find(l.name);
+    auto* h = it == s_->names.end() ? nullptr : it->second.find(l.owner);
+    if (!h || h->expires <= now) return false;
+    h->expires = now + d;
     return true;
   }
 
@@ -108,12 +190,13 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     {
       std::lock_guard g(s_->m);
       check_up();
-      auto it = s_->locks.find(l.name);
-      if (it != s_->locks.end() && it->second.owner == l.owner) {
-        s_->locks.erase(it);
-        ++s_->releases;
-        released = true;
+      auto it = s_->names.find(l.name);
+      if (it != s_->names.end()) {
+        released = std::erase_if(it->second.holders,
+                                 [&](const holding& h) { return h.owner == l.owner; }) > 0;
+        if (it->second.empty()) s_->names.erase(it);
       }
+      if (released) ++s_->releases;
     }
     if (released) s_->changed.notify_all();
     return released;
@@ -124,10 +207,13 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     check_up();
     std::vector<lock_status> out;
     auto now = clock::now();
-    for (auto& [name, e] : s_->locks) {
-      if (e.expires <= now || name.compare(0, prefix.size(), prefix) != 0) continue;
-      out.push_back(
-          {name, e.owner, e.fence, iso_ago(e.acquired), iso_ago(e.expires), "memory", e.holder});
+    for (auto& [name, st] : s_->names) {
+      if (name.compare(0, prefix.size(), prefix) != 0) continue;
+      for (const auto& h : st.holders) {
+        if (h.expires <= now) continue;
+        out.push_back({name, h.owner, h.fence, iso_ago(h.acquired), iso_ago(h.expires), "memory",
+                       h.holder, h.kind, h.permits});
+      }
     }
     return out;
   }
@@ -137,7 +223,13 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     {
       std::lock_guard g(s_->m);
       check_up();
-      released = s_->locks.erase(std::string(name)) > 0;
+      auto it = s_->names.find(std::string(name));
+      if (it != s_->names.end()) {
+        it->second.drop_expired(clock::now());
+        released = !it->second.holders.empty();
+        it->second.holders.clear();
+        if (it->second.empty()) s_->names.erase(it);
+      }
       if (released) ++s_->releases;
     }
     if (released) s_->changed.notify_all();
@@ -148,7 +240,13 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     std::lock_guard g(s_->m);
     check_up();
     auto now = clock::now();
-    return std::erase_if(s_->locks, [&](const auto& kv) { return kv.second.expires <= now; });
+    std::size_t n = 0;
+    for (auto it = s_->names.begin(); it != s_->names.end();) {
+      auto& hs = it->second.holders;
+      n += std::erase_if(hs, [&](const holding& h) { return h.expires <= now; });
+      it = it->second.empty() ? s_->names.erase(it) : std::next(it);
+    }
+    return n;
   }
 
   capabilities caps() const noexcept override {
@@ -156,6 +254,8 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     c.notify = true;
     c.sweep = true;
     c.cross_process = false;
+    c.shared = true;
+    c.permits = true;
     return c;
   }
   std::string describe() const override { return "memory:" + name_; }
@@ -200,17 +300,19 @@ faults& faults_of(const std::string& name) {
 
 bool end_session(const std::string& store_name, const std::string& lock) {
   auto s = store_named(store_name);
-  entry e;
+  std::vector<holding> ended;
   {
     std::lock_guard g(s->m);
-    auto it = s->locks.find(lock);
-    if (it == s->locks.end()) return false;
-    e = std::move(it->second);
-    s->locks.erase(it);
+    auto it = s->names.find(lock);
+    if (it == s->names.end() || it->second.holders.empty()) return false;
+    ended = std::move(it->second.holders);
+    it->second.holders.clear();
+    if (it->second.empty()) s->names.erase(it);
     ++s->releases;
   }
   s->changed.notify_all();
-  if (auto b = e.by.lock()) b->lose(lock, e.owner);
+  for (const auto& h : ended)
+    if (auto b = h.by.lock()) b->lose(lock, h.owner);
   return true;
 }
 

@@ -8,7 +8,8 @@
 //   INSTANTIATE_TYPED_TEST_SUITE_P(my_backend, conformance, my_types);
 //
 // What a backend declares it cannot do (capabilities) is checked to fail with `unsupported`
-// instead of being tested for behaviour.
+// instead of being tested for behaviour. The lock kinds (shared, permits, run_exclusive,
+// election) are in conformance_kinds.hpp.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +21,8 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -30,6 +33,83 @@
 namespace sqlock::test {
 
 using namespace std::chrono_literals;
+
+/// Runs `work` in `procs - 1` forked children and here; expects every child to exit 0.
+template <class F>
+void in_processes(int procs, F work) {
+  std::vector<pid_t> children;
+  for (int p = 1; p < procs; ++p) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      work();
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  work();
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+}
+
+/// In `procs` processes (forked), `threads` threads each: body(c, t), with two clients per
+/// process that threads alternate between (so clients of one process exclude each other too);
+/// a throw counts in `errors` (which lives in shared memory).
+template <class F>
+void in_threads_of_processes(int procs, int threads, const std::string& url,
+                             std::atomic<int>& errors, F body) {
+  in_processes(procs, [&] {
+    auto c1 = sqlock::connect(url);
+    auto c2 = sqlock::connect(url);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        try {
+          body(t % 2 ? c1 : c2, t);
+        } catch (...) {
+          ++errors;
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+  });
+}
+
+/// An object of type T in memory shared with forked children (zero-initialised).
+template <class T>
+struct shared_mem {
+  T* p;
+  shared_mem() {
+    void* m = ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
+    p = new (m) T{};
+  }
+  ~shared_mem() { ::munmap(p, sizeof(T)); }
+  shared_mem(const shared_mem&) = delete;
+  shared_mem& operator=(const shared_mem&) = delete;
+  T* operator->() { return p; }
+};
+
+/// Waits (bounded by 20 s) until `cond` holds; returns whether it did.
+template <class F>
+bool eventually(F cond) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+/// Raises `max` to `v` if higher.
+inline void raise_to(std::atomic<int>& max, int v) {
+  int m = max.load();
+  while (v > m && !max.compare_exchange_weak(m, v)) {
+  }
+}
 
 template <class Traits>
 class conformance : public ::testing::Test {
@@ -259,59 +339,22 @@ TYPED_TEST_P(conformance, threads_and_processes_keep_an_exact_counter) {
     long counter;  // deliberately not atomic: the lock protects it
     std::atomic<int> errors;
   };
-  void* mem = ::mmap(nullptr, sizeof(shared_state), PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* st = new (mem) shared_state{};
+  shared_mem<shared_state> st;
   auto n = this->name("counter");
-  auto url = this->url_;
-  auto work = [st, n, url] {
-    // Two clients per process so exclusion is also tested between clients of one process.
-    auto c1 = sqlock::connect(url);
-    auto c2 = sqlock::connect(url);
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] {
-        try {
-          auto l = (t % 2 ? c1 : c2).make_lock(n, {.lease = 20s});
-          for (int r = 0; r < rounds; ++r) {
-            std::unique_lock g(l);
-            int h = ++st->holders;
-            int m = st->max_holders.load();
-            while (h > m && !st->max_holders.compare_exchange_weak(m, h)) {
-            }
-            long v = st->counter;
-            std::this_thread::sleep_for(200us);
-            st->counter = v + 1;
-            --st->holders;
-          }
-        } catch (...) {
-          ++st->errors;
-        }
-      });
+  in_threads_of_processes(procs, threads, this->url_, st->errors, [&](client& c, int) {
+    auto l = c.make_lock(n, {.lease = 20s});
+    for (int r = 0; r < rounds; ++r) {
+      std::unique_lock g(l);
+      raise_to(st->max_holders, ++st->holders);
+      long v = st->counter;
+      std::this_thread::sleep_for(200us);
+      st->counter = v + 1;
+      --st->holders;
     }
-    for (auto& t : ts) t.join();
-  };
-  std::vector<pid_t> children;
-  for (int p = 1; p < procs; ++p) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      work();
-      ::_exit(0);
-    }
-    children.push_back(pid);
-  }
-  work();
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  });
   EXPECT_EQ(st->errors.load(), 0);
   EXPECT_EQ(st->max_holders.load(), 1);
   EXPECT_EQ(st->counter, static_cast<long>(procs) * threads * rounds);
-  ::munmap(mem, sizeof(shared_state));
 }
 
 TYPED_TEST_P(conformance, odd_names_are_stored_verbatim) {
@@ -419,14 +462,23 @@ TYPED_TEST_P(conformance, list_and_force_release) {
   lb.unlock();
 }
 
-REGISTER_TYPED_TEST_SUITE_P(conformance, exclusive_between_two_clients,
-                            works_with_standard_lock_types, non_owner_release_is_a_noop,
-                            expiry_allows_takeover_and_old_holder_sees_loss,
-                            renewal_keeps_the_lock_past_several_leases, release_is_idempotent,
-                            try_lock_for_gives_up_at_its_deadline, reentrant_per_thread,
-                            fencing_tokens_strictly_rise,
-                            threads_and_processes_keep_an_exact_counter,
-                            odd_names_are_stored_verbatim, invalid_input_is_a_config_error,
-                            list_and_force_release);
+}  // namespace sqlock::test
+
+#include "conformance_kinds.hpp"
+
+namespace sqlock::test {
+
+REGISTER_TYPED_TEST_SUITE_P(
+    conformance, exclusive_between_two_clients, works_with_standard_lock_types,
+    non_owner_release_is_a_noop, expiry_allows_takeover_and_old_holder_sees_loss,
+    renewal_keeps_the_lock_past_several_leases, release_is_idempotent,
+    try_lock_for_gives_up_at_its_deadline, reentrant_per_thread, fencing_tokens_strictly_rise,
+    threads_and_processes_keep_an_exact_counter, odd_names_are_stored_verbatim,
+    invalid_input_is_a_config_error, list_and_force_release,
+    shared_and_exclusive_exclude_each_other_across_processes, many_shared_holders_at_once,
+    waiting_writer_is_not_starved_by_arriving_readers, one_shared_holders_expiry_leaves_the_others,
+    shared_timeouts_end_on_time, permits_are_never_exceeded_across_threads_and_processes,
+    permits_agree_expire_alone_and_time_out, run_exclusive_runs_once_with_at_least_and_at_most,
+    election_terms_rise_and_the_leader_is_read);
 
 }  // namespace sqlock::test

@@ -1,0 +1,102 @@
+// sqlock::shared_mutex: a named reader-writer lock. It satisfies Lockable, TimedLockable,
+// SharedLockable and SharedTimedLockable, so std::unique_lock, std::shared_lock and
+// std::scoped_lock work as with std::shared_timed_mutex. Every hold, shared or exclusive, is a
+// backend hold of the calling thread with its own owner token, lease, renewal and loss signal:
+// shared holders in this and other processes hold at once, one shared holder's expiry does not
+// end the others, an exclusive holder excludes all, and a waiting exclusive request keeps new
+// shared holders out (no writer starvation). Not reentrant: a thread that holds the lock and
+// asks again gets usage_error.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "sqlock/client.hpp"
+
+namespace sqlock {
+
+/// A named distributed reader-writer lock (made by client::make_shared_mutex()).
+class SQLOCK_API shared_mutex {
+ public:
+  shared_mutex(shared_mutex&&) noexcept;
+  shared_mutex& operator=(shared_mutex&&) noexcept;
+  shared_mutex(const shared_mutex&) = delete;
+  shared_mutex& operator=(const shared_mutex&) = delete;
+  /// Releases every hold of this handle, in any thread (never throws).
+  ~shared_mutex();
+
+  /// Blocks until held exclusively. Throws unsupported when the backend has no shared locks.
+  void lock();
+  /// One attempt at an exclusive hold.
+  bool try_lock();
+  /// Waits at most `d` for an exclusive hold.
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_until_steady(after(d));
+  }
+  /// Waits until `t` (any clock) for an exclusive hold.
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_lock_for(t - Clock::now());
+  }
+  /// Waits until a steady_clock time point for an exclusive hold.
+  bool try_lock_until_steady(steady_time deadline);
+  /// Releases this thread's exclusive hold (never throws; misuse is kept in last_error()).
+  void unlock() noexcept;
+
+  /// Blocks until held shared.
+  void lock_shared();
+  /// One attempt at a shared hold.
+  bool try_lock_shared();
+  /// Waits at most `d` for a shared hold.
+  template <class Rep, class Period>
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_shared_until_steady(after(d));
+  }
+  /// Waits until `t` (any clock) for a shared hold.
+  template <class Clock, class Duration>
+  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return try_lock_shared_for(t - Clock::now());
+  }
+  /// Waits until a steady_clock time point for a shared hold.
+  bool try_lock_shared_until_steady(steady_time deadline);
+  /// Releases this thread's shared hold (never throws; misuse is kept in last_error()).
+  void unlock_shared() noexcept;
+
+  /// Whether this thread holds the lock exclusively.
+  bool owns_lock() const;
+  /// Whether this thread holds the lock shared.
+  bool owns_shared() const;
+  /// Fencing token of this thread's hold; usage_error when it holds nothing.
+  std::uint64_t fence() const;
+  /// Owner token of this thread's hold; usage_error when it holds nothing.
+  std::string owner() const;
+  /// True once this thread's current (or last) hold was found lost.
+  bool lost() const;
+  /// Called (from the renewal thread) when any hold of this handle is found lost.
+  void on_lost(std::function<void(const std::string& name)> cb);
+  /// Lock name.
+  const std::string& name() const;
+  /// Message of the last error unlock()/unlock_shared() swallowed ("" when none).
+  std::string last_error() const;
+
+  struct state;  ///< internal
+
+ private:
+  friend class client;
+  explicit shared_mutex(std::shared_ptr<state> s);
+  template <class Rep, class Period>
+  static steady_time after(const std::chrono::duration<Rep, Period>& d) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::ceil<std::chrono::steady_clock::duration>(d);
+  }
+  bool acquire(lock_kind kind, steady_time deadline, bool wait);
+  void drop(lock_kind kind) noexcept;
+
+  std::shared_ptr<state> st_;
+};
+
+}  // namespace sqlock

@@ -1,0 +1,119 @@
+// Taking a hold from the backend and giving it back, for every lock class of the core: the
+// backend call, the hold's lease bookkeeping on steady_clock, statistics and observer events,
+// and the hand-over to the renewal machinery.
+#include <algorithm>
+
+#include "client_impl.hpp"
+
+namespace sqlock::detail {
+
+using clock = std::chrono::steady_clock;
+
+bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& req,
+                       const lock_options& o, steady_time deadline, bool wait, steady_time started,
+                       bool watch_expiry) {
+  require_kind(*backend_, req);
+  auto sent = clock::now();
+  observe.attempt(req.name);
+  // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
+  // round trip (and no extra queue node on ZooKeeper) before the wait begins.
+  auto got = wait ? backend_->acquire(req, deadline, opts_.waiting)
+                  : backend_->try_acquire(req, sent + opts_.waiting.min_attempt, nullptr);
+  if (!got) {
+    stats.timeouts++;
+    observe.timeout(req.name, started);
+    return false;
+  }
+  const bool contended = got->waited;
+  // The lease runs from when the winning request was sent, on steady_clock.
+  if (got->sent != steady_time{}) sent = got->sent;
+  hold h;
+  h.lease = std::move(*got);
+  h.lease.sent = sent;  // when this hold began (the observer's hold time)
+  h.duration = o.lease;
+  h.renew_every = o.renew_every.count() > 0 ? o.renew_every : o.lease / 3;
+  if (h.renew_every.count() <= 0) h.renew_every = milliseconds(1);
+  h.auto_renew = o.auto_renew;
+  h.valid_until = sent + o.lease;
+  h.next_renewal = sent + h.renew_every;
+  const std::string owner = h.lease.owner;
+  const auto fence = h.lease.fence;
+  steady_time due = steady_time::max();
+  {
+    std::lock_guard g(s->m);
+    h.expiry_watched = !o.auto_renew && watch_expiry;
+    h.id = s->next_hold_id++;
+    if (h.auto_renew)
+      due = h.next_renewal;
+    else if (h.expiry_watched)
+      due = h.valid_until;
+    s->current = std::move(h);
+    s->lost = false;
+  }
+  stats.acquisitions++;
+  if (contended) stats.contended++;
+  observe.acquired(req.name, started, contended, fence);
+  watch(s, owner, due);
+  return true;
+}
+
+void client_impl::give_back(hold_slot& s) noexcept {
+  std::unique_lock lk(s.m);
+  std::optional<hold> h = std::move(s.current);
+  s.current.reset();
+  lk.unlock();
+  if (!h) return;
+  unwatch(&s, h->lease.owner);
+  try {
+    // Bounded: after the lease ends the store frees the lock anyway.
+    auto now = clock::now();
+    auto left = std::max<clock::duration>(h->valid_until - now, opts_.waiting.min_attempt);
+    backend_->release(h->lease, now + std::min<clock::duration>(left, opts_.release_timeout));
+    stats.releases++;
+    observe.released(s.name, h->lease.fence, h->lease.sent);
+  } catch (const std::exception& ex) {
+    stats.release_errors++;
+    observe.release_failed(s.name, h->lease.fence, h->lease.sent, ex.what());
+    std::lock_guard g(s.m);
+    s.last_error = std::string("release of lock '") + s.name + "' failed: " + ex.what();
+  } catch (...) {
+    stats.release_errors++;
+    observe.release_failed(s.name, h->lease.fence, h->lease.sent, "unknown error");
+  }
+}
+
+bool client_impl::leave(hold_slot& s, milliseconds left) noexcept {
+  std::unique_lock lk(s.m);
+  std::optional<hold> h = std::move(s.current);
+  s.current.reset();
+  const bool was_lost = s.lost;
+  lk.unlock();
+  if (!h) return false;
+  unwatch(&s, h->lease.owner);
+  if (was_lost) return false;
+  try {
+    auto now = clock::now();
+    // The server measures the shortened lease from when it gets the renewal, after `now`.
+    bool ok = backend_->renew(
+        h->lease, left,
+        now + std::min<clock::duration>(std::max<clock::duration>(left, opts_.waiting.min_attempt),
+                                        opts_.release_timeout));
+    if (ok) observe.renewed(s.name, h->lease.fence);
+    return ok;
+  } catch (const std::exception& ex) {
+    std::lock_guard g(s.m);
+    s.last_error =
+        std::string("shortening the lease of lock '") + s.name + "' failed: " + ex.what();
+    return false;
+  }
+}
+
+std::uint64_t client_impl::fence_of(hold_slot& s) {
+  std::lock_guard g(s.m);
+  if (!s.current) throw usage_error("fence() of lock '" + s.name + "' not held");
+  if (!backend_->caps().fencing)
+    throw unsupported(backend_->kind() + " backend gives no fencing tokens");
+  return s.current->lease.fence;
+}
+
+}  // namespace sqlock::detail

@@ -1,0 +1,33 @@
+// sqlock::semaphore: each permit a hold of kind permit, of its own (hold.cpp).
+#include "sqlock/semaphore.hpp"
+
+#include "hold_maker.hpp"
+
+namespace sqlock {
+
+semaphore client::make_semaphore(std::string name, std::uint32_t permits, lock_options opts) const {
+  detail::check_options(name, opts);
+  if (permits == 0) throw config_error("semaphore '" + name + "' needs at least one permit");
+  return semaphore(impl_, std::move(name), permits, opts);
+}
+
+semaphore::semaphore(std::shared_ptr<detail::client_impl> c, std::string name,
+                     std::uint32_t permits, lock_options opts)
+    : client_(std::move(c)), name_(std::move(name)), permits_(permits), opts_(opts) {}
+
+permit semaphore::acquire() {
+  return take(steady_time::max(), true);
+}
+permit semaphore::try_acquire() {
+  return take(std::chrono::steady_clock::now(), false);
+}
+permit semaphore::try_acquire_until_steady(steady_time deadline) {
+  return take(deadline, true);
+}
+
+permit semaphore::take(steady_time deadline, bool wait) {
+  return detail::hold_maker::take(client_, name_, opts_,
+                                  {.kind = lock_kind::permit, .permits = permits_}, deadline, wait);
+}
+
+}  // namespace sqlock

@@ -1,0 +1,192 @@
+// sqlock::shared_mutex: one hold per thread, shared or exclusive, each a hold of its own
+// (hold.cpp) with its own lease, renewal and loss signal.
+#include "sqlock/shared_mutex.hpp"
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "hold_maker.hpp"
+
+namespace sqlock {
+
+struct shared_mutex::state {
+  std::shared_ptr<detail::client_impl> c;
+  std::string name;
+  lock_options opts;
+  std::mutex m;
+  struct per_thread {
+    hold h;  // kept after release: lost() and last_error() of the last hold still answer
+    lock_kind kind = lock_kind::shared;
+  };
+  std::map<std::thread::id, per_thread> threads;
+  std::function<void(const std::string&)> on_lost;
+  std::string last_error;
+};
+
+shared_mutex client::make_shared_mutex(std::string name, lock_options opts) const {
+  detail::check_options(name, opts);
+  auto s = std::make_shared<shared_mutex::state>();
+  s->c = impl_;
+  s->name = std::move(name);
+  s->opts = opts;
+  return shared_mutex(std::move(s));
+}
+
+shared_mutex::shared_mutex(std::shared_ptr<state> s) : st_(std::move(s)) {}
+shared_mutex::shared_mutex(shared_mutex&&) noexcept = default;
+
+shared_mutex& shared_mutex::operator=(shared_mutex&& o) noexcept {
+  if (this != &o) {
+    shared_mutex old(std::move(*this));
+    st_ = std::move(o.st_);
+  }
+  return *this;
+}
+
+shared_mutex::~shared_mutex() {
+  if (!st_) return;
+  std::map<std::thread::id, state::per_thread> all;
+  {
+    std::lock_guard g(st_->m);
+    all.swap(st_->threads);
+    st_->on_lost = nullptr;
+  }
+  // The holds release as `all` goes.
+}
+
+void shared_mutex::lock() {
+  acquire(lock_kind::exclusive, steady_time::max(), true);
+}
+bool shared_mutex::try_lock() {
+  return acquire(lock_kind::exclusive, std::chrono::steady_clock::now(), false);
+}
+bool shared_mutex::try_lock_until_steady(steady_time deadline) {
+  return acquire(lock_kind::exclusive, deadline, true);
+}
+void shared_mutex::unlock() noexcept {
+  drop(lock_kind::exclusive);
+}
+void shared_mutex::lock_shared() {
+  acquire(lock_kind::shared, steady_time::max(), true);
+}
+bool shared_mutex::try_lock_shared() {
+  return acquire(lock_kind::shared, std::chrono::steady_clock::now(), false);
+}
+bool shared_mutex::try_lock_shared_until_steady(steady_time deadline) {
+  return acquire(lock_kind::shared, deadline, true);
+}
+void shared_mutex::unlock_shared() noexcept {
+  drop(lock_kind::shared);
+}
+
+bool shared_mutex::acquire(lock_kind kind, steady_time deadline, bool wait) {
+  if (!st_) throw usage_error("shared_mutex handle was moved from");
+  auto& st = *st_;
+  lock_request shared;  // both kinds of a shared_mutex need a backend with shared locks
+  shared.kind = lock_kind::shared;
+  require_kind(st.c->b(), shared);
+  const auto me = std::this_thread::get_id();
+  {
+    std::lock_guard g(st.m);
+    auto it = st.threads.find(me);
+    if (it != st.threads.end() && it->second.h)
+      throw usage_error("this thread already holds shared_mutex '" + st.name +
+                        "' (it is not reentrant)");
+  }
+  hold h = detail::hold_maker::take(st.c, st.name, st.opts, {.kind = kind}, deadline, wait);
+  if (!h) return false;
+  detail::relay_lost(h, st_);
+  std::lock_guard g(st.m);
+  st.threads[me] = {std::move(h), kind};
+  return true;
+}
+
+void shared_mutex::drop(lock_kind kind) noexcept {
+  if (!st_) return;
+  auto& st = *st_;
+  hold h;
+  {
+    std::lock_guard g(st.m);
+    auto it = st.threads.find(std::this_thread::get_id());
+    if (it == st.threads.end() || !it->second.h || it->second.kind != kind) {
+      st.last_error = std::string(kind == lock_kind::shared ? "unlock_shared()" : "unlock()") +
+                      " of shared_mutex '" + st.name + "' not held that way by this thread";
+      return;
+    }
+    h = std::move(it->second.h);
+  }
+  h.release();
+  std::lock_guard g(st.m);
+  if (auto e = h.last_error(); !e.empty()) st.last_error = e;
+  auto& slot = st.threads[std::this_thread::get_id()];
+  if (!slot.h) slot.h = std::move(h);  // released: kept for lost()
+}
+
+namespace {
+// The calling thread's entry in `st` (null when it never held); call with st.m locked.
+const shared_mutex::state::per_thread* mine(const shared_mutex::state& st) {
+  auto it = st.threads.find(std::this_thread::get_id());
+  return it == st.threads.end() ? nullptr : &it->second;
+}
+// The calling thread's hold in `st`; usage_error naming `what` when it holds nothing.
+const hold& held_by_me(const shared_mutex::state& st, const char* what) {
+  auto* p = mine(st);
+  if (!p || !p->h)
+    throw usage_error(std::string(what) + " of shared_mutex '" + st.name +
+                      "' not held by this thread");
+  return p->h;
+}
+}  // namespace
+
+bool shared_mutex::owns_lock() const {
+  if (!st_) return false;
+  std::lock_guard g(st_->m);
+  auto* p = mine(*st_);
+  return p && p->h && p->kind == lock_kind::exclusive;
+}
+
+bool shared_mutex::owns_shared() const {
+  if (!st_) return false;
+  std::lock_guard g(st_->m);
+  auto* p = mine(*st_);
+  return p && p->h && p->kind == lock_kind::shared;
+}
+
+std::uint64_t shared_mutex::fence() const {
+  if (!st_) throw usage_error("shared_mutex handle was moved from");
+  std::lock_guard g(st_->m);
+  return held_by_me(*st_, "fence()").fence();
+}
+
+std::string shared_mutex::owner() const {
+  if (!st_) throw usage_error("shared_mutex handle was moved from");
+  std::lock_guard g(st_->m);
+  return held_by_me(*st_, "owner()").owner();
+}
+
+bool shared_mutex::lost() const {
+  if (!st_) return false;
+  std::lock_guard g(st_->m);
+  auto* p = mine(*st_);
+  return p && p->h.lost();
+}
+
+void shared_mutex::on_lost(std::function<void(const std::string&)> cb) {
+  if (!st_) throw usage_error("shared_mutex handle was moved from");
+  std::lock_guard g(st_->m);
+  st_->on_lost = std::move(cb);
+}
+
+const std::string& shared_mutex::name() const {
+  if (!st_) throw usage_error("shared_mutex handle was moved from");
+  return st_->name;
+}
+
+std::string shared_mutex::last_error() const {
+  if (!st_) return {};
+  std::lock_guard g(st_->m);
+  return st_->last_error;
+}
+
+}  // namespace sqlock

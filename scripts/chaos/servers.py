@@ -258,3 +258,75 @@ class ZooKeeper:
                 os.kill(self.member_pid(i), signal.SIGKILL)
             except (OSError, ValueError):
                 pass
+
+
+class PostgresPair:
+    """A primary (the Postgres class above) and a streaming standby made with pg_basebackup,
+    synchronous (synchronous_standby_names = '*', synchronous_commit = on) or asynchronous.
+    Clients get a two-host URL with target_session_attrs=read-write, so after failover() -
+    the primary crashed (pg_ctl -m immediate) and the standby promoted - they reconnect to the
+    new primary by themselves."""
+
+    def __init__(self, run_dir, synchronous):
+        self.primary = Postgres(run_dir)
+        p = self.primary
+        self.standby_dir = os.path.join(run_dir, "standby")
+        self.port = free_port()
+        os.makedirs(self.standby_dir)
+        if os.getuid() == 0:
+            subprocess.run(["chown", "postgres:postgres", self.standby_dir], check=True)
+        os.chmod(self.standby_dir, 0o700)
+        sock = os.path.join(run_dir, "postgres")
+        self.psql(p.port, sock, "CREATE ROLE chaos_replicator REPLICATION LOGIN PASSWORD 'repl'")
+        self.psql(p.port, sock, "ALTER SYSTEM SET synchronous_commit = on")
+        if synchronous:
+            self.psql(p.port, sock, "ALTER SYSTEM SET synchronous_standby_names = '*'")
+        self.psql(p.port, sock, "SELECT pg_reload_conf()")
+        data = os.path.join(self.standby_dir, "data")
+        self.as_pg(["env", "PGPASSWORD=repl", os.path.join(p.bin, "pg_basebackup"), "-h",
+                    "127.0.0.1", "-p", str(p.port), "-U", "chaos_replicator", "-D", data, "-R",
+                    "-X", "stream"])
+        with open(os.path.join(data, "postgresql.auto.conf"), "a") as f:
+            # Promoted, it has no standby of its own: it must not wait for one.
+            f.write(f"port = {self.port}\nunix_socket_directories = '{self.standby_dir}'\n"
+                    "synchronous_standby_names = ''\n")
+        self.data = data
+        self.ctl("-l", os.path.join(self.standby_dir, "server.log"), "-w", "-t", "60", "start")
+        wait_until("standby streaming", 60, lambda: self.psql(
+            p.port, sock, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")
+            == "1")
+        hosts = f"127.0.0.1:{p.port},127.0.0.1:{self.port}"
+        self.url = p.url.replace(f"127.0.0.1:{p.port}", hosts) + "?target_session_attrs=read-write"
+        self.admin_url = p.admin_url  # migrate before the failover
+        self.admin_after = p.admin_url.replace(f"127.0.0.1:{p.port}", hosts) + \
+            "?target_session_attrs=read-write"
+        self.failed_over = False
+
+    def as_pg(self, cmd):
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+    def psql(self, port, sock, sql):
+        return self.as_pg([os.path.join(self.primary.bin, "psql"), "-X", "-q", "-tA", "-h", sock,
+                           "-p", str(port), "-U", "postgres", "-d", "postgres", "-c", sql])
+
+    def ctl(self, *args):
+        self.as_pg([os.path.join(self.primary.bin, "pg_ctl"), "-D", self.data, *args])
+
+    def pids(self):
+        return self.primary.pids()
+
+    def failover(self):
+        """Crashes the primary and promotes the standby; returns when it accepts writes."""
+        self.primary.ctl("-m", "immediate", "-w", "-t", "60", "stop")
+        self.ctl("-w", "-t", "60", "promote")
+        self.failed_over = True
+        self.admin_url = self.admin_after
+
+    def stop(self):
+        try:
+            self.ctl("-m", "immediate", "-w", "-t", "30", "stop")
+        except subprocess.CalledProcessError:
+            pass
+        self.primary.stop()

@@ -9,11 +9,13 @@ Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble, and 
 postgres-async (a primary with a synchronous / asynchronous streaming standby). Without a server
 fault the shared test server named by SQLOCK_TEST_*_URL is used (exit 77 = skipped when it is
 unset); a server fault (freeze-short, freeze-long, restart, minority, majority, member-kill,
-leader-kill, promote: crash the primary and promote the standby) starts a private instance (scripts/chaos/servers.py). Network faults (blackhole,
-reset, delay) put sqlock_chaos_proxy between the workers and a single-host server. Holder
-faults: kill (SIGKILL a worker; a new one takes its place), stop (SIGSTOP past the lease, then
-SIGCONT), skew (workers run under libfaketime at +10 min and -10 min, monotonic clock real).
-Every fault is written to OUT/faults.jsonl with CLOCK_MONOTONIC times."""
+leader-kill, promote: crash the primary and promote the standby) starts a private instance
+(scripts/chaos/servers.py). Network faults (blackhole, reset, delay) put sqlock_chaos_proxy
+between the workers and a single-host server. Holder faults: kill (SIGKILL a worker; a new one
+takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew (workers run under
+libfaketime at +10 min and -10 min, monotonic clock real). Every fault is written to
+OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for the workers
+(e.g. mode=advisory)."""
 import argparse
 import json
 import os
@@ -96,6 +98,8 @@ class Run:
         if a.backend.startswith("zookeeper") or a.backend == "zk-ensemble":
             # The hold lives as long as the session: make it as long as the lease.
             self.url = with_param(self.url, "session_timeout", f"{a.lease_ms}ms")
+        for kv in a.param:  # backend options for the workers, e.g. mode=advisory
+            self.url = with_param(self.url, *kv.split("=", 1))
         if faults & NETWORK:
             self.start_proxy()
 
@@ -311,9 +315,13 @@ def main():
     ap.add_argument("--faults", default="")
     ap.add_argument("--rounds", type=int, default=1, help="times the fault list is applied")
     ap.add_argument("--private", action="store_true", help="private server even without faults")
+    ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="URL option for the workers (e.g. mode=advisory); repeatable")
     ap.add_argument("--figures", help="append a JSON line describing the run to this file")
     a = ap.parse_args()
     a.faults = [f for f in a.faults.split(",") if f]
+    if any("=" not in kv for kv in a.param):
+        ap.error("--param takes KEY=VALUE")
     unknown = set(a.faults) - HOLDER - SERVER - NETWORK
     if unknown:
         ap.error(f"unknown faults: {', '.join(sorted(unknown))}")
@@ -329,11 +337,12 @@ def main():
         if a.figures:
             with open(a.figures, "a") as f:
                 f.write(json.dumps({"backend": a.backend, "faults": a.faults, "procs": a.procs,
-                                    "threads": a.threads, "cycles": a.cycles,
+                                    "threads": a.threads, "cycles": a.cycles, "params": a.param,
                                     "out": a.out, "rc": rc}) + "\n")
     finally:
         r.cleanup()
-    print(f"chaos: {a.backend} faults={','.join(a.faults) or 'none'} -> {a.out}")
+    params = "".join(f" {kv}" for kv in a.param)
+    print(f"chaos: {a.backend}{params} faults={','.join(a.faults) or 'none'} -> {a.out}")
     return rc
 
 

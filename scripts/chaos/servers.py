@@ -129,7 +129,23 @@ class Postgres:
         env = read_env(os.path.join(run_dir, "env.sh"))
         self.url, self.admin_url = env["SQLOCK_TEST_POSTGRES_APP_URL"], env["SQLOCK_TEST_POSTGRES_URL"]
         self.data = os.path.join(run_dir, "postgres", "data")
+        self.sock = os.path.join(run_dir, "postgres")
         self.bin = os.environ.get("SQLOCK_POSTGRES_BIN", "/usr/lib/postgresql/15/bin")
+        # The shared servers run with synchronous_commit = off (disposable data); a crash then
+        # loses commits already acknowledged - fences issued again after restart(). Durable here.
+        self.psql("ALTER SYSTEM SET synchronous_commit = on")
+        self.psql("SELECT pg_reload_conf()")
+
+    def as_pg(self, cmd):
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+    def psql(self, sql, port=None, sock=None):
+        """Runs one statement as the superuser over the Unix socket; returns its output."""
+        return self.as_pg([os.path.join(self.bin, "psql"), "-X", "-q", "-tA", "-h",
+                           sock or self.sock, "-p", str(port or self.port), "-U", "postgres",
+                           "-d", "postgres", "-c", sql])
 
     def ctl(self, *args):
         cmd = [os.path.join(self.bin, "pg_ctl"), "-D", self.data, *args]
@@ -268,33 +284,30 @@ class PostgresPair:
     new primary by themselves."""
 
     def __init__(self, run_dir, synchronous):
-        self.primary = Postgres(run_dir)
-        p = self.primary
+        self.primary = p = Postgres(run_dir)
         self.standby_dir = os.path.join(run_dir, "standby")
         self.port = free_port()
         os.makedirs(self.standby_dir)
         if os.getuid() == 0:
             subprocess.run(["chown", "postgres:postgres", self.standby_dir], check=True)
         os.chmod(self.standby_dir, 0o700)
-        sock = os.path.join(run_dir, "postgres")
-        self.psql(p.port, sock, "CREATE ROLE chaos_replicator REPLICATION LOGIN PASSWORD 'repl'")
-        self.psql(p.port, sock, "ALTER SYSTEM SET synchronous_commit = on")
+        p.psql("CREATE ROLE chaos_replicator REPLICATION LOGIN PASSWORD 'repl'")
         if synchronous:
-            self.psql(p.port, sock, "ALTER SYSTEM SET synchronous_standby_names = '*'")
-        self.psql(p.port, sock, "SELECT pg_reload_conf()")
+            p.psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        p.psql("SELECT pg_reload_conf()")
         data = os.path.join(self.standby_dir, "data")
-        self.as_pg(["env", "PGPASSWORD=repl", os.path.join(p.bin, "pg_basebackup"), "-h",
-                    "127.0.0.1", "-p", str(p.port), "-U", "chaos_replicator", "-D", data, "-R",
-                    "-X", "stream"])
+        # -c fast: the backup's checkpoint at once, not spread over checkpoint_timeout.
+        p.as_pg(["env", "PGPASSWORD=repl", os.path.join(p.bin, "pg_basebackup"), "-h",
+                 "127.0.0.1", "-p", str(p.port), "-U", "chaos_replicator", "-D", data, "-R",
+                 "-c", "fast", "-X", "stream"])
         with open(os.path.join(data, "postgresql.auto.conf"), "a") as f:
             # Promoted, it has no standby of its own: it must not wait for one.
             f.write(f"port = {self.port}\nunix_socket_directories = '{self.standby_dir}'\n"
                     "synchronous_standby_names = ''\n")
         self.data = data
         self.ctl("-l", os.path.join(self.standby_dir, "server.log"), "-w", "-t", "60", "start")
-        wait_until("standby streaming", 60, lambda: self.psql(
-            p.port, sock, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")
-            == "1")
+        wait_until("standby streaming", 60, lambda: p.psql(
+            "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'") == "1")
         hosts = f"127.0.0.1:{p.port},127.0.0.1:{self.port}"
         self.url = p.url.replace(f"127.0.0.1:{p.port}", hosts) + "?target_session_attrs=read-write"
         self.admin_url = p.admin_url  # migrate before the failover
@@ -302,17 +315,8 @@ class PostgresPair:
             "?target_session_attrs=read-write"
         self.failed_over = False
 
-    def as_pg(self, cmd):
-        if os.getuid() == 0:
-            cmd = ["runuser", "-u", "postgres", "--"] + cmd
-        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
-
-    def psql(self, port, sock, sql):
-        return self.as_pg([os.path.join(self.primary.bin, "psql"), "-X", "-q", "-tA", "-h", sock,
-                           "-p", str(port), "-U", "postgres", "-d", "postgres", "-c", sql])
-
     def ctl(self, *args):
-        self.as_pg([os.path.join(self.primary.bin, "pg_ctl"), "-D", self.data, *args])
+        self.primary.as_pg([os.path.join(self.primary.bin, "pg_ctl"), "-D", self.data, *args])
 
     def pids(self):
         return self.primary.pids()

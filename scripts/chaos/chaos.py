@@ -9,7 +9,8 @@ Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble, and 
 postgres-async (a primary with a synchronous / asynchronous streaming standby). Without a server
 fault the shared test server named by SQLOCK_TEST_*_URL is used (exit 77 = skipped when it is
 unset); a server fault (freeze-short, freeze-long, restart, minority, majority, member-kill,
-leader-kill, promote: crash the primary and promote the standby) starts a private instance
+leader-kill, promote: crash the primary and promote the standby; promote-lagging: the same after
+the primary's WAL sender was stopped for one lease) starts a private instance
 (scripts/chaos/servers.py). Network faults (blackhole, reset, delay) put sqlock_chaos_proxy
 between the workers and a single-host server. Holder faults: kill (SIGKILL a worker; a new one
 takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew (workers run under
@@ -32,7 +33,7 @@ import servers  # noqa: E402
 
 HOLDER = {"kill", "stop", "skew"}
 SERVER = {"freeze-short", "freeze-long", "restart", "minority", "majority", "member-kill",
-          "leader-kill", "promote"}
+          "leader-kill", "promote", "promote-lagging"}
 NETWORK = {"blackhole", "reset", "delay"}
 SHARED_URL = {
     "postgres": ("SQLOCK_TEST_POSTGRES_APP_URL", "SQLOCK_TEST_POSTGRES_URL"),
@@ -225,11 +226,11 @@ class Run:
             time.sleep(lease * 2)
             self.server.restart_member(i)
             self.log(kind, t, mono(), member=i + 1)
-        elif kind == "promote":  # once: the standby becomes the primary
+        elif kind in ("promote", "promote-lagging"):  # once: the standby becomes the primary
             if self.server.failed_over:
                 return
             t = mono()
-            self.server.failover()
+            self.server.failover(lag=lease if kind == "promote-lagging" else 0)
             self.log(kind, t, mono())
         elif kind == "blackhole":
             t = mono()

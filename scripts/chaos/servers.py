@@ -321,8 +321,16 @@ class PostgresPair:
     def pids(self):
         return self.primary.pids()
 
-    def failover(self):
-        """Crashes the primary and promotes the standby; returns when it accepts writes."""
+    def failover(self, lag=0.0):
+        """Crashes the primary and promotes the standby; returns when it accepts writes. With
+        lag > 0 the primary's WAL sender is stopped (SIGSTOP) for lag seconds first and killed
+        with the primary: the standby misses what was committed meanwhile - nothing on a
+        synchronous pair, whose commits wait for the standby."""
+        if lag > 0:
+            sender = int(self.primary.psql("SELECT pid FROM pg_stat_replication"))
+            os.kill(sender, signal.SIGSTOP)
+            time.sleep(lag)
+            os.kill(sender, signal.SIGKILL)
         self.primary.ctl("-m", "immediate", "-w", "-t", "60", "stop")
         self.ctl("-w", "-t", "60", "promote")
         self.failed_over = True

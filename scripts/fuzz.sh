@@ -22,7 +22,8 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S "$src" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${launcher[@]}" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DSQLOCK_FUZZ=ON -DSQLOCK_BUILD_CLI=OFF -DSQLOCK_BUILD_BENCHMARKS=OFF -DSQLOCK_WITH_SOCI=OFF \
-  -DSQLOCK_WITH_SQLITE=OFF -DSQLOCK_WITH_POSTGRES=OFF "$@" >"$build/configure.log" 2>&1 || {
+  -DSQLOCK_WITH_SQLITE=OFF -DSQLOCK_WITH_POSTGRES=OFF -DSQLOCK_WITH_ETCD=OFF \
+  -DSQLOCK_WITH_MYSQL=ON -DSQLOCK_WITH_REDIS=ON -DSQLOCK_WITH_ZOOKEEPER=ON "$@" >"$build/configure.log" 2>&1 || {
   cat "$build/configure.log" >&2
   exit 1
 }

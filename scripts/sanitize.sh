@@ -4,7 +4,9 @@
 # the backends it needs (-j2), and fails on any report:
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), build-asan/
 #   tsan  ThreadSanitizer, build-tsan/
-#   scripts/sanitize.sh [asan|tsan|all] [BUILD_ROOT]     (defaults: all, the source directory)
+#   short ASan + UBSan of the unit tests and the memory and SQLite conformance only, whatever
+#         URLs are set: the profile CI runs (CTest sanitize.asan_short), build-asan-short/
+#   scripts/sanitize.sh [asan|tsan|all|short] [BUILD_ROOT]   (defaults: all, the source directory)
 # Server URLs come from the environment (source $SQLOCK_RUN_DIR/env.sh). Prints the time each
 # build and run took.
 set -euo pipefail
@@ -23,18 +25,21 @@ nofork="-*threads_and_processes_keep_an_exact_counter*"
 runs=("sqlock_unit_tests:*" "sqlock_conformance_local:*$nofork")
 backends=(-DSQLOCK_WITH_SQLITE=ON -DSQLOCK_WITH_MYSQL=OFF -DSQLOCK_WITH_SOCI=OFF
   -DSQLOCK_WITH_ZOOKEEPER=OFF -DSQLOCK_WITH_ETCD=OFF)
+if [ "$which" = short ]; then
+  unset SQLOCK_TEST_POSTGRES_URL SQLOCK_TEST_REDIS_URL
+fi
 if [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
   runs+=("sqlock_postgres_tests:postgres/conformance*$nofork")
   backends+=(-DSQLOCK_WITH_POSTGRES=ON)
 else
-  echo "sanitize.sh: SQLOCK_TEST_POSTGRES_URL unset: PostgreSQL conformance not run" >&2
+  [ "$which" = short ] || echo "sanitize.sh: SQLOCK_TEST_POSTGRES_URL unset: PostgreSQL conformance not run" >&2
   backends+=(-DSQLOCK_WITH_POSTGRES=OFF)
 fi
 if [ -n "${SQLOCK_TEST_REDIS_URL:-}" ]; then
   runs+=("sqlock_redis_tests:redis/conformance*$nofork")
   backends+=(-DSQLOCK_WITH_REDIS=ON)
 else
-  echo "sanitize.sh: SQLOCK_TEST_REDIS_URL unset: Redis conformance not run" >&2
+  [ "$which" = short ] || echo "sanitize.sh: SQLOCK_TEST_REDIS_URL unset: Redis conformance not run" >&2
   backends+=(-DSQLOCK_WITH_REDIS=OFF)
 fi
 
@@ -75,6 +80,7 @@ case "$which" in
   asan | all) one asan "-fsanitize=address,undefined -fno-sanitize-recover=all" || status=1 ;;&
   tsan | all) one tsan "-fsanitize=thread" || status=1 ;;
   asan) ;;
-  *) echo "usage: sanitize.sh [asan|tsan|all] [BUILD_ROOT]" >&2; exit 64 ;;
+  short) one asan-short "-fsanitize=address,undefined -fno-sanitize-recover=all" || status=1 ;;
+  *) echo "usage: sanitize.sh [asan|tsan|all|short] [BUILD_ROOT]" >&2; exit 64 ;;
 esac
 exit $status

@@ -5,14 +5,18 @@ lists what is left at the end and runs tests/chaos/check_history.py over the his
   chaos.py --backend postgres --build build --out /tmp/chaos-pg \
            --procs 3 --threads 4 --seconds 20 --faults kill,stop,freeze-long,restart
 
-Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble. Without a server
+Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble, and postgres-sync /
+postgres-async (a primary with a synchronous / asynchronous streaming standby). Without a server
 fault the shared test server named by SQLOCK_TEST_*_URL is used (exit 77 = skipped when it is
 unset); a server fault (freeze-short, freeze-long, restart, minority, majority, member-kill,
-leader-kill) starts a private instance (scripts/chaos/servers.py). Network faults (blackhole,
-reset, delay) put sqlock_chaos_proxy between the workers and a single-host server. Holder
-faults: kill (SIGKILL a worker; a new one takes its place), stop (SIGSTOP past the lease, then
-SIGCONT), skew (workers run under libfaketime at +10 min and -10 min, monotonic clock real).
-Every fault is written to OUT/faults.jsonl with CLOCK_MONOTONIC times."""
+leader-kill, promote: crash the primary and promote the standby; promote-lagging: the same after
+the primary's WAL sender was stopped for one lease) starts a private instance
+(scripts/chaos/servers.py). Network faults (blackhole, reset, delay) put sqlock_chaos_proxy
+between the workers and a single-host server. Holder faults: kill (SIGKILL a worker; a new one
+takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew (workers run under
+libfaketime at +10 min and -10 min, monotonic clock real). Every fault is written to
+OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for the workers
+(e.g. mode=advisory)."""
 import argparse
 import json
 import os
@@ -29,7 +33,7 @@ import servers  # noqa: E402
 
 HOLDER = {"kill", "stop", "skew"}
 SERVER = {"freeze-short", "freeze-long", "restart", "minority", "majority", "member-kill",
-          "leader-kill"}
+          "leader-kill", "promote", "promote-lagging"}
 NETWORK = {"blackhole", "reset", "delay"}
 SHARED_URL = {
     "postgres": ("SQLOCK_TEST_POSTGRES_APP_URL", "SQLOCK_TEST_POSTGRES_URL"),
@@ -38,11 +42,15 @@ SHARED_URL = {
     "redlock": ("SQLOCK_TEST_REDLOCK_URL", None),
     "zookeeper": ("SQLOCK_TEST_ZOOKEEPER_URL", None),
     "zk-ensemble": ("SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_URL", None),
+    "postgres-sync": ("SQLOCK_TEST_POSTGRES_URL", None),
+    "postgres-async": ("SQLOCK_TEST_POSTGRES_URL", None),
 }
 PRIVATE = {
     "postgres": servers.Postgres, "mysql": servers.Mysql, "redis": servers.Redis,
     "redlock": servers.Redlock, "zookeeper": servers.ZooKeeper,
     "zk-ensemble": lambda d: servers.ZooKeeper(d, members=3),
+    "postgres-sync": lambda d: servers.PostgresPair(d, synchronous=True),
+    "postgres-async": lambda d: servers.PostgresPair(d, synchronous=False),
 }
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
@@ -85,12 +93,14 @@ class Run:
             self.require(var)
             self.url = os.environ[var]
             self.admin_url = os.environ.get(admin, self.url) if admin else self.url
-        if a.backend in ("postgres", "mysql"):
+        if a.backend.startswith("postgres") or a.backend == "mysql":
             subprocess.run([self.cli, "migrate", "--url", self.admin_url], check=True,
                            stdout=subprocess.DEVNULL)
         if a.backend.startswith("zookeeper") or a.backend == "zk-ensemble":
             # The hold lives as long as the session: make it as long as the lease.
             self.url = with_param(self.url, "session_timeout", f"{a.lease_ms}ms")
+        for kv in a.param:  # backend options for the workers, e.g. mode=advisory
+            self.url = with_param(self.url, *kv.split("=", 1))
         if faults & NETWORK:
             self.start_proxy()
 
@@ -216,6 +226,12 @@ class Run:
             time.sleep(lease * 2)
             self.server.restart_member(i)
             self.log(kind, t, mono(), member=i + 1)
+        elif kind in ("promote", "promote-lagging"):  # once: the standby becomes the primary
+            if self.server.failed_over:
+                return
+            t = mono()
+            self.server.failover(lag=lease if kind == "promote-lagging" else 0)
+            self.log(kind, t, mono())
         elif kind == "blackhole":
             t = mono()
             self.proxy_cmd("blackhole on")
@@ -264,8 +280,9 @@ class Run:
             self.proxy.stdin.close()
             self.proxy.wait()
         if a.backend != "memory":
+            admin = self.server.admin_url if self.server else self.admin_url  # after failovers
             with open(os.path.join(a.out, "list.txt"), "w") as f:
-                subprocess.run([self.worker, "--url", self.admin_url, "--prefix", self.prefix,
+                subprocess.run([self.worker, "--url", admin, "--prefix", self.prefix,
                                 "--list"], stdout=f, check=True, timeout=60)
         else:  # in-process: nothing can be left once the workers ended
             with open(os.path.join(a.out, "list.txt"), "w") as f:
@@ -299,9 +316,13 @@ def main():
     ap.add_argument("--faults", default="")
     ap.add_argument("--rounds", type=int, default=1, help="times the fault list is applied")
     ap.add_argument("--private", action="store_true", help="private server even without faults")
+    ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="URL option for the workers (e.g. mode=advisory); repeatable")
     ap.add_argument("--figures", help="append a JSON line describing the run to this file")
     a = ap.parse_args()
     a.faults = [f for f in a.faults.split(",") if f]
+    if any("=" not in kv for kv in a.param):
+        ap.error("--param takes KEY=VALUE")
     unknown = set(a.faults) - HOLDER - SERVER - NETWORK
     if unknown:
         ap.error(f"unknown faults: {', '.join(sorted(unknown))}")
@@ -317,11 +338,12 @@ def main():
         if a.figures:
             with open(a.figures, "a") as f:
                 f.write(json.dumps({"backend": a.backend, "faults": a.faults, "procs": a.procs,
-                                    "threads": a.threads, "cycles": a.cycles,
+                                    "threads": a.threads, "cycles": a.cycles, "params": a.param,
                                     "out": a.out, "rc": rc}) + "\n")
     finally:
         r.cleanup()
-    print(f"chaos: {a.backend} faults={','.join(a.faults) or 'none'} -> {a.out}")
+    params = "".join(f" {kv}" for kv in a.param)
+    print(f"chaos: {a.backend}{params} faults={','.join(a.faults) or 'none'} -> {a.out}")
     return rc
 
 

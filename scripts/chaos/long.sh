@@ -25,9 +25,14 @@ declare -A faults=(
   [redlock]="kill,stop,skew,minority,majority"
   [zookeeper]="kill,stop,skew,freeze-short,freeze-long,restart,blackhole,reset,delay"
   [zk-ensemble]="kill,stop,leader-kill,member-kill"
+  [postgres-sync]="kill,stop,promote-lagging"
+  # Not in the default list: an asynchronous standby loses what it had not received (measured
+  # in docs/reliability.md); the checker reports it.
+  [postgres-async]="promote-lagging"
 )
 backends=("$@")
-[ ${#backends[@]} -gt 0 ] || backends=(memory sqlite postgres mysql redis redlock zookeeper zk-ensemble)
+[ ${#backends[@]} -gt 0 ] || backends=(memory sqlite postgres postgres-sync mysql redis redlock zookeeper
+  zk-ensemble)
 mkdir -p "$out"
 figures="$out/figures.jsonl"
 : >"$figures"

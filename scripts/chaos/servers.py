@@ -129,7 +129,23 @@ class Postgres:
         env = read_env(os.path.join(run_dir, "env.sh"))
         self.url, self.admin_url = env["SQLOCK_TEST_POSTGRES_APP_URL"], env["SQLOCK_TEST_POSTGRES_URL"]
         self.data = os.path.join(run_dir, "postgres", "data")
+        self.sock = os.path.join(run_dir, "postgres")
         self.bin = os.environ.get("SQLOCK_POSTGRES_BIN", "/usr/lib/postgresql/15/bin")
+        # The shared servers run with synchronous_commit = off (disposable data); a crash then
+        # loses commits already acknowledged - fences issued again after restart(). Durable here.
+        self.psql("ALTER SYSTEM SET synchronous_commit = on")
+        self.psql("SELECT pg_reload_conf()")
+
+    def as_pg(self, cmd):
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+    def psql(self, sql, port=None, sock=None):
+        """Runs one statement as the superuser over the Unix socket; returns its output."""
+        return self.as_pg([os.path.join(self.bin, "psql"), "-X", "-q", "-tA", "-h",
+                           sock or self.sock, "-p", str(port or self.port), "-U", "postgres",
+                           "-d", "postgres", "-c", sql])
 
     def ctl(self, *args):
         cmd = [os.path.join(self.bin, "pg_ctl"), "-D", self.data, *args]
@@ -258,3 +274,71 @@ class ZooKeeper:
                 os.kill(self.member_pid(i), signal.SIGKILL)
             except (OSError, ValueError):
                 pass
+
+
+class PostgresPair:
+    """A primary (the Postgres class above) and a streaming standby made with pg_basebackup,
+    synchronous (synchronous_standby_names = '*', synchronous_commit = on) or asynchronous.
+    Clients get a two-host URL with target_session_attrs=read-write, so after failover() -
+    the primary crashed (pg_ctl -m immediate) and the standby promoted - they reconnect to the
+    new primary by themselves."""
+
+    def __init__(self, run_dir, synchronous):
+        self.primary = p = Postgres(run_dir)
+        self.standby_dir = os.path.join(run_dir, "standby")
+        self.port = free_port()
+        os.makedirs(self.standby_dir)
+        if os.getuid() == 0:
+            subprocess.run(["chown", "postgres:postgres", self.standby_dir], check=True)
+        os.chmod(self.standby_dir, 0o700)
+        p.psql("CREATE ROLE chaos_replicator REPLICATION LOGIN PASSWORD 'repl'")
+        if synchronous:
+            p.psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        p.psql("SELECT pg_reload_conf()")
+        data = os.path.join(self.standby_dir, "data")
+        # -c fast: the backup's checkpoint at once, not spread over checkpoint_timeout.
+        p.as_pg(["env", "PGPASSWORD=repl", os.path.join(p.bin, "pg_basebackup"), "-h",
+                 "127.0.0.1", "-p", str(p.port), "-U", "chaos_replicator", "-D", data, "-R",
+                 "-c", "fast", "-X", "stream"])
+        with open(os.path.join(data, "postgresql.auto.conf"), "a") as f:
+            # Promoted, it has no standby of its own: it must not wait for one.
+            f.write(f"port = {self.port}\nunix_socket_directories = '{self.standby_dir}'\n"
+                    "synchronous_standby_names = ''\n")
+        self.data = data
+        self.ctl("-l", os.path.join(self.standby_dir, "server.log"), "-w", "-t", "60", "start")
+        wait_until("standby streaming", 60, lambda: p.psql(
+            "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'") == "1")
+        hosts = f"127.0.0.1:{p.port},127.0.0.1:{self.port}"
+        self.url = p.url.replace(f"127.0.0.1:{p.port}", hosts) + "?target_session_attrs=read-write"
+        self.admin_url = p.admin_url  # migrate before the failover
+        self.admin_after = p.admin_url.replace(f"127.0.0.1:{p.port}", hosts) + \
+            "?target_session_attrs=read-write"
+        self.failed_over = False
+
+    def ctl(self, *args):
+        self.primary.as_pg([os.path.join(self.primary.bin, "pg_ctl"), "-D", self.data, *args])
+
+    def pids(self):
+        return self.primary.pids()
+
+    def failover(self, lag=0.0):
+        """Crashes the primary and promotes the standby; returns when it accepts writes. With
+        lag > 0 the primary's WAL sender is stopped (SIGSTOP) for lag seconds first and killed
+        with the primary: the standby misses what was committed meanwhile - nothing on a
+        synchronous pair, whose commits wait for the standby."""
+        if lag > 0:
+            sender = int(self.primary.psql("SELECT pid FROM pg_stat_replication"))
+            os.kill(sender, signal.SIGSTOP)
+            time.sleep(lag)
+            os.kill(sender, signal.SIGKILL)
+        self.primary.ctl("-m", "immediate", "-w", "-t", "60", "stop")
+        self.ctl("-w", "-t", "60", "promote")
+        self.failed_over = True
+        self.admin_url = self.admin_after
+
+    def stop(self):
+        try:
+            self.ctl("-m", "immediate", "-w", "-t", "30", "stop")
+        except subprocess.CalledProcessError:
+            pass
+        self.primary.stop()

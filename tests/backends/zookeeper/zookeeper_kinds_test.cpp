@@ -1,0 +1,448 @@
+// Shared locks and semaphores on the ZooKeeper backend, through the seam and against the real
+// server: many shared holders at once, shared and exclusive excluding each other across
+// sessions, a queued writer keeping later readers out, the permit bound under threads of two
+// processes, a dead session freeing only its own hold, fences, deadlines, a disagreeing permit
+// count, old clients' exclusive nodes, and no znode left behind by any test.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "sqlock/client.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/zookeeper/zookeeper.hpp"
+#include "test_env.hpp"
+#include "zk_raw.hpp"
+#include "zk_test_support.hpp"
+
+using namespace sqlock;
+using namespace std::chrono_literals;
+using sqlock::test::eventually;
+using sqlock::test::raw_zk;
+using sqlock::test::soon;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+class zk_kinds : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SQLOCK_REQUIRE_URL("SQLOCK_TEST_ZOOKEEPER_URL", url_);
+    register_builtin_backends();
+  }
+  // Every test leaves no znode under the names it used.
+  void TearDown() override {
+    if (url_.empty()) return;
+    raw_zk& r = raw();
+    for (const auto& n : names_)
+      EXPECT_TRUE(eventually([&] { return r.queue_length(n) <= 0; }, 5s)) << n;
+  }
+
+  std::shared_ptr<backend> open() { return make_backend(url_); }
+  raw_zk& raw() {
+    if (!raw_) raw_ = std::make_unique<raw_zk>(url_);
+    return *raw_;
+  }
+  std::string name(const std::string& stem) {
+    names_.push_back(sqlock::test::unique_name(stem));
+    return names_.back();
+  }
+  static lock_request req(const std::string& n, lock_kind kind, std::uint32_t permits = 0) {
+    return {n, random_token(), 30s, "kinds test", kind, permits};
+  }
+  static std::optional<lease_info> get(backend& b, const lock_request& r,
+                                       std::chrono::milliseconds wait = 10s) {
+    return b.acquire(r, clock_type::now() + wait, {});
+  }
+  // The queue length of `n` reaches `k` (a waiter is queued).
+  void queued(const std::string& n, int k) {
+    ASSERT_TRUE(eventually([&] { return raw().queue_length(n) == k; }, 10s)) << n;
+  }
+
+  std::string url_;
+  std::vector<std::string> names_;
+  std::unique_ptr<raw_zk> raw_;
+};
+
+// An acquire on another thread.
+std::future<std::optional<lease_info>> later(backend& b, const lock_request& r,
+                                             std::chrono::milliseconds wait = 20s) {
+  return std::async(std::launch::async,
+                    [&b, r, wait] { return b.acquire(r, clock_type::now() + wait, {}); });
+}
+
+bool pending(std::future<std::optional<lease_info>>& f) {
+  return f.wait_for(0ms) == std::future_status::timeout;
+}
+
+}  // namespace
+
+TEST_F(zk_kinds, the_backend_offers_shared_and_permits) {
+  auto b = open();
+  EXPECT_TRUE(b->caps().shared);
+  EXPECT_TRUE(b->caps().permits);
+  EXPECT_FALSE(b->caps().linger);
+}
+
+TEST_F(zk_kinds, many_shared_holders_at_once_across_clients_and_list_shows_each) {
+  auto n = name("many-shared");
+  auto b1 = open(), b2 = open();
+  std::vector<std::pair<backend*, lease_info>> held;
+  std::set<std::string> owners;
+  for (int i = 0; i < 8; ++i) {
+    backend& b = i % 2 ? *b2 : *b1;
+    auto r = req(n, lock_kind::shared);
+    auto l = get(b, r);
+    ASSERT_TRUE(l) << i;
+    EXPECT_FALSE(l->waited);
+    held.emplace_back(&b, *l);
+    owners.insert(r.owner);
+  }
+  auto rows = b1->list(n);
+  ASSERT_EQ(rows.size(), 8u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.kind, lock_kind::shared);
+    EXPECT_EQ(row.holder, "kinds test");
+    EXPECT_EQ(owners.count(row.owner), 1u);
+  }
+  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
+  EXPECT_EQ(raw().queue_length(n), 8);  // the busy attempt left no node
+  for (auto& [b, l] : held) EXPECT_TRUE(b->release(l, soon()));
+  EXPECT_TRUE(b1->list(n).empty());
+}
+
+TEST_F(zk_kinds, shared_and_exclusive_exclude_each_other_across_clients) {
+  auto n = name("rw");
+  auto b1 = open(), b2 = open();
+  auto ex = get(*b1, req(n, lock_kind::exclusive));
+  ASSERT_TRUE(ex);
+  EXPECT_FALSE(get(*b2, req(n, lock_kind::shared), 300ms));
+  auto reader = later(*b2, req(n, lock_kind::shared));
+  queued(n, 2);
+  EXPECT_TRUE(pending(reader));
+  ASSERT_TRUE(b1->release(*ex, soon()));
+  auto sh = reader.get();
+  ASSERT_TRUE(sh);
+  EXPECT_TRUE(sh->waited);
+  EXPECT_GT(sh->fence, ex->fence);
+
+  EXPECT_FALSE(get(*b1, req(n, lock_kind::exclusive), 300ms));
+  auto writer = later(*b1, req(n, lock_kind::exclusive));
+  queued(n, 2);
+  EXPECT_TRUE(pending(writer));
+  ASSERT_TRUE(b2->release(*sh, soon()));
+  auto ex2 = writer.get();
+  ASSERT_TRUE(ex2);
+  EXPECT_GT(ex2->fence, sh->fence);
+  auto rows = b2->list(n);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
+  EXPECT_TRUE(b1->release(*ex2, soon()));
+}
+
+TEST_F(zk_kinds, a_queued_writer_keeps_later_readers_out) {
+  auto n = name("writer-first");
+  auto b1 = open(), b2 = open();
+  auto r1 = get(*b1, req(n, lock_kind::shared));
+  ASSERT_TRUE(r1);
+  auto writer = later(*b2, req(n, lock_kind::exclusive));
+  queued(n, 2);
+  // Only a reader holds, but the writer waits: a new reader does not jump ahead of it.
+  EXPECT_FALSE(b1->try_acquire(req(n, lock_kind::shared), soon(), nullptr));
+  EXPECT_FALSE(get(*b1, req(n, lock_kind::shared), 300ms));
+  auto reader = later(*b1, req(n, lock_kind::shared));
+  queued(n, 3);
+  ASSERT_TRUE(b1->release(*r1, soon()));
+  auto w = writer.get();
+  ASSERT_TRUE(w);
+  auto rows = b1->list(n);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
+  EXPECT_TRUE(pending(reader));
+  ASSERT_TRUE(b2->release(*w, soon()));
+  auto r2 = reader.get();
+  ASSERT_TRUE(r2);
+  EXPECT_GT(r2->fence, w->fence);
+  EXPECT_TRUE(b1->release(*r2, soon()));
+}
+
+TEST_F(zk_kinds, a_writer_is_not_starved_while_readers_keep_arriving) {
+  auto n = name("no-starve");
+  auto b1 = open(), b2 = open();
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
+  std::vector<std::thread> readers;
+  // Four readers whose holds overlap: without writer preference the name is never free.
+  for (int i = 0; i < 4; ++i)
+    readers.emplace_back([&, i] {
+      backend& b = i % 2 ? *b2 : *b1;
+      while (!stop) {
+        auto l = get(b, req(n, lock_kind::shared), 30s);
+        if (!l) continue;
+        reads++;
+        std::this_thread::sleep_for(30ms);
+        b.release(*l, soon());
+      }
+    });
+  ASSERT_TRUE(eventually([&] { return reads.load() >= 8; }, 10s));
+  auto w = get(*b2, req(n, lock_kind::exclusive), 30s);
+  EXPECT_TRUE(w);
+  if (w) {
+    auto rows = b1->list(n);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
+    EXPECT_TRUE(b2->release(*w, soon()));
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+}
+
+namespace {
+
+// The holders of one semaphore across processes: counted in shared memory.
+struct permit_tally {
+  std::atomic<int> in{0}, most{0}, over{0}, errors{0}, holds{0};
+};
+
+// `threads` threads of one backend each take a permit of `n` `rounds` times.
+void take_permits(const std::string& url, const std::string& n, std::uint32_t permits,
+                  permit_tally& t, int threads, int rounds) {
+  auto b = make_backend(url);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i)
+    ts.emplace_back([&] {
+      for (int k = 0; k < rounds; ++k) {
+        try {
+          lock_request r{n, random_token(), 30s, "permit test", lock_kind::permit, permits};
+          auto l = b->acquire(r, clock_type::now() + 60s, {});
+          if (!l) {
+            t.errors++;
+            continue;
+          }
+          int now = ++t.in;
+          if (now > static_cast<int>(permits)) t.over++;
+          for (int m = t.most; now > m && !t.most.compare_exchange_weak(m, now);) {
+          }
+          t.holds++;
+          std::this_thread::sleep_for(5ms);
+          --t.in;
+          if (!b->release(*l, clock_type::now() + 10s)) t.errors++;
+        } catch (const std::exception&) {
+          t.errors++;
+        }
+      }
+    });
+  for (auto& th : ts) th.join();
+}
+
+}  // namespace
+
+TEST_F(zk_kinds, the_permit_bound_holds_under_threads_of_two_processes) {
+  auto n = name("permits");
+  constexpr std::uint32_t permits = 3;
+  constexpr int threads = 8, rounds = 6;
+  void* mem = mmap(nullptr, sizeof(permit_tally), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* tally = new (mem) permit_tally();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    take_permits(url_, n, permits, *tally, threads, rounds);
+    _exit(0);
+  }
+  take_permits(url_, n, permits, *tally, threads, rounds);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(tally->errors.load(), 0);
+  EXPECT_EQ(tally->over.load(), 0);
+  EXPECT_LE(tally->most.load(), static_cast<int>(permits));
+  EXPECT_GE(tally->most.load(), 2);  // permits were held side by side
+  EXPECT_EQ(tally->holds.load(), 2 * threads * rounds);
+  munmap(mem, sizeof(permit_tally));
+}
+
+TEST_F(zk_kinds, each_permit_is_a_hold_of_its_own_listed_with_its_count) {
+  auto n = name("permit-list");
+  auto b = open();
+  auto p1 = get(*b, req(n, lock_kind::permit, 2));
+  auto p2 = get(*b, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(p1 && p2);
+  EXPECT_NE(p1->fence, p2->fence);
+  EXPECT_FALSE(b->try_acquire(req(n, lock_kind::permit, 2), soon(), nullptr));
+  EXPECT_FALSE(get(*b, req(n, lock_kind::permit, 2), 300ms));
+  auto rows = b->list(n);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.kind, lock_kind::permit);
+    EXPECT_EQ(row.permits, 2u);
+  }
+  // Permits and locks of one name exclude each other.
+  EXPECT_FALSE(get(*b, req(n, lock_kind::shared), 300ms));
+  EXPECT_FALSE(get(*b, req(n, lock_kind::exclusive), 300ms));
+  EXPECT_TRUE(b->release(*p1, soon()));
+  auto p3 = get(*b, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(p3);
+  EXPECT_GT(p3->fence, p2->fence);
+  EXPECT_TRUE(b->force_release(n));  // ends every permit
+  EXPECT_TRUE(b->list(n).empty());
+  EXPECT_FALSE(b->renew(*p2, 30s, soon()));
+}
+
+TEST_F(zk_kinds, a_different_permit_count_is_a_config_error_until_the_name_is_idle) {
+  auto n = name("permit-n");
+  auto b1 = open(), b2 = open();
+  auto p = get(*b1, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(p);
+  EXPECT_THROW(get(*b2, req(n, lock_kind::permit, 3)), config_error);
+  EXPECT_THROW(b2->try_acquire(req(n, lock_kind::permit, 3), soon(), nullptr), config_error);
+  EXPECT_EQ(raw().queue_length(n), 1);  // the refused requests left nothing
+  auto same = get(*b2, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(same);
+  // A waiter for the same count queued behind both permits; another count is refused too.
+  auto waiter = later(*b1, req(n, lock_kind::permit, 2));
+  queued(n, 3);
+  EXPECT_THROW(get(*b2, req(n, lock_kind::permit, 1)), config_error);
+  EXPECT_TRUE(b1->release(*p, soon()));
+  auto w = waiter.get();
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(b2->release(*same, soon()));
+  EXPECT_TRUE(b1->release(*w, soon()));
+  // Idle: the next request sets the count.
+  auto other = get(*b2, req(n, lock_kind::permit, 3));
+  ASSERT_TRUE(other);
+  EXPECT_THROW(get(*b1, req(n, lock_kind::permit, 2)), config_error);
+  EXPECT_TRUE(b2->release(*other, soon()));
+}
+
+TEST_F(zk_kinds, a_dead_session_frees_only_its_own_hold) {
+  auto n = name("session-death");
+  auto a = open(), b = open(), c = open();
+  auto pa = get(*a, req(n, lock_kind::permit, 2));
+  auto pb = get(*b, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(pa && pb);
+  auto pc = later(*c, req(n, lock_kind::permit, 2));
+  queued(n, 3);
+  zookeeper::close(*a);
+  auto got = pc.get();
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(b->renew(*pb, 30s, soon()));
+  EXPECT_EQ(b->list(n).size(), 2u);
+  EXPECT_TRUE(b->release(*pb, soon()));
+  EXPECT_TRUE(c->release(*got, soon()));
+
+  auto m = name("session-death-shared");
+  auto d = open();
+  auto sb = get(*b, req(m, lock_kind::shared));
+  auto sd = get(*d, req(m, lock_kind::shared));
+  ASSERT_TRUE(sb && sd);
+  auto writer = later(*c, req(m, lock_kind::exclusive));
+  queued(m, 3);
+  zookeeper::close(*d);
+  queued(m, 2);  // the writer still waits for the other reader
+  EXPECT_TRUE(pending(writer));
+  EXPECT_TRUE(b->renew(*sb, 30s, soon()));
+  ASSERT_TRUE(b->release(*sb, soon()));
+  auto w = writer.get();
+  ASSERT_TRUE(w);
+  EXPECT_GT(w->fence, std::max(sb->fence, sd->fence));
+  EXPECT_TRUE(c->release(*w, soon()));
+}
+
+TEST_F(zk_kinds, an_exclusive_fence_exceeds_every_earlier_hold) {
+  auto n = name("fences");
+  auto b1 = open(), b2 = open();
+  std::uint64_t highest = 0;
+  for (int round = 0; round < 3; ++round) {
+    auto s1 = get(*b1, req(n, lock_kind::shared));
+    auto s2 = get(*b2, req(n, lock_kind::shared));
+    ASSERT_TRUE(s1 && s2);
+    EXPECT_NE(s1->fence, s2->fence);
+    EXPECT_GT(std::min(s1->fence, s2->fence), highest);
+    auto writer = later(*b1, req(n, lock_kind::exclusive));
+    queued(n, 3);
+    auto s3 = later(*b2, req(n, lock_kind::shared));  // after the writer: gets a later fence
+    queued(n, 4);
+    EXPECT_TRUE(b2->release(*s2, soon()));
+    EXPECT_TRUE(b1->release(*s1, soon()));
+    auto w = writer.get();
+    ASSERT_TRUE(w);
+    EXPECT_GT(w->fence, std::max(s1->fence, s2->fence));
+    EXPECT_TRUE(b1->release(*w, soon()));
+    auto r3 = s3.get();
+    ASSERT_TRUE(r3);
+    EXPECT_TRUE(b2->release(*r3, soon()));
+    highest = r3->fence;
+  }
+}
+
+TEST_F(zk_kinds, waits_end_at_their_deadline_and_leave_no_node) {
+  auto n = name("deadline");
+  auto b1 = open(), b2 = open();
+  auto ex = get(*b1, req(n, lock_kind::exclusive));
+  ASSERT_TRUE(ex);
+  for (auto kind : {lock_kind::shared, lock_kind::permit}) {
+    auto start = clock_type::now();
+    auto r = req(n, kind, kind == lock_kind::permit ? 2 : 0);
+    EXPECT_FALSE(b2->acquire(r, start + 400ms, {}));
+    auto took = clock_type::now() - start;
+    EXPECT_GE(took, 400ms);
+    EXPECT_LT(took, 5s);  // not the I/O timeout or a session timeout
+    EXPECT_EQ(raw().queue_length(n), 1);
+  }
+  EXPECT_TRUE(b1->release(*ex, soon()));
+  auto p = get(*b1, req(n, lock_kind::permit, 1));
+  ASSERT_TRUE(p);
+  auto start = clock_type::now();
+  EXPECT_FALSE(b2->acquire(req(n, lock_kind::permit, 1), start + 400ms, {}));
+  EXPECT_GE(clock_type::now() - start, 400ms);
+  EXPECT_EQ(raw().queue_length(n), 1);
+  EXPECT_TRUE(b1->release(*p, soon()));
+}
+
+TEST_F(zk_kinds, a_retried_attempt_of_one_owner_gets_the_same_hold) {
+  auto n = name("retry");
+  auto b = open();
+  auto r = req(n, lock_kind::shared);
+  auto first = b->try_acquire(r, soon(), nullptr);
+  ASSERT_TRUE(first);
+  auto again = b->try_acquire(r, soon(), nullptr);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->fence, first->fence);
+  EXPECT_EQ(raw().queue_length(n), 1);
+  EXPECT_TRUE(b->release(*first, soon()));
+}
+
+TEST_F(zk_kinds, an_old_clients_exclusive_node_keeps_readers_and_permits_out) {
+  auto n = name("old-client");
+  auto b = open();
+  b->list("");  // the session made the base path
+  raw_zk& r = raw();
+  const std::string parent = r.parent(n);
+  ASSERT_EQ(zoo_create(r.handle(), parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+                       nullptr, 0),
+            ZOK);
+  char made[1024];
+  const std::string node = parent + "/n-" + random_token() + "-";
+  ASSERT_EQ(zoo_create(r.handle(), node.c_str(), "old", 3, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made),
+            ZOK);
+  EXPECT_FALSE(get(*b, req(n, lock_kind::shared), 300ms));
+  EXPECT_FALSE(get(*b, req(n, lock_kind::permit, 5), 300ms));
+  auto rows = b->list(n);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
+  auto reader = later(*b, req(n, lock_kind::shared));
+  queued(n, 2);
+  ASSERT_EQ(zoo_delete(r.handle(), made, -1), ZOK);
+  auto got = reader.get();
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(b->release(*got, soon()));
+}

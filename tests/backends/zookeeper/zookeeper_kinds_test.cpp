@@ -176,24 +176,29 @@ TEST_F(zk_kinds, a_writer_is_not_starved_while_readers_keep_arriving) {
   auto n = name("no-starve");
   auto b1 = open(), b2 = open();
   std::atomic<bool> stop{false};
-  std::atomic<int> reads{0};
+  std::atomic<int> reads{0}, reading{0};
   std::vector<std::thread> readers;
-  // Four readers whose holds overlap: without writer preference the name is never free.
-  for (int i = 0; i < 4; ++i)
+  // Eight readers whose holds overlap: without writer preference the name is never free.
+  for (int i = 0; i < 8; ++i)
     readers.emplace_back([&, i] {
       backend& b = i % 2 ? *b2 : *b1;
       while (!stop) {
         auto l = get(b, req(n, lock_kind::shared), 30s);
         if (!l) continue;
         reads++;
-        std::this_thread::sleep_for(30ms);
+        reading++;
+        std::this_thread::sleep_for(60ms);
+        reading--;
         b.release(*l, soon());
       }
     });
   ASSERT_TRUE(eventually([&] { return reads.load() >= 8; }, 10s));
-  auto w = get(*b2, req(n, lock_kind::exclusive), 30s);
+  auto w = get(*b2, req(n, lock_kind::exclusive), 15s);
   EXPECT_TRUE(w);
   if (w) {
+    EXPECT_EQ(reading.load(), 0);  // no reader holds beside the writer
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(reading.load(), 0);  // and none comes in while it holds
     auto rows = b1->list(n);
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0].kind, lock_kind::exclusive);

@@ -1,0 +1,321 @@
+// Shared locks and semaphores on the etcd backend, through the seam and against the shared etcd
+// member: many shared holders at once, shared and exclusive excluding each other across
+// clients, a queued writer keeping later readers out, the permit bound under threads of two
+// processes, a revoked lease freeing only its own hold, fences, deadlines, a disagreeing permit
+// count, `etcdctl lock` still excluding readers, and no key left behind by any test.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "etcd_env.hpp"
+#include "sqlock/client.hpp"
+#include "sqlock/errors.hpp"
+#include "test_env.hpp"
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+namespace sqlock::test {
+namespace {
+
+using namespace etcd_env;
+
+class etcd_kinds : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", url_);
+    ::setenv("ETCDCTL_API", "3", 1);
+  }
+  void TearDown() override {
+    for (const auto& n : names_) EXPECT_EQ(keys(url_, n), "") << "keys left under " << n;
+  }
+  std::shared_ptr<backend> open() { return make_backend(url_); }
+  std::string name(const std::string& stem) {
+    names_.push_back(unique_name(stem));
+    return names_.back();
+  }
+  int queue_length(const std::string& n) const {
+    auto k = keys(url_, n);
+    return static_cast<int>(std::count(k.begin(), k.end(), '\n'));
+  }
+  // The queue of `n` reaches `k` keys (a waiter is queued).
+  void queued(const std::string& n, int k) {
+    for (int i = 0; i < 200 && queue_length(n) != k; ++i) std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(queue_length(n), k) << n;
+  }
+  static lock_request req(const std::string& n, lock_kind kind, std::uint32_t permits = 0) {
+    return {n, random_token(), 30s, "kinds test", kind, permits};
+  }
+  static std::optional<lease_info> get(backend& b, const lock_request& r,
+                                       std::chrono::milliseconds wait = 10s) {
+    return b.acquire(r, steady::now() + wait, {});
+  }
+
+  std::string url_;
+  std::vector<std::string> names_;
+};
+
+std::future<std::optional<lease_info>> later(backend& b, const lock_request& r,
+                                             std::chrono::milliseconds wait = 20s) {
+  return std::async(std::launch::async,
+                    [&b, r, wait] { return b.acquire(r, steady::now() + wait, {}); });
+}
+
+bool pending(std::future<std::optional<lease_info>>& f) {
+  return f.wait_for(0ms) == std::future_status::timeout;
+}
+
+TEST_F(etcd_kinds, many_shared_holders_at_once_and_list_shows_each) {
+  auto n = name("many-shared");
+  auto b1 = open(), b2 = open();
+  EXPECT_TRUE(b1->caps().shared);
+  EXPECT_TRUE(b1->caps().permits);
+  std::vector<std::pair<backend*, lease_info>> held;
+  std::set<std::string> owners;
+  for (int i = 0; i < 6; ++i) {
+    backend& b = i % 2 ? *b2 : *b1;
+    auto r = req(n, lock_kind::shared);
+    auto l = i < 3 ? b.try_acquire(r, soon(), nullptr) : get(b, r);
+    ASSERT_TRUE(l) << i;
+    held.emplace_back(&b, *l);
+    owners.insert(r.owner);
+  }
+  auto rows = b1->list(n);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.kind, lock_kind::shared);
+    EXPECT_EQ(owners.count(row.owner), 1u);
+  }
+  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
+  EXPECT_EQ(queue_length(n), 6);
+  for (auto& [b, l] : held) EXPECT_TRUE(b->release(l, soon()));
+}
+
+TEST_F(etcd_kinds, shared_and_exclusive_exclude_each_other_and_a_queued_writer_goes_first) {
+  auto n = name("rw");
+  auto b1 = open(), b2 = open();
+  auto ex = get(*b1, req(n, lock_kind::exclusive));
+  ASSERT_TRUE(ex);
+  EXPECT_FALSE(get(*b2, req(n, lock_kind::shared), 300ms));
+  auto reader = later(*b2, req(n, lock_kind::shared));
+  queued(n, 2);
+  ASSERT_TRUE(b1->release(*ex, soon()));
+  auto r1 = reader.get();
+  ASSERT_TRUE(r1);
+  EXPECT_GT(r1->fence, ex->fence);
+  // A writer queues behind the reader; a later reader queues behind the writer.
+  auto writer = later(*b1, req(n, lock_kind::exclusive));
+  queued(n, 2);
+  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::shared), soon(), nullptr));
+  auto reader2 = later(*b2, req(n, lock_kind::shared));
+  queued(n, 3);
+  ASSERT_TRUE(b2->release(*r1, soon()));
+  auto w = writer.get();
+  ASSERT_TRUE(w);
+  EXPECT_GT(w->fence, r1->fence);
+  EXPECT_TRUE(pending(reader2));
+  auto rows = b1->list(n);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
+  ASSERT_TRUE(b1->release(*w, soon()));
+  auto r2 = reader2.get();
+  ASSERT_TRUE(r2);
+  EXPECT_GT(r2->fence, w->fence);
+  EXPECT_TRUE(b2->release(*r2, soon()));
+}
+
+TEST_F(etcd_kinds, a_writer_is_not_starved_while_readers_keep_arriving) {
+  auto n = name("no-starve");
+  auto b1 = open(), b2 = open();
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0}, reading{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 8; ++i)
+    readers.emplace_back([&, i] {
+      backend& b = i % 2 ? *b2 : *b1;
+      while (!stop) {
+        auto l = get(b, req(n, lock_kind::shared), 30s);
+        if (!l) continue;
+        reads++;
+        reading++;
+        std::this_thread::sleep_for(60ms);
+        reading--;
+        b.release(*l, soon());
+      }
+    });
+  for (int i = 0; i < 200 && reads < 8; ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_GE(reads.load(), 8);
+  auto w = get(*b2, req(n, lock_kind::exclusive), 15s);
+  EXPECT_TRUE(w);
+  if (w) {
+    EXPECT_EQ(reading.load(), 0);  // no reader holds beside the writer
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(reading.load(), 0);  // and none comes in while it holds
+    auto rows = b1->list(n);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
+    EXPECT_TRUE(b2->release(*w, soon()));
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+}
+
+// The holders of one semaphore across processes, counted in shared memory.
+struct permit_tally {
+  std::atomic<int> in{0}, most{0}, over{0}, errors{0}, holds{0};
+};
+
+void take_permits(const std::string& url, const std::string& n, std::uint32_t permits,
+                  permit_tally& t, int threads, int rounds) {
+  auto b = make_backend(url);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i)
+    ts.emplace_back([&] {
+      for (int k = 0; k < rounds; ++k) {
+        try {
+          lock_request r{n, random_token(), 30s, "permit test", lock_kind::permit, permits};
+          auto l = b->acquire(r, steady::now() + 60s, {});
+          if (!l) {
+            t.errors++;
+            continue;
+          }
+          int now = ++t.in;
+          if (now > static_cast<int>(permits)) t.over++;
+          for (int m = t.most; now > m && !t.most.compare_exchange_weak(m, now);) {
+          }
+          t.holds++;
+          std::this_thread::sleep_for(5ms);
+          --t.in;
+          if (!b->release(*l, steady::now() + 10s)) t.errors++;
+        } catch (const std::exception&) {
+          t.errors++;
+        }
+      }
+    });
+  for (auto& th : ts) th.join();
+}
+
+TEST_F(etcd_kinds, the_permit_bound_holds_under_threads_of_two_processes) {
+  auto n = name("permits");
+  constexpr std::uint32_t permits = 3;
+  constexpr int threads = 8, rounds = 5;
+  void* mem = mmap(nullptr, sizeof(permit_tally), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* tally = new (mem) permit_tally();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    take_permits(url_, n, permits, *tally, threads, rounds);
+    _exit(0);
+  }
+  take_permits(url_, n, permits, *tally, threads, rounds);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(tally->errors.load(), 0);
+  EXPECT_EQ(tally->over.load(), 0);
+  EXPECT_LE(tally->most.load(), static_cast<int>(permits));
+  EXPECT_GE(tally->most.load(), 2);
+  EXPECT_EQ(tally->holds.load(), 2 * threads * rounds);
+  munmap(mem, sizeof(permit_tally));
+}
+
+TEST_F(etcd_kinds, a_different_permit_count_is_a_config_error_until_the_name_is_idle) {
+  auto n = name("permit-n");
+  auto b1 = open(), b2 = open();
+  auto p = get(*b1, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(p);
+  EXPECT_THROW(get(*b2, req(n, lock_kind::permit, 3)), config_error);
+  EXPECT_THROW(b2->try_acquire(req(n, lock_kind::permit, 3), soon(), nullptr), config_error);
+  EXPECT_EQ(queue_length(n), 1);
+  auto same = get(*b2, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(same);
+  EXPECT_NE(same->fence, p->fence);
+  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::permit, 2), soon(), nullptr));
+  EXPECT_FALSE(get(*b2, req(n, lock_kind::shared), 300ms));  // kinds exclude each other
+  auto rows = b1->list(n);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) EXPECT_EQ(row.permits, 2u);
+  EXPECT_TRUE(b1->release(*p, soon()));
+  EXPECT_TRUE(b2->release(*same, soon()));
+  auto other = get(*b2, req(n, lock_kind::permit, 3));  // idle: the next request sets N
+  ASSERT_TRUE(other);
+  EXPECT_GT(other->fence, same->fence);
+  EXPECT_TRUE(b2->force_release(n));
+  EXPECT_FALSE(b2->renew(*other, 30s, soon()));
+}
+
+TEST_F(etcd_kinds, a_revoked_lease_frees_only_its_own_hold) {
+  auto n = name("lease-death");
+  auto a = open(), b = open(), c = open();
+  auto pa = get(*a, req(n, lock_kind::permit, 2));
+  auto pb = get(*b, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(pa && pb);
+  auto pc = later(*c, req(n, lock_kind::permit, 2));
+  queued(n, 3);
+  auto first = keys(url_, n);
+  revoke_lease_of(url_, first.substr(0, first.find('\n')));  // a's key: the first created
+  auto got = pc.get();
+  ASSERT_TRUE(got);
+  EXPECT_FALSE(a->renew(*pa, 30s, soon()));
+  EXPECT_TRUE(b->renew(*pb, 30s, soon()));
+  EXPECT_TRUE(b->release(*pb, soon()));
+  EXPECT_TRUE(c->release(*got, soon()));
+  a->release(*pa, soon());
+}
+
+TEST_F(etcd_kinds, waits_end_at_their_deadline_and_leave_no_key) {
+  auto n = name("deadline");
+  auto b1 = open(), b2 = open();
+  auto ex = get(*b1, req(n, lock_kind::exclusive));
+  ASSERT_TRUE(ex);
+  for (auto kind : {lock_kind::shared, lock_kind::permit}) {
+    auto start = steady::now();
+    EXPECT_FALSE(b2->acquire(req(n, kind, kind == lock_kind::permit ? 2 : 0), start + 400ms, {}));
+    auto took = steady::now() - start;
+    EXPECT_GE(took, 400ms);
+    EXPECT_LT(took, 5s);  // not the I/O timeout
+    EXPECT_EQ(queue_length(n), 1);
+  }
+  EXPECT_TRUE(b1->release(*ex, soon()));
+}
+
+TEST_F(etcd_kinds, etcdctl_lock_keeps_readers_out) {
+  auto n = name("interop-shared");
+  auto lockname = etcd::lock_prefix(prefix_of(url_), n);
+  lockname.pop_back();  // etcdctl lock NAME uses NAME + "/" as its prefix
+  std::string flag = (std::filesystem::temp_directory_path() / ("etcd-" + random_token())).string();
+  auto holder = std::async(std::launch::async, [&] {
+    return sh(
+        etcdctl(url_, "lock '" + lockname + "' -- sh -c 'touch " + flag + "; sleep 2; echo done'"));
+  });
+  for (int i = 0; i < 100 && !std::filesystem::exists(flag); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(std::filesystem::exists(flag));
+  auto b = open();
+  EXPECT_FALSE(b->try_acquire(req(n, lock_kind::shared), soon(), nullptr));
+  auto r = get(*b, req(n, lock_kind::shared), 15s);  // granted once etcdctl's command ended
+  ASSERT_TRUE(r);
+  EXPECT_NE(holder.get().find("done"), std::string::npos);
+  // A reader holds: etcdctl lock (exclusive) waits until it is released.
+  auto waiter = std::async(std::launch::async, [&] {
+    return sh("timeout 10 " + etcdctl(url_, "lock '" + lockname + "' echo got"));
+  });
+  queued(n, 2);
+  EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout);
+  EXPECT_TRUE(b->release(*r, soon()));
+  EXPECT_NE(waiter.get().find("got"), std::string::npos);
+  std::filesystem::remove(flag);
+}
+
+}  // namespace
+}  // namespace sqlock::test

@@ -4,12 +4,8 @@
 // processes, a revoked lease freeing only its own hold, fences, deadlines, a disagreeing permit
 // count, `etcdctl lock` still excluding readers, and no key left behind by any test.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <future>
 #include <set>
@@ -17,6 +13,7 @@
 #include <vector>
 
 #include "etcd_env.hpp"
+#include "seam_kinds.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "test_env.hpp"
@@ -53,7 +50,7 @@ class etcd_kinds : public ::testing::Test {
     ASSERT_EQ(queue_length(n), k) << n;
   }
   static lock_request req(const std::string& n, lock_kind kind, std::uint32_t permits = 0) {
-    return {n, random_token(), 30s, "kinds test", kind, permits};
+    return sqlock::test::kind_request(n, kind, permits);
   }
   static std::optional<lease_info> get(backend& b, const lock_request& r,
                                        std::chrono::milliseconds wait = 10s) {
@@ -63,16 +60,6 @@ class etcd_kinds : public ::testing::Test {
   std::string url_;
   std::vector<std::string> names_;
 };
-
-std::future<std::optional<lease_info>> later(backend& b, const lock_request& r,
-                                             std::chrono::milliseconds wait = 20s) {
-  return std::async(std::launch::async,
-                    [&b, r, wait] { return b.acquire(r, steady::now() + wait, {}); });
-}
-
-bool pending(std::future<std::optional<lease_info>>& f) {
-  return f.wait_for(0ms) == std::future_status::timeout;
-}
 
 TEST_F(etcd_kinds, many_shared_holders_at_once_and_list_shows_each) {
   auto n = name("many-shared");
@@ -136,98 +123,12 @@ TEST_F(etcd_kinds, shared_and_exclusive_exclude_each_other_and_a_queued_writer_g
 TEST_F(etcd_kinds, a_writer_is_not_starved_while_readers_keep_arriving) {
   auto n = name("no-starve");
   auto b1 = open(), b2 = open();
-  std::atomic<bool> stop{false};
-  std::atomic<int> reads{0}, reading{0};
-  std::vector<std::thread> readers;
-  for (int i = 0; i < 8; ++i)
-    readers.emplace_back([&, i] {
-      backend& b = i % 2 ? *b2 : *b1;
-      while (!stop) {
-        auto l = get(b, req(n, lock_kind::shared), 30s);
-        if (!l) continue;
-        reads++;
-        reading++;
-        std::this_thread::sleep_for(60ms);
-        reading--;
-        b.release(*l, soon());
-      }
-    });
-  for (int i = 0; i < 200 && reads < 8; ++i) std::this_thread::sleep_for(50ms);
-  ASSERT_GE(reads.load(), 8);
-  auto w = get(*b2, req(n, lock_kind::exclusive), 15s);
-  EXPECT_TRUE(w);
-  if (w) {
-    EXPECT_EQ(reading.load(), 0);  // no reader holds beside the writer
-    std::this_thread::sleep_for(100ms);
-    EXPECT_EQ(reading.load(), 0);  // and none comes in while it holds
-    auto rows = b1->list(n);
-    ASSERT_EQ(rows.size(), 1u);
-    EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
-    EXPECT_TRUE(b2->release(*w, soon()));
-  }
-  stop = true;
-  for (auto& t : readers) t.join();
-}
-
-// The holders of one semaphore across processes, counted in shared memory.
-struct permit_tally {
-  std::atomic<int> in{0}, most{0}, over{0}, errors{0}, holds{0};
-};
-
-void take_permits(const std::string& url, const std::string& n, std::uint32_t permits,
-                  permit_tally& t, int threads, int rounds) {
-  auto b = make_backend(url);
-  std::vector<std::thread> ts;
-  for (int i = 0; i < threads; ++i)
-    ts.emplace_back([&] {
-      for (int k = 0; k < rounds; ++k) {
-        try {
-          lock_request r{n, random_token(), 30s, "permit test", lock_kind::permit, permits};
-          auto l = b->acquire(r, steady::now() + 60s, {});
-          if (!l) {
-            t.errors++;
-            continue;
-          }
-          int now = ++t.in;
-          if (now > static_cast<int>(permits)) t.over++;
-          for (int m = t.most; now > m && !t.most.compare_exchange_weak(m, now);) {
-          }
-          t.holds++;
-          std::this_thread::sleep_for(5ms);
-          --t.in;
-          if (!b->release(*l, steady::now() + 10s)) t.errors++;
-        } catch (const std::exception&) {
-          t.errors++;
-        }
-      }
-    });
-  for (auto& th : ts) th.join();
+  sqlock::test::expect_writer_not_starved(*b1, *b2, n);
 }
 
 TEST_F(etcd_kinds, the_permit_bound_holds_under_threads_of_two_processes) {
   auto n = name("permits");
-  constexpr std::uint32_t permits = 3;
-  constexpr int threads = 8, rounds = 5;
-  void* mem = mmap(nullptr, sizeof(permit_tally), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* tally = new (mem) permit_tally();
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    take_permits(url_, n, permits, *tally, threads, rounds);
-    _exit(0);
-  }
-  take_permits(url_, n, permits, *tally, threads, rounds);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_EQ(tally->errors.load(), 0);
-  EXPECT_EQ(tally->over.load(), 0);
-  EXPECT_LE(tally->most.load(), static_cast<int>(permits));
-  EXPECT_GE(tally->most.load(), 2);
-  EXPECT_EQ(tally->holds.load(), 2 * threads * rounds);
-  munmap(mem, sizeof(permit_tally));
+  sqlock::test::expect_permit_bound(url_, n, 3, 8, 5);
 }
 
 TEST_F(etcd_kinds, a_different_permit_count_is_a_config_error_until_the_name_is_idle) {

@@ -4,16 +4,13 @@
 // processes, a dead session freeing only its own hold, fences, deadlines, a disagreeing permit
 // count, old clients' exclusive nodes, and no znode left behind by any test.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <future>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "seam_kinds.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
@@ -24,6 +21,8 @@
 using namespace sqlock;
 using namespace std::chrono_literals;
 using sqlock::test::eventually;
+using sqlock::test::later;
+using sqlock::test::pending;
 using sqlock::test::raw_zk;
 using sqlock::test::soon;
 using clock_type = std::chrono::steady_clock;
@@ -54,7 +53,7 @@ class zk_kinds : public ::testing::Test {
     return names_.back();
   }
   static lock_request req(const std::string& n, lock_kind kind, std::uint32_t permits = 0) {
-    return {n, random_token(), 30s, "kinds test", kind, permits};
+    return sqlock::test::kind_request(n, kind, permits);
   }
   static std::optional<lease_info> get(backend& b, const lock_request& r,
                                        std::chrono::milliseconds wait = 10s) {
@@ -69,17 +68,6 @@ class zk_kinds : public ::testing::Test {
   std::vector<std::string> names_;
   std::unique_ptr<raw_zk> raw_;
 };
-
-// An acquire on another thread.
-std::future<std::optional<lease_info>> later(backend& b, const lock_request& r,
-                                             std::chrono::milliseconds wait = 20s) {
-  return std::async(std::launch::async,
-                    [&b, r, wait] { return b.acquire(r, clock_type::now() + wait, {}); });
-}
-
-bool pending(std::future<std::optional<lease_info>>& f) {
-  return f.wait_for(0ms) == std::future_status::timeout;
-}
 
 }  // namespace
 
@@ -175,103 +163,12 @@ TEST_F(zk_kinds, a_queued_writer_keeps_later_readers_out) {
 TEST_F(zk_kinds, a_writer_is_not_starved_while_readers_keep_arriving) {
   auto n = name("no-starve");
   auto b1 = open(), b2 = open();
-  std::atomic<bool> stop{false};
-  std::atomic<int> reads{0}, reading{0};
-  std::vector<std::thread> readers;
-  // Eight readers whose holds overlap: without writer preference the name is never free.
-  for (int i = 0; i < 8; ++i)
-    readers.emplace_back([&, i] {
-      backend& b = i % 2 ? *b2 : *b1;
-      while (!stop) {
-        auto l = get(b, req(n, lock_kind::shared), 30s);
-        if (!l) continue;
-        reads++;
-        reading++;
-        std::this_thread::sleep_for(60ms);
-        reading--;
-        b.release(*l, soon());
-      }
-    });
-  ASSERT_TRUE(eventually([&] { return reads.load() >= 8; }, 10s));
-  auto w = get(*b2, req(n, lock_kind::exclusive), 15s);
-  EXPECT_TRUE(w);
-  if (w) {
-    EXPECT_EQ(reading.load(), 0);  // no reader holds beside the writer
-    std::this_thread::sleep_for(100ms);
-    EXPECT_EQ(reading.load(), 0);  // and none comes in while it holds
-    auto rows = b1->list(n);
-    ASSERT_EQ(rows.size(), 1u);
-    EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
-    EXPECT_TRUE(b2->release(*w, soon()));
-  }
-  stop = true;
-  for (auto& t : readers) t.join();
+  sqlock::test::expect_writer_not_starved(*b1, *b2, n);
 }
-
-namespace {
-
-// The holders of one semaphore across processes: counted in shared memory.
-struct permit_tally {
-  std::atomic<int> in{0}, most{0}, over{0}, errors{0}, holds{0};
-};
-
-// `threads` threads of one backend each take a permit of `n` `rounds` times.
-void take_permits(const std::string& url, const std::string& n, std::uint32_t permits,
-                  permit_tally& t, int threads, int rounds) {
-  auto b = make_backend(url);
-  std::vector<std::thread> ts;
-  for (int i = 0; i < threads; ++i)
-    ts.emplace_back([&] {
-      for (int k = 0; k < rounds; ++k) {
-        try {
-          lock_request r{n, random_token(), 30s, "permit test", lock_kind::permit, permits};
-          auto l = b->acquire(r, clock_type::now() + 60s, {});
-          if (!l) {
-            t.errors++;
-            continue;
-          }
-          int now = ++t.in;
-          if (now > static_cast<int>(permits)) t.over++;
-          for (int m = t.most; now > m && !t.most.compare_exchange_weak(m, now);) {
-          }
-          t.holds++;
-          std::this_thread::sleep_for(5ms);
-          --t.in;
-          if (!b->release(*l, clock_type::now() + 10s)) t.errors++;
-        } catch (const std::exception&) {
-          t.errors++;
-        }
-      }
-    });
-  for (auto& th : ts) th.join();
-}
-
-}  // namespace
 
 TEST_F(zk_kinds, the_permit_bound_holds_under_threads_of_two_processes) {
   auto n = name("permits");
-  constexpr std::uint32_t permits = 3;
-  constexpr int threads = 8, rounds = 6;
-  void* mem = mmap(nullptr, sizeof(permit_tally), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  auto* tally = new (mem) permit_tally();
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    take_permits(url_, n, permits, *tally, threads, rounds);
-    _exit(0);
-  }
-  take_permits(url_, n, permits, *tally, threads, rounds);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_EQ(tally->errors.load(), 0);
-  EXPECT_EQ(tally->over.load(), 0);
-  EXPECT_LE(tally->most.load(), static_cast<int>(permits));
-  EXPECT_GE(tally->most.load(), 2);  // permits were held side by side
-  EXPECT_EQ(tally->holds.load(), 2 * threads * rounds);
-  munmap(mem, sizeof(permit_tally));
+  sqlock::test::expect_permit_bound(url_, n, 3, 8, 6);
 }
 
 TEST_F(zk_kinds, each_permit_is_a_hold_of_its_own_listed_with_its_count) {

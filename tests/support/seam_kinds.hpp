@@ -1,7 +1,8 @@
 // Checks of shared locks and semaphores made directly on a backend (through the seam, without
 // the core), for the backend test programs whose store queues every kind itself (ZooKeeper,
-// etcd): an acquire on another thread, a writer among readers that keep arriving, and the
-// permit bound under threads of two processes (counted in shared memory).
+// etcd): an acquire on another thread, a queued writer keeping later readers out, a writer among
+// readers that keep arriving, the permit bound under threads of two processes (counted in shared
+// memory), and the permit count all users must agree on.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::test {
@@ -143,6 +146,74 @@ inline void expect_permit_bound(const std::string& url, const std::string& n, st
   EXPECT_GE(tally->most.load(), 2);  // permits were held side by side
   EXPECT_EQ(tally->holds.load(), 2 * threads * rounds);
   munmap(mem, sizeof(permit_tally));
+}
+
+/// Waits until the queue of the name holds `k` requests (held or waiting), asserting it does.
+using queued_fn = std::function<void(int k)>;
+
+/// A reader on `b1` holds `n`; a writer on `b2` queues behind it; a new reader is then busy
+/// (although only a reader holds) and queues behind the writer; the writer holds alone once the
+/// first reader leaves, and the second reader after it, with a higher fence.
+inline void expect_writer_first(backend& b1, backend& b2, const std::string& n,
+                                const queued_fn& queued) {
+  using namespace std::chrono_literals;
+  auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
+  auto r1 = b1.acquire(kind_request(n, lock_kind::shared), soon(), {});
+  ASSERT_TRUE(r1);
+  auto writer = later(b2, kind_request(n, lock_kind::exclusive));
+  queued(2);
+  EXPECT_FALSE(b1.try_acquire(kind_request(n, lock_kind::shared), soon(), nullptr));
+  EXPECT_FALSE(
+      b1.acquire(kind_request(n, lock_kind::shared), std::chrono::steady_clock::now() + 300ms, {}));
+  auto reader = later(b1, kind_request(n, lock_kind::shared));
+  queued(3);
+  ASSERT_TRUE(b1.release(*r1, soon()));
+  auto w = writer.get();
+  ASSERT_TRUE(w);
+  EXPECT_GT(w->fence, r1->fence);
+  auto rows = b1.list(n);
+  EXPECT_EQ(rows.size(), 1u);
+  for (const auto& row : rows) EXPECT_EQ(row.kind, lock_kind::exclusive);
+  EXPECT_TRUE(pending(reader));
+  ASSERT_TRUE(b2.release(*w, soon()));
+  auto r2 = reader.get();
+  ASSERT_TRUE(r2);
+  EXPECT_GT(r2->fence, w->fence);
+  EXPECT_TRUE(b1.release(*r2, soon()));
+}
+
+/// One permit of 2 held on `b1`: a request for 3 is a config_error (waiting or not) and leaves
+/// nothing queued; one for 2 holds; a waiter for 2 queues and another count is still refused;
+/// once the name is idle the next request sets the count (3), and 2 is refused.
+inline void expect_permit_count_agreed(backend& b1, backend& b2, const std::string& n,
+                                       const queued_fn& queued) {
+  using namespace std::chrono_literals;
+  auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
+  auto get = [&](backend& b, std::uint32_t permits) {
+    return b.acquire(kind_request(n, lock_kind::permit, permits), soon(), {});
+  };
+  auto p = get(b1, 2);
+  ASSERT_TRUE(p);
+  EXPECT_THROW(get(b2, 3), config_error);
+  EXPECT_THROW(b2.try_acquire(kind_request(n, lock_kind::permit, 3), soon(), nullptr),
+               config_error);
+  queued(1);  // the refused requests left nothing
+  auto same = get(b2, 2);
+  ASSERT_TRUE(same);
+  EXPECT_NE(same->fence, p->fence);
+  auto waiter = later(b1, kind_request(n, lock_kind::permit, 2));
+  queued(3);
+  EXPECT_THROW(get(b2, 1), config_error);
+  EXPECT_TRUE(b1.release(*p, soon()));
+  auto w = waiter.get();
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(b2.release(*same, soon()));
+  EXPECT_TRUE(b1.release(*w, soon()));
+  auto other = get(b2, 3);  // idle: the next request sets the count
+  ASSERT_TRUE(other);
+  EXPECT_GT(other->fence, w->fence);
+  EXPECT_THROW(get(b1, 2), config_error);
+  EXPECT_TRUE(b2.release(*other, soon()));
 }
 
 }  // namespace sqlock::test

@@ -71,6 +71,16 @@ json all_of(const std::string& pfx) {
   return r;
 }
 
+// A transaction that puts `key` for `req` on `lease` unless it exists, then reads `range`.
+json put_then_read(const std::string& key, const lock_request& req, std::int64_t lease,
+                   const json& range) {
+  json absent = {
+      {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
+  json put = {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(lease)}};
+  return {{"compare", json::array({absent})},
+          {"success", json::array({{{"request_put", put}}, {{"request_range", range}}})}};
+}
+
 // The index of `key` in `q`; q.size() when it is not there.
 std::size_t index_of(const std::vector<queue_key>& q, const std::string& key) {
   std::size_t i = 0;
@@ -157,14 +167,7 @@ std::optional<taken> queue::try_take_kind(const lock_request& req, steady_time d
   if (!turn_of(q, q.size() - 1).holds) return std::nullopt;
   const auto sp = spares_.take(ttl_for(req.lease), deadline);
   const std::string key = pfx + hex(sp.id);
-  json absent = {
-      {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
-  json txn = {
-      {"compare", json::array({absent})},
-      {"success",
-       json::array({{{"request_put",
-                      {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(sp.id)}}}},
-                    {{"request_range", all_of(pfx)}}})}};
+  json txn = put_then_read(key, req, sp.id, all_of(pfx));
   json r;
   try {
     r = gw_.call("kv/txn", txn, deadline);
@@ -202,16 +205,9 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
   // An exclusive key holds when it is the first; a shared key or a permit looks at all before it.
   const bool exclusive = req.kind == lock_kind::exclusive;
   const json ahead = exclusive ? first_of(pfx) : all_of(pfx);
-  json absent = {
-      {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
-  json txn = {
-      {"compare", json::array({absent})},
-      {"success",
-       json::array({{{"request_put",
-                      {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(lease)}}}},
-                    {{"request_range", ahead}}})},
-      {"failure",
-       json::array({{{"request_range", {{"key", b64(key)}}}}, {{"request_range", ahead}}})}};
+  json txn = put_then_read(key, req, lease, ahead);
+  txn["failure"] =
+      json::array({{{"request_range", {{"key", b64(key)}}}}, {{"request_range", ahead}}});
   hold h{key, lease, 0, ttl};
   try {
     auto r = gw_.call("kv/txn", txn, std::max(deadline, clock::now() + policy.min_attempt));

@@ -99,25 +99,8 @@ TEST_F(etcd_kinds, shared_and_exclusive_exclude_each_other_and_a_queued_writer_g
   auto r1 = reader.get();
   ASSERT_TRUE(r1);
   EXPECT_GT(r1->fence, ex->fence);
-  // A writer queues behind the reader; a later reader queues behind the writer.
-  auto writer = later(*b1, req(n, lock_kind::exclusive));
-  queued(n, 2);
-  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::shared), soon(), nullptr));
-  auto reader2 = later(*b2, req(n, lock_kind::shared));
-  queued(n, 3);
   ASSERT_TRUE(b2->release(*r1, soon()));
-  auto w = writer.get();
-  ASSERT_TRUE(w);
-  EXPECT_GT(w->fence, r1->fence);
-  EXPECT_TRUE(pending(reader2));
-  auto rows = b1->list(n);
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
-  ASSERT_TRUE(b1->release(*w, soon()));
-  auto r2 = reader2.get();
-  ASSERT_TRUE(r2);
-  EXPECT_GT(r2->fence, w->fence);
-  EXPECT_TRUE(b2->release(*r2, soon()));
+  expect_writer_first(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
 TEST_F(etcd_kinds, a_writer_is_not_starved_while_readers_keep_arriving) {
@@ -134,26 +117,28 @@ TEST_F(etcd_kinds, the_permit_bound_holds_under_threads_of_two_processes) {
 TEST_F(etcd_kinds, a_different_permit_count_is_a_config_error_until_the_name_is_idle) {
   auto n = name("permit-n");
   auto b1 = open(), b2 = open();
-  auto p = get(*b1, req(n, lock_kind::permit, 2));
-  ASSERT_TRUE(p);
-  EXPECT_THROW(get(*b2, req(n, lock_kind::permit, 3)), config_error);
-  EXPECT_THROW(b2->try_acquire(req(n, lock_kind::permit, 3), soon(), nullptr), config_error);
-  EXPECT_EQ(queue_length(n), 1);
-  auto same = get(*b2, req(n, lock_kind::permit, 2));
-  ASSERT_TRUE(same);
-  EXPECT_NE(same->fence, p->fence);
-  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::permit, 2), soon(), nullptr));
-  EXPECT_FALSE(get(*b2, req(n, lock_kind::shared), 300ms));  // kinds exclude each other
-  auto rows = b1->list(n);
+  expect_permit_count_agreed(*b1, *b2, n, [&](int k) { queued(n, k); });
+}
+
+TEST_F(etcd_kinds, each_permit_is_listed_kinds_exclude_each_other_and_force_release_ends_all) {
+  auto n = name("permit-list");
+  auto b = open();
+  auto p1 = get(*b, req(n, lock_kind::permit, 2));
+  auto p2 = get(*b, req(n, lock_kind::permit, 2));
+  ASSERT_TRUE(p1 && p2);
+  EXPECT_FALSE(b->try_acquire(req(n, lock_kind::permit, 2), soon(), nullptr));
+  EXPECT_FALSE(get(*b, req(n, lock_kind::shared), 300ms));
+  EXPECT_FALSE(get(*b, req(n, lock_kind::exclusive), 300ms));
+  auto rows = b->list(n);
   ASSERT_EQ(rows.size(), 2u);
-  for (const auto& row : rows) EXPECT_EQ(row.permits, 2u);
-  EXPECT_TRUE(b1->release(*p, soon()));
-  EXPECT_TRUE(b2->release(*same, soon()));
-  auto other = get(*b2, req(n, lock_kind::permit, 3));  // idle: the next request sets N
-  ASSERT_TRUE(other);
-  EXPECT_GT(other->fence, same->fence);
-  EXPECT_TRUE(b2->force_release(n));
-  EXPECT_FALSE(b2->renew(*other, 30s, soon()));
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.kind, lock_kind::permit);
+    EXPECT_EQ(row.permits, 2u);
+  }
+  EXPECT_TRUE(b->force_release(n));
+  EXPECT_TRUE(b->list(n).empty());
+  EXPECT_FALSE(b->renew(*p1, 30s, soon()));
+  EXPECT_FALSE(b->renew(*p2, 30s, soon()));
 }
 
 TEST_F(etcd_kinds, a_revoked_lease_frees_only_its_own_hold) {

@@ -137,27 +137,7 @@ TEST_F(zk_kinds, shared_and_exclusive_exclude_each_other_across_clients) {
 TEST_F(zk_kinds, a_queued_writer_keeps_later_readers_out) {
   auto n = name("writer-first");
   auto b1 = open(), b2 = open();
-  auto r1 = get(*b1, req(n, lock_kind::shared));
-  ASSERT_TRUE(r1);
-  auto writer = later(*b2, req(n, lock_kind::exclusive));
-  queued(n, 2);
-  // Only a reader holds, but the writer waits: a new reader does not jump ahead of it.
-  EXPECT_FALSE(b1->try_acquire(req(n, lock_kind::shared), soon(), nullptr));
-  EXPECT_FALSE(get(*b1, req(n, lock_kind::shared), 300ms));
-  auto reader = later(*b1, req(n, lock_kind::shared));
-  queued(n, 3);
-  ASSERT_TRUE(b1->release(*r1, soon()));
-  auto w = writer.get();
-  ASSERT_TRUE(w);
-  auto rows = b1->list(n);
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
-  EXPECT_TRUE(pending(reader));
-  ASSERT_TRUE(b2->release(*w, soon()));
-  auto r2 = reader.get();
-  ASSERT_TRUE(r2);
-  EXPECT_GT(r2->fence, w->fence);
-  EXPECT_TRUE(b1->release(*r2, soon()));
+  sqlock::test::expect_writer_first(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
 TEST_F(zk_kinds, a_writer_is_not_starved_while_readers_keep_arriving) {
@@ -201,27 +181,7 @@ TEST_F(zk_kinds, each_permit_is_a_hold_of_its_own_listed_with_its_count) {
 TEST_F(zk_kinds, a_different_permit_count_is_a_config_error_until_the_name_is_idle) {
   auto n = name("permit-n");
   auto b1 = open(), b2 = open();
-  auto p = get(*b1, req(n, lock_kind::permit, 2));
-  ASSERT_TRUE(p);
-  EXPECT_THROW(get(*b2, req(n, lock_kind::permit, 3)), config_error);
-  EXPECT_THROW(b2->try_acquire(req(n, lock_kind::permit, 3), soon(), nullptr), config_error);
-  EXPECT_EQ(raw().queue_length(n), 1);  // the refused requests left nothing
-  auto same = get(*b2, req(n, lock_kind::permit, 2));
-  ASSERT_TRUE(same);
-  // A waiter for the same count queued behind both permits; another count is refused too.
-  auto waiter = later(*b1, req(n, lock_kind::permit, 2));
-  queued(n, 3);
-  EXPECT_THROW(get(*b2, req(n, lock_kind::permit, 1)), config_error);
-  EXPECT_TRUE(b1->release(*p, soon()));
-  auto w = waiter.get();
-  ASSERT_TRUE(w);
-  EXPECT_TRUE(b2->release(*same, soon()));
-  EXPECT_TRUE(b1->release(*w, soon()));
-  // Idle: the next request sets the count.
-  auto other = get(*b2, req(n, lock_kind::permit, 3));
-  ASSERT_TRUE(other);
-  EXPECT_THROW(get(*b1, req(n, lock_kind::permit, 2)), config_error);
-  EXPECT_TRUE(b2->release(*other, soon()));
+  sqlock::test::expect_permit_count_agreed(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
 TEST_F(zk_kinds, a_dead_session_frees_only_its_own_hold) {

@@ -2,7 +2,8 @@
 // the core), for the backend test programs whose store queues every kind itself (ZooKeeper,
 // etcd): an acquire on another thread, a queued writer keeping later readers out, a writer among
 // readers that keep arriving, the permit bound under threads of two processes (counted in shared
-// memory), and the permit count all users must agree on.
+// memory), the permit count all users must agree on, many readers, listed permits and waits
+// that end on time.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -214,6 +216,93 @@ inline void expect_permit_count_agreed(backend& b1, backend& b2, const std::stri
   EXPECT_GT(other->fence, w->fence);
   EXPECT_THROW(get(b1, 2), config_error);
   EXPECT_TRUE(b2.release(*other, soon()));
+}
+
+/// Eight shared holds of `n` at once over `b1` and `b2`, each listed with its owner and kind; an
+/// exclusive try is busy and leaves nothing queued; all released, nothing is listed.
+inline void expect_many_shared(backend& b1, backend& b2, const std::string& n,
+                               const queued_fn& queued) {
+  using namespace std::chrono_literals;
+  auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
+  std::vector<std::pair<backend*, lease_info>> held;
+  std::set<std::string> owners;
+  for (int i = 0; i < 8; ++i) {
+    backend& b = i % 2 ? b2 : b1;
+    auto r = kind_request(n, lock_kind::shared);
+    auto l = i < 4 ? b.try_acquire(r, soon(), nullptr) : b.acquire(r, soon(), {});
+    ASSERT_TRUE(l) << i;
+    EXPECT_FALSE(l->waited);
+    held.emplace_back(&b, *l);
+    owners.insert(r.owner);
+  }
+  auto rows = b1.list(n);
+  EXPECT_EQ(rows.size(), 8u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.kind, lock_kind::shared);
+    EXPECT_EQ(row.holder, "kinds test");
+    EXPECT_EQ(owners.count(row.owner), 1u);
+  }
+  EXPECT_FALSE(b2.try_acquire(kind_request(n, lock_kind::exclusive), soon(), nullptr));
+  queued(8);  // the busy attempt left nothing
+  for (auto& [b, l] : held) EXPECT_TRUE(b->release(l, soon()));
+  EXPECT_TRUE(b1.list(n).empty());
+}
+
+/// Two permits of 2 on `b`, each its own hold with its own fence, listed with the count; a third
+/// is busy; a shared or exclusive request of the name is busy too (kinds exclude each other); a
+/// released permit goes to the next request with a higher fence; force_release ends every permit.
+inline void expect_permits_listed(backend& b, const std::string& n) {
+  using namespace std::chrono_literals;
+  auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
+  auto briefly = [] { return std::chrono::steady_clock::now() + 300ms; };
+  auto p1 = b.acquire(kind_request(n, lock_kind::permit, 2), soon(), {});
+  auto p2 = b.acquire(kind_request(n, lock_kind::permit, 2), soon(), {});
+  ASSERT_TRUE(p1 && p2);
+  EXPECT_NE(p1->fence, p2->fence);
+  EXPECT_FALSE(b.try_acquire(kind_request(n, lock_kind::permit, 2), soon(), nullptr));
+  EXPECT_FALSE(b.acquire(kind_request(n, lock_kind::permit, 2), briefly(), {}));
+  auto rows = b.list(n);
+  EXPECT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.kind, lock_kind::permit);
+    EXPECT_EQ(row.permits, 2u);
+  }
+  EXPECT_FALSE(b.acquire(kind_request(n, lock_kind::shared), briefly(), {}));
+  EXPECT_FALSE(b.acquire(kind_request(n, lock_kind::exclusive), briefly(), {}));
+  EXPECT_TRUE(b.release(*p1, soon()));
+  auto p3 = b.acquire(kind_request(n, lock_kind::permit, 2), soon(), {});
+  ASSERT_TRUE(p3);
+  EXPECT_GT(p3->fence, p2->fence);
+  EXPECT_TRUE(b.force_release(n));  // ends every permit
+  EXPECT_TRUE(b.list(n).empty());
+  EXPECT_FALSE(b.renew(*p2, 30s, soon()));
+  EXPECT_FALSE(b.renew(*p3, 30s, soon()));
+}
+
+/// Shared and permit waits on `b2` behind an exclusive hold on `b1`, and a permit wait behind
+/// the one permit of 1, end at their deadline (not much later) and leave nothing queued.
+inline void expect_waits_end_on_time(backend& b1, backend& b2, const std::string& n,
+                                     const queued_fn& queued) {
+  using namespace std::chrono_literals;
+  using clock = std::chrono::steady_clock;
+  auto soon = [] { return clock::now() + 10s; };
+  auto times_out = [&](const lock_request& r) {
+    auto start = clock::now();
+    EXPECT_FALSE(b2.acquire(r, start + 400ms, {}));
+    auto took = clock::now() - start;
+    EXPECT_GE(took, 400ms);
+    EXPECT_LT(took, 5s);  // not an I/O, session or lease timeout
+    queued(1);
+  };
+  auto ex = b1.acquire(kind_request(n, lock_kind::exclusive), soon(), {});
+  ASSERT_TRUE(ex);
+  times_out(kind_request(n, lock_kind::shared));
+  times_out(kind_request(n, lock_kind::permit, 2));
+  EXPECT_TRUE(b1.release(*ex, soon()));
+  auto p = b1.acquire(kind_request(n, lock_kind::permit, 1), soon(), {});
+  ASSERT_TRUE(p);
+  times_out(kind_request(n, lock_kind::permit, 1));
+  EXPECT_TRUE(b1.release(*p, soon()));
 }
 
 }  // namespace sqlock::test

@@ -110,6 +110,15 @@ void queue::revoke_quietly(std::int64_t lease, steady_time deadline) {
   }
 }
 
+json queue::put_txn(const json& txn, std::int64_t lease, steady_time deadline) {
+  try {
+    return gw_.call("kv/txn", txn, deadline);
+  } catch (...) {
+    spares_.revoke_later(lease);  // the key may have been put: its lease must end
+    throw;
+  }
+}
+
 std::optional<taken> queue::try_take(const lock_request& req, steady_time deadline) {
   if (req.kind != lock_kind::exclusive) return try_take_kind(req, deadline);
   const std::string pfx = lock_prefix(prefix_, req.name);
@@ -126,13 +135,7 @@ std::optional<taken> queue::try_take(const lock_request& req, steady_time deadli
            {{{"request_put",
               {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(sp.id)}}}}})},
       {"failure", json::array({{{"request_range", first_of(pfx)}}})}};
-  json r;
-  try {
-    r = gw_.call("kv/txn", txn, deadline);
-  } catch (...) {
-    spares_.revoke_later(sp.id);  // the key may have been put: its lease must end
-    throw;
-  }
+  json r = put_txn(txn, sp.id, deadline);
   if (r.value("succeeded", false))
     return taken{hold{key, sp.id, num(r["header"], "revision"), sp.ttl_s}, sp.sent};
   spares_.put_back(sp);  // no key was attached: the lease serves the next attempt
@@ -168,13 +171,7 @@ std::optional<taken> queue::try_take_kind(const lock_request& req, steady_time d
   const auto sp = spares_.take(ttl_for(req.lease), deadline);
   const std::string key = pfx + hex(sp.id);
   json txn = put_then_read(key, req, sp.id, all_of(pfx));
-  json r;
-  try {
-    r = gw_.call("kv/txn", txn, deadline);
-  } catch (...) {
-    spares_.revoke_later(sp.id);  // the key may have been put: its lease must end
-    throw;
-  }
+  json r = put_txn(txn, sp.id, deadline);
   if (!r.value("succeeded", false)) {
     spares_.revoke_later(sp.id);  // a key of this lease exists already: not a spare
     return std::nullopt;

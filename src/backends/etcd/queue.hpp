@@ -75,6 +75,9 @@ class queue {
 
  private:
   static std::int64_t ttl_for(milliseconds lease);
+  // Sends `txn`, which may put a key on spare lease `lease`; when its outcome is unknown (it
+  // throws) the lease, and any key put with it, is revoked in the background.
+  json put_txn(const json& txn, std::int64_t lease, steady_time deadline);
   // try_take() for a shared request or a permit.
   std::optional<taken> try_take_kind(const lock_request& req, steady_time deadline);
   // What a waiting key saw in one read: it holds, or the keys whose deletion it waits for

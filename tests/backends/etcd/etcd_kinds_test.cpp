@@ -66,25 +66,7 @@ TEST_F(etcd_kinds, many_shared_holders_at_once_and_list_shows_each) {
   auto b1 = open(), b2 = open();
   EXPECT_TRUE(b1->caps().shared);
   EXPECT_TRUE(b1->caps().permits);
-  std::vector<std::pair<backend*, lease_info>> held;
-  std::set<std::string> owners;
-  for (int i = 0; i < 6; ++i) {
-    backend& b = i % 2 ? *b2 : *b1;
-    auto r = req(n, lock_kind::shared);
-    auto l = i < 3 ? b.try_acquire(r, soon(), nullptr) : get(b, r);
-    ASSERT_TRUE(l) << i;
-    held.emplace_back(&b, *l);
-    owners.insert(r.owner);
-  }
-  auto rows = b1->list(n);
-  ASSERT_EQ(rows.size(), 6u);
-  for (const auto& row : rows) {
-    EXPECT_EQ(row.kind, lock_kind::shared);
-    EXPECT_EQ(owners.count(row.owner), 1u);
-  }
-  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
-  EXPECT_EQ(queue_length(n), 6);
-  for (auto& [b, l] : held) EXPECT_TRUE(b->release(l, soon()));
+  expect_many_shared(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
 TEST_F(etcd_kinds, shared_and_exclusive_exclude_each_other_and_a_queued_writer_goes_first) {
@@ -120,25 +102,10 @@ TEST_F(etcd_kinds, a_different_permit_count_is_a_config_error_until_the_name_is_
   expect_permit_count_agreed(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
-TEST_F(etcd_kinds, each_permit_is_listed_kinds_exclude_each_other_and_force_release_ends_all) {
+TEST_F(etcd_kinds, each_permit_is_a_hold_of_its_own_listed_with_its_count) {
   auto n = name("permit-list");
   auto b = open();
-  auto p1 = get(*b, req(n, lock_kind::permit, 2));
-  auto p2 = get(*b, req(n, lock_kind::permit, 2));
-  ASSERT_TRUE(p1 && p2);
-  EXPECT_FALSE(b->try_acquire(req(n, lock_kind::permit, 2), soon(), nullptr));
-  EXPECT_FALSE(get(*b, req(n, lock_kind::shared), 300ms));
-  EXPECT_FALSE(get(*b, req(n, lock_kind::exclusive), 300ms));
-  auto rows = b->list(n);
-  ASSERT_EQ(rows.size(), 2u);
-  for (const auto& row : rows) {
-    EXPECT_EQ(row.kind, lock_kind::permit);
-    EXPECT_EQ(row.permits, 2u);
-  }
-  EXPECT_TRUE(b->force_release(n));
-  EXPECT_TRUE(b->list(n).empty());
-  EXPECT_FALSE(b->renew(*p1, 30s, soon()));
-  EXPECT_FALSE(b->renew(*p2, 30s, soon()));
+  expect_permits_listed(*b, n);
 }
 
 TEST_F(etcd_kinds, a_revoked_lease_frees_only_its_own_hold) {
@@ -163,17 +130,7 @@ TEST_F(etcd_kinds, a_revoked_lease_frees_only_its_own_hold) {
 TEST_F(etcd_kinds, waits_end_at_their_deadline_and_leave_no_key) {
   auto n = name("deadline");
   auto b1 = open(), b2 = open();
-  auto ex = get(*b1, req(n, lock_kind::exclusive));
-  ASSERT_TRUE(ex);
-  for (auto kind : {lock_kind::shared, lock_kind::permit}) {
-    auto start = steady::now();
-    EXPECT_FALSE(b2->acquire(req(n, kind, kind == lock_kind::permit ? 2 : 0), start + 400ms, {}));
-    auto took = steady::now() - start;
-    EXPECT_GE(took, 400ms);
-    EXPECT_LT(took, 5s);  // not the I/O timeout
-    EXPECT_EQ(queue_length(n), 1);
-  }
-  EXPECT_TRUE(b1->release(*ex, soon()));
+  expect_waits_end_on_time(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
 TEST_F(etcd_kinds, etcdctl_lock_keeps_readers_out) {

@@ -81,28 +81,7 @@ TEST_F(zk_kinds, the_backend_offers_shared_and_permits) {
 TEST_F(zk_kinds, many_shared_holders_at_once_across_clients_and_list_shows_each) {
   auto n = name("many-shared");
   auto b1 = open(), b2 = open();
-  std::vector<std::pair<backend*, lease_info>> held;
-  std::set<std::string> owners;
-  for (int i = 0; i < 8; ++i) {
-    backend& b = i % 2 ? *b2 : *b1;
-    auto r = req(n, lock_kind::shared);
-    auto l = get(b, r);
-    ASSERT_TRUE(l) << i;
-    EXPECT_FALSE(l->waited);
-    held.emplace_back(&b, *l);
-    owners.insert(r.owner);
-  }
-  auto rows = b1->list(n);
-  ASSERT_EQ(rows.size(), 8u);
-  for (const auto& row : rows) {
-    EXPECT_EQ(row.kind, lock_kind::shared);
-    EXPECT_EQ(row.holder, "kinds test");
-    EXPECT_EQ(owners.count(row.owner), 1u);
-  }
-  EXPECT_FALSE(b2->try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
-  EXPECT_EQ(raw().queue_length(n), 8);  // the busy attempt left no node
-  for (auto& [b, l] : held) EXPECT_TRUE(b->release(l, soon()));
-  EXPECT_TRUE(b1->list(n).empty());
+  sqlock::test::expect_many_shared(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
 TEST_F(zk_kinds, shared_and_exclusive_exclude_each_other_across_clients) {
@@ -154,28 +133,7 @@ TEST_F(zk_kinds, the_permit_bound_holds_under_threads_of_two_processes) {
 TEST_F(zk_kinds, each_permit_is_a_hold_of_its_own_listed_with_its_count) {
   auto n = name("permit-list");
   auto b = open();
-  auto p1 = get(*b, req(n, lock_kind::permit, 2));
-  auto p2 = get(*b, req(n, lock_kind::permit, 2));
-  ASSERT_TRUE(p1 && p2);
-  EXPECT_NE(p1->fence, p2->fence);
-  EXPECT_FALSE(b->try_acquire(req(n, lock_kind::permit, 2), soon(), nullptr));
-  EXPECT_FALSE(get(*b, req(n, lock_kind::permit, 2), 300ms));
-  auto rows = b->list(n);
-  ASSERT_EQ(rows.size(), 2u);
-  for (const auto& row : rows) {
-    EXPECT_EQ(row.kind, lock_kind::permit);
-    EXPECT_EQ(row.permits, 2u);
-  }
-  // Permits and locks of one name exclude each other.
-  EXPECT_FALSE(get(*b, req(n, lock_kind::shared), 300ms));
-  EXPECT_FALSE(get(*b, req(n, lock_kind::exclusive), 300ms));
-  EXPECT_TRUE(b->release(*p1, soon()));
-  auto p3 = get(*b, req(n, lock_kind::permit, 2));
-  ASSERT_TRUE(p3);
-  EXPECT_GT(p3->fence, p2->fence);
-  EXPECT_TRUE(b->force_release(n));  // ends every permit
-  EXPECT_TRUE(b->list(n).empty());
-  EXPECT_FALSE(b->renew(*p2, 30s, soon()));
+  sqlock::test::expect_permits_listed(*b, n);
 }
 
 TEST_F(zk_kinds, a_different_permit_count_is_a_config_error_until_the_name_is_idle) {
@@ -248,25 +206,7 @@ TEST_F(zk_kinds, an_exclusive_fence_exceeds_every_earlier_hold) {
 TEST_F(zk_kinds, waits_end_at_their_deadline_and_leave_no_node) {
   auto n = name("deadline");
   auto b1 = open(), b2 = open();
-  auto ex = get(*b1, req(n, lock_kind::exclusive));
-  ASSERT_TRUE(ex);
-  for (auto kind : {lock_kind::shared, lock_kind::permit}) {
-    auto start = clock_type::now();
-    auto r = req(n, kind, kind == lock_kind::permit ? 2 : 0);
-    EXPECT_FALSE(b2->acquire(r, start + 400ms, {}));
-    auto took = clock_type::now() - start;
-    EXPECT_GE(took, 400ms);
-    EXPECT_LT(took, 5s);  // not the I/O timeout or a session timeout
-    EXPECT_EQ(raw().queue_length(n), 1);
-  }
-  EXPECT_TRUE(b1->release(*ex, soon()));
-  auto p = get(*b1, req(n, lock_kind::permit, 1));
-  ASSERT_TRUE(p);
-  auto start = clock_type::now();
-  EXPECT_FALSE(b2->acquire(req(n, lock_kind::permit, 1), start + 400ms, {}));
-  EXPECT_GE(clock_type::now() - start, 400ms);
-  EXPECT_EQ(raw().queue_length(n), 1);
-  EXPECT_TRUE(b1->release(*p, soon()));
+  sqlock::test::expect_waits_end_on_time(*b1, *b2, n, [&](int k) { queued(n, k); });
 }
 
 TEST_F(zk_kinds, a_retried_attempt_of_one_owner_gets_the_same_hold) {

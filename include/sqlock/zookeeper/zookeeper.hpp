@@ -4,8 +4,10 @@
 // zookeeper://[user:password@]h1:p1,h2:p2[/root]?session_timeout=10s&connect_timeout=10s&timeout=5s
 //   &acl=open|creator
 // A lock named N lives at <root>/locks/<znode_name(N)> (a container node, removed by the server
-// once empty); each acquisition is a child "n-<owner>-<sequence>" whose data is the holder
-// description. The lowest sequence holds; every waiter watches only its immediate predecessor.
+// once empty); each acquisition is a child "n-<owner>-<sequence>" (shared: "r-", one of N
+// permits: "p<N>-") whose data is the holder description. The lowest sequence holds exclusively;
+// shared nodes hold with only shared nodes ahead, permits with fewer than N permits ahead; an
+// exclusive waiter watches only its immediate predecessor.
 // The fencing token is the creation zxid of the winning node. See docs/backends/zookeeper.md.
 #pragma once
 

@@ -99,6 +99,8 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     c.fair = true;
     c.linger = false;       // an etcd lease cannot be shortened once granted
     c.fencing_safe = true;  // create revisions are raft-ordered: they rise across leader changes
+    c.shared = true;        // keys of every kind in one queue (kinds.hpp)
+    c.permits = true;
     return c;
   }
 

@@ -1,5 +1,7 @@
 #include "queue.hpp"
 
+#include "kinds.hpp"
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -61,23 +63,29 @@ const json& kvs_of(const json& range_response) {
   return it == range_response.end() ? none : *it;
 }
 
-// The sqlock value of a key: owner token and holder text (etcdctl's keys have "").
-struct value_fields {
-  std::string owner, holder;
-};
-value_fields fields_of(const json& kv) {
-  value_fields f;
-  auto v = unb64(kv.value("value", ""));
-  json j = json::parse(v, nullptr, false);
-  if (j.is_object()) {
-    f.owner = j.value("owner", "");
-    f.holder = j.value("holder", "");
-  }
-  return f;
+// Every key of the queue `pfx`, first created first.
+json all_of(const std::string& pfx) {
+  json r = range_of(pfx, prefix_end(pfx));
+  r["sort_order"] = "ASCEND";
+  r["sort_target"] = "CREATE";
+  return r;
 }
 
-std::string value_for(const lock_request& req) {
-  return json{{"owner", req.owner}, {"holder", req.holder}}.dump();
+// A transaction that puts `key` for `req` on `lease` unless it exists, then reads `range`.
+json put_then_read(const std::string& key, const lock_request& req, std::int64_t lease,
+                   const json& range) {
+  json absent = {
+      {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
+  json put = {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(lease)}};
+  return {{"compare", json::array({absent})},
+          {"success", json::array({{{"request_put", put}}, {{"request_range", range}}})}};
+}
+
+// The index of `key` in `q`; q.size() when it is not there.
+std::size_t index_of(const std::vector<queue_key>& q, const std::string& key) {
+  std::size_t i = 0;
+  while (i < q.size() && q[i].key != key) ++i;
+  return i;
 }
 
 hold hold_of(const json& kv, std::int64_t ttl_s) {
@@ -102,7 +110,17 @@ void queue::revoke_quietly(std::int64_t lease, steady_time deadline) {
   }
 }
 
+json queue::put_txn(const json& txn, std::int64_t lease, steady_time deadline) {
+  try {
+    return gw_.call("kv/txn", txn, deadline);
+  } catch (...) {
+    spares_.revoke_later(lease);  // the key may have been put: its lease must end
+    throw;
+  }
+}
+
 std::optional<taken> queue::try_take(const lock_request& req, steady_time deadline) {
+  if (req.kind != lock_kind::exclusive) return try_take_kind(req, deadline);
   const std::string pfx = lock_prefix(prefix_, req.name);
   const auto sp = spares_.take(ttl_for(req.lease), deadline);
   const std::string key = pfx + hex(sp.id);
@@ -117,24 +135,59 @@ std::optional<taken> queue::try_take(const lock_request& req, steady_time deadli
            {{{"request_put",
               {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(sp.id)}}}}})},
       {"failure", json::array({{{"request_range", first_of(pfx)}}})}};
-  json r;
-  try {
-    r = gw_.call("kv/txn", txn, deadline);
-  } catch (...) {
-    spares_.revoke_later(sp.id);  // the key may have been put: its lease must end
-    throw;
-  }
+  json r = put_txn(txn, sp.id, deadline);
   if (r.value("succeeded", false))
     return taken{hold{key, sp.id, num(r["header"], "revision"), sp.ttl_s}, sp.sent};
   spares_.put_back(sp);  // no key was attached: the lease serves the next attempt
   const auto& kvs = kvs_of(r["responses"][0]["response_range"]);
-  if (kvs.empty() || fields_of(kvs[0]).owner != req.owner) return std::nullopt;
+  if (kvs.empty() || key_of(kvs[0]).owner != req.owner) return std::nullopt;
   // Ours: an earlier attempt whose reply was lost put it. Its lease was granted at an unknown
   // time: extend it now and measure the hold from this request.
   hold h = hold_of(kvs[0], sp.ttl_s);
   auto sent = clock::now();
   if (!keep_alive(h, deadline)) return std::nullopt;
   return taken{h, sent};
+}
+
+std::optional<taken> queue::try_take_kind(const lock_request& req, steady_time deadline) {
+  const std::string pfx = lock_prefix(prefix_, req.name);
+  auto q = keys_of(kvs_of(gw_.call("kv/range", all_of(pfx), deadline)));
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    if (q[i].owner != req.owner) continue;
+    // Ours: an earlier attempt whose reply was lost put it, at an unknown time.
+    hold h{q[i].key, q[i].lease, q[i].revision, ttl_for(req.lease)};
+    if (!turn_of(q, i).holds) {
+      give_up(h, steady_time{}, deadline);  // a try leaves no waiting key
+      return std::nullopt;
+    }
+    auto sent = clock::now();
+    if (!keep_alive(h, deadline)) return std::nullopt;
+    return taken{h, sent};
+  }
+  // Busy without a write when a key put now would not hold.
+  q.push_back(queue_key{"", 0, 0, req.owner, req.holder, req.kind, req.permits});
+  check_permits(q, q.size() - 1, req);
+  if (!turn_of(q, q.size() - 1).holds) return std::nullopt;
+  const auto sp = spares_.take(ttl_for(req.lease), deadline);
+  const std::string key = pfx + hex(sp.id);
+  json txn = put_then_read(key, req, sp.id, all_of(pfx));
+  json r = put_txn(txn, sp.id, deadline);
+  if (!r.value("succeeded", false)) {
+    spares_.revoke_later(sp.id);  // a key of this lease exists already: not a spare
+    return std::nullopt;
+  }
+  hold h{key, sp.id, num(r["header"], "revision"), sp.ttl_s};
+  auto now = keys_of(kvs_of(r["responses"][1]["response_range"]));
+  auto i = index_of(now, key);
+  try {
+    if (i < now.size()) check_permits(now, i, req);
+  } catch (const config_error&) {
+    give_up(h, sp.sent, deadline);
+    throw;
+  }
+  if (i < now.size() && turn_of(now, i).holds) return taken{h, sp.sent};
+  give_up(h, sp.sent, deadline);  // another request came first: a try leaves no key
+  return std::nullopt;
 }
 
 std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadline,
@@ -146,16 +199,12 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
   const auto lease = sp.id;
   const auto ttl = sp.ttl_s;
   const std::string key = pfx + hex(lease);
-  json absent = {
-      {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
-  json txn = {
-      {"compare", json::array({absent})},
-      {"success",
-       json::array({{{"request_put",
-                      {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(lease)}}}},
-                    {{"request_range", first_of(pfx)}}})},
-      {"failure", json::array({{{"request_range", {{"key", b64(key)}}}},
-                               {{"request_range", first_of(pfx)}}})}};
+  // An exclusive key holds when it is the first; a shared key or a permit looks at all before it.
+  const bool exclusive = req.kind == lock_kind::exclusive;
+  const json ahead = exclusive ? first_of(pfx) : all_of(pfx);
+  json txn = put_then_read(key, req, lease, ahead);
+  txn["failure"] =
+      json::array({{{"request_range", {{"key", b64(key)}}}}, {{"request_range", ahead}}});
   hold h{key, lease, 0, ttl};
   try {
     auto r = gw_.call("kv/txn", txn, std::max(deadline, clock::now() + policy.min_attempt));
@@ -163,8 +212,14 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
     h.revision = put ? num(r["header"], "revision")
                      : num(kvs_of(r["responses"][0]["response_range"]).at(0), "create_revision");
     const auto& first = kvs_of(r["responses"][1]["response_range"]);
-    if (!first.empty() && num(first[0], "create_revision") == h.revision)
+    if (exclusive && !first.empty() && num(first[0], "create_revision") == h.revision)
       return taken{h, sent, false};
+    if (!exclusive) {
+      auto q = keys_of(first);
+      auto i = index_of(q, key);
+      if (i < q.size()) check_permits(q, i, req);
+      if (i < q.size() && turn_of(q, i).holds) return taken{h, sent, false};
+    }
     // Wait for every key created before ours to go, the one just before ours at a time. One
     // watch over the name's queue, confirmed before the first read of the predecessor, sees
     // every deletion after that read. It starts at the current revision: a watch asked to
@@ -186,30 +241,19 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
           sent = ka_sent;
           next_keepalive = ka_sent + keepalive_every;
         }
-        // Our key, the one created just before it and the first of the queue, in one read:
-        // ours missing = our lease died; no predecessor = we hold the lock.
-        json pred = range_of(pfx, prefix_end(pfx));
-        pred["sort_order"] = "DESCEND";
-        pred["sort_target"] = "CREATE";
-        pred["limit"] = "2";
-        pred["max_create_revision"] = str(h.revision);
-        json both = {{"success", json::array({{{"request_range", pred}},
-                                              {{"request_range", first_of(pfx)}}})}};
-        auto pr = gw_.call("kv/txn", both, deadline);
-        const auto& kvs = kvs_of(pr["responses"][0]["response_range"]);
-        if (kvs.empty() || num(kvs[0], "create_revision") != h.revision)
-          throw lock_lost("etcd: the waiting key for '" + req.name + "' was deleted");
-        if (kvs.size() == 1) return taken{h, sent, true};
-        const auto pred_key = unb64(kvs[1].value("key", ""));
-        const auto& head = kvs_of(pr["responses"][1]["response_range"]);
-        const bool pred_is_head = !head.empty() && unb64(head[0].value("key", "")) == pred_key;
+        auto t = exclusive ? look_exclusive(pfx, h, req.name, deadline)
+                           : look_kind(pfx, h, req.name, deadline);
+        if (t.holds) return taken{h, sent, true};
         std::unique_lock lk(gone.m);
+        auto moved = [&] {
+          return std::any_of(t.watch.begin(), t.watch.end(),
+                             [&](auto& k) { return gone.keys.count(k) > 0; });
+        };
         gone.cv.wait_until(lk, std::min(deadline, next_keepalive),
-                           [&] { return gone.keys.count(pred_key) > 0 || watch->ended(); });
+                           [&] { return moved() || watch->ended(); });
         // Deletions arrive in revision order: when the head's deletion is seen and ours is not,
         // no key precedes ours any more (later keys have later create revisions).
-        if (pred_is_head && gone.keys.count(pred_key) > 0 && gone.keys.count(key) == 0)
-          return taken{h, sent, true};
+        if (t.head && moved() && gone.keys.count(key) == 0) return taken{h, sent, true};
         if (watch->ended()) {
           lk.unlock();
           watch = open_deletions(pfx, gone, deadline);  // its member went away
@@ -228,6 +272,40 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
   }
   revoke_quietly(lease, clock::now() + gw_.timeout());  // gave up: leave the queue at once
   return std::nullopt;
+}
+
+queue::look queue::look_exclusive(const std::string& pfx, const hold& h, const std::string& name,
+                                  steady_time deadline) {
+  // Our key, the one created just before it and the first of the queue, in one read: ours
+  // missing = our lease died; no predecessor = we hold the lock.
+  json pred = range_of(pfx, prefix_end(pfx));
+  pred["sort_order"] = "DESCEND";
+  pred["sort_target"] = "CREATE";
+  pred["limit"] = "2";
+  pred["max_create_revision"] = str(h.revision);
+  json both = {
+      {"success", json::array({{{"request_range", pred}}, {{"request_range", first_of(pfx)}}})}};
+  auto pr = gw_.call("kv/txn", both, deadline);
+  const auto& kvs = kvs_of(pr["responses"][0]["response_range"]);
+  if (kvs.empty() || num(kvs[0], "create_revision") != h.revision)
+    throw lock_lost("etcd: the waiting key for '" + name + "' was deleted");
+  if (kvs.size() == 1) return {true, {}, false};
+  auto pred_key = unb64(kvs[1].value("key", ""));
+  const auto& head = kvs_of(pr["responses"][1]["response_range"]);
+  const bool pred_is_head = !head.empty() && unb64(head[0].value("key", "")) == pred_key;
+  return {false, {std::move(pred_key)}, pred_is_head};
+}
+
+queue::look queue::look_kind(const std::string& pfx, const hold& h, const std::string& name,
+                             steady_time deadline) {
+  // Every key up to ours, in creation order: ours (the last) missing = our lease died.
+  json upto = all_of(pfx);
+  upto["max_create_revision"] = str(h.revision);
+  auto q = keys_of(kvs_of(gw_.call("kv/range", upto, deadline)));
+  if (q.empty() || q.back().revision != h.revision)
+    throw lock_lost("etcd: the waiting key for '" + name + "' was deleted");
+  auto t = turn_of(q, q.size() - 1);
+  return {t.holds, std::move(t.watch), false};
 }
 
 std::unique_ptr<stream> queue::open_deletions(const std::string& pfx, deletions& into,
@@ -295,7 +373,7 @@ std::optional<hold> queue::find_owner(const std::string& name, const std::string
   const std::string pfx = lock_prefix(prefix_, name);
   auto r = gw_.call("kv/range", range_of(pfx, prefix_end(pfx)), deadline);
   for (const auto& kv : kvs_of(r))
-    if (fields_of(kv).owner == owner) return hold_of(kv, 0);
+    if (key_of(kv).owner == owner) return hold_of(kv, 0);
   return std::nullopt;
 }
 
@@ -306,53 +384,62 @@ std::vector<lock_status> queue::list(std::string_view name_prefix, steady_time d
   req["sort_order"] = "ASCEND";
   req["sort_target"] = "CREATE";
   auto r = gw_.call("kv/range", req, deadline);
-  std::map<std::string, bool> seen;
-  std::vector<lock_status> out;
+  // Each name's queue, in creation order; then its holders.
+  std::map<std::string, std::vector<queue_key>> queues;
   for (const auto& kv : kvs_of(r)) {
-    std::string key = unb64(kv.value("key", ""));
-    auto slash = key.rfind('/');
+    auto k = key_of(kv);
+    auto slash = k.key.rfind('/');
     if (slash == std::string::npos || slash < base.size()) continue;
-    std::string encoded = key.substr(base.size(), slash - base.size());
-    if (seen[encoded]) continue;  // a waiter: the first-created key holds
-    seen[encoded] = true;
-    lock_status s;
-    try {
-      s.name = decode_name(encoded);
-    } catch (const config_error&) {
-      s.name = encoded;  // a key sqlock did not write
-    }
-    auto f = fields_of(kv);
-    s.owner = f.owner;
-    s.holder = f.holder.empty() ? "lease " + key.substr(slash + 1) : f.holder;
-    s.fence = static_cast<std::uint64_t>(num(kv, "create_revision"));
-    s.mode = "lease";
-    if (auto lease = num(kv, "lease"); lease != 0) {
-      auto t = gw_.call("lease/timetolive", {{"ID", str(lease)}}, deadline);
-      auto ttl = num(t, "TTL");
-      if (ttl > 0) {
-        auto now = std::chrono::duration_cast<milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-        s.expires_at = format_utc_ms(now + ttl * 1000);  // display only: the server's TTL
+    queues[k.key.substr(base.size(), slash - base.size())].push_back(std::move(k));
+  }
+  std::vector<lock_status> out;
+  for (const auto& [encoded, q] : queues) {
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      if (!turn_of(q, i).holds) continue;  // a waiter
+      const auto& k = q[i];
+      lock_status s;
+      try {
+        s.name = decode_name(encoded);
+      } catch (const config_error&) {
+        s.name = encoded;  // a key sqlock did not write
       }
+      s.owner = k.owner;
+      s.holder = k.holder.empty() ? "lease " + k.key.substr(k.key.rfind('/') + 1) : k.holder;
+      s.fence = static_cast<std::uint64_t>(k.revision);
+      s.mode = "lease";
+      s.kind = k.kind;
+      s.permits = k.permits;
+      if (k.lease != 0) {
+        auto t = gw_.call("lease/timetolive", {{"ID", str(k.lease)}}, deadline);
+        auto ttl = num(t, "TTL");
+        if (ttl > 0) {
+          auto now = std::chrono::duration_cast<milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+          s.expires_at = format_utc_ms(now + ttl * 1000);  // display only: the server's TTL
+        }
+      }
+      out.push_back(std::move(s));
     }
-    out.push_back(std::move(s));
   }
   return out;
 }
 
 bool queue::delete_holder(const std::string& name, steady_time deadline) {
   const std::string pfx = lock_prefix(prefix_, name);
-  auto r = gw_.call("kv/range", first_of(pfx), deadline);
-  const auto& kvs = kvs_of(r);
-  if (kvs.empty()) return false;
-  json cmp = {{"key", kvs[0]["key"]},
-              {"target", "CREATE"},
-              {"result", "EQUAL"},
-              {"create_revision", str(num(kvs[0], "create_revision"))}};
-  json txn = {{"compare", json::array({cmp})},
-              {"success", json::array({{{"request_delete_range", {{"key", kvs[0]["key"]}}}}})}};
-  return gw_.call("kv/txn", txn, deadline).value("succeeded", false);
+  auto q = keys_of(kvs_of(gw_.call("kv/range", all_of(pfx), deadline)));
+  bool deleted = false;
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    if (!turn_of(q, i).holds) continue;
+    json cmp = {{"key", b64(q[i].key)},
+                {"target", "CREATE"},
+                {"result", "EQUAL"},
+                {"create_revision", str(q[i].revision)}};
+    json txn = {{"compare", json::array({cmp})},
+                {"success", json::array({{{"request_delete_range", {{"key", b64(q[i].key)}}}}})}};
+    deleted |= gw_.call("kv/txn", txn, deadline).value("succeeded", false);
+  }
+  return deleted;
 }
 
 std::unique_ptr<stream> queue::watch_deletes(

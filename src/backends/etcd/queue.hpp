@@ -1,8 +1,9 @@
 // The lock queue of one name in etcd, as etcd's concurrency.Mutex keeps it: every contender's
 // key `<prefix>/<encoded name>/<lease id hex>` is attached to its own lease; the key with the
-// lowest create revision holds the lock; a waiter watches only the key created just before its
-// own. Also the administrative reads (list, force release) and the prefix watch that reports
-// deleted keys.
+// lowest create revision holds the lock; an exclusive waiter watches only the key created just
+// before its own. Shared requests and permits queue in the same way (kinds.hpp says who holds).
+// Also the administrative reads (list, force release) and the prefix watch that reports deleted
+// keys.
 #pragma once
 
 #include <condition_variable>
@@ -38,12 +39,13 @@ class queue {
  public:
   queue(gateway& gw, std::string prefix);
 
-  /// etcd's TryLock: holds the lock now or leaves no key behind. A retried call with the same
-  /// owner finds the key its lost reply created.
+  /// etcd's TryLock: holds the lock (or a shared hold, a permit) now or leaves no key behind. A
+  /// retried call with the same owner finds the key its lost reply created.
   std::optional<taken> try_take(const lock_request& req, steady_time deadline);
-  /// etcd's Lock: queues a key, then waits fairly (watching the predecessor, keeping the
-  /// waiting key's lease alive) until it is the first or `deadline`; removes the key when it
-  /// gives up. Throws lock_lost when the waiting key's lease dies.
+  /// etcd's Lock: queues a key, then waits fairly (watching the keys it waits for, keeping the
+  /// waiting key's lease alive) until it holds or `deadline`; removes the key when it gives up.
+  /// Throws lock_lost when the waiting key's lease dies, config_error for a permit count that
+  /// disagrees with a permit key ahead.
   std::optional<taken> wait_take(const lock_request& req, steady_time deadline,
                                  const wait_policy& policy);
   /// Keeps the lease of `h` alive once; false when the lease is gone.
@@ -56,9 +58,10 @@ class queue {
   /// The key `owner` holds or waits with under `name` (for a release without a handle).
   std::optional<hold> find_owner(const std::string& name, const std::string& owner,
                                  steady_time deadline);
-  /// The holder of every name starting with `name_prefix`.
+  /// Every holder (a shared lock's readers, a semaphore's permits) of every name starting with
+  /// `name_prefix`.
   std::vector<lock_status> list(std::string_view name_prefix, steady_time deadline);
-  /// Deletes the holder's key of `name` (its lease stays: it may carry other locks of an
+  /// Deletes every holder's key of `name` (their leases stay: one may carry other locks of an
   /// etcdctl session); false when nobody held it.
   bool delete_holder(const std::string& name, steady_time deadline);
   /// Watches every key under the prefix from revision `from` (0 = now) and calls `on_delete`
@@ -72,6 +75,22 @@ class queue {
 
  private:
   static std::int64_t ttl_for(milliseconds lease);
+  // Sends `txn`, which may put a key on spare lease `lease`; when its outcome is unknown (it
+  // throws) the lease, and any key put with it, is revoked in the background.
+  json put_txn(const json& txn, std::int64_t lease, steady_time deadline);
+  // try_take() for a shared request or a permit.
+  std::optional<taken> try_take_kind(const lock_request& req, steady_time deadline);
+  // What a waiting key saw in one read: it holds, or the keys whose deletion it waits for
+  // (`head`: the one key watched is the queue's first, so its deletion makes ours the first).
+  struct look {
+    bool holds = false;
+    std::vector<std::string> watch;
+    bool head = false;
+  };
+  look look_exclusive(const std::string& pfx, const hold& h, const std::string& name,
+                      steady_time deadline);
+  look look_kind(const std::string& pfx, const hold& h, const std::string& name,
+                 steady_time deadline);
   void revoke_quietly(std::int64_t lease, steady_time deadline);
   // Keys deleted from a queue since a watch started, as that watch reports them.
   struct deletions {

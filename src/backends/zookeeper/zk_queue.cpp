@@ -42,28 +42,6 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   return n;
 }
 
-std::optional<queue_node> parse_node(std::string_view child) {
-  if (child.size() < 2 + 1 + 10 || child.substr(0, 2) != "n-") return std::nullopt;
-  std::string_view seq = child.substr(child.size() - 10);
-  if (child[child.size() - 11] != '-') return std::nullopt;
-  std::int64_t v = 0;
-  for (char c : seq) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  auto owner = unescape(child.substr(2, child.size() - 13));
-  if (!owner) return std::nullopt;
-  return queue_node{std::string(child), std::move(*owner), v};
-}
-
-std::vector<queue_node> sorted_queue(const std::vector<std::string>& children) {
-  std::vector<queue_node> q;
-  for (const auto& c : children)
-    if (auto n = parse_node(c)) q.push_back(std::move(*n));
-  std::sort(q.begin(), q.end(), [](auto& a, auto& b) { return a.seq < b.seq; });
-  return q;
-}
-
 }  // namespace
 
 // ---- names ----
@@ -198,7 +176,7 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
   rec.owner = req.owner;
   rec.parent = parent_of(req.name);
   rec.epoch = s_.epoch;
-  const std::string prefix = owner_prefix(req.owner);
+  const std::string prefix = node_prefix(req);
   const std::string path = rec.parent + "/" + prefix;
   auto adopt = [&](const std::string& created, const Stat& st) {
     rec.path = created;
@@ -293,8 +271,15 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
   std::optional<std::vector<queue_node>> listing;
   // A create is bounded by the deadline only: given up, its node is deleted when it answers.
   auto create_until = [&] { return std::max(deadline, clock::now() + policy.min_attempt); };
+  bool fresh = !rec;  // the node is new: its first look checks the permit count
   if (!rec) rec = create(req, create_until(), &listing);
-  bool waited = false;
+  bool waited = false, woken = false;
+  auto holding = [&] {
+    auto l = lease_of(*rec);
+    l.waited = waited;
+    l.sent = sent;
+    return l;
+  };
   for (;;) {
     if (!listing) sent = clock::now();
     auto q = listing ? std::move(*listing) : list(rec->parent, io());
@@ -307,47 +292,49 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
       if (s_.gone()) throw session_gone("ZooKeeper session expired while waiting");
       if (clock::now() >= deadline) return std::nullopt;
       sent = clock::now();
+      fresh = true;
       rec = create(req, create_until(), &listing);
       continue;
     }
-    if (me == q.begin()) {
-      auto l = lease_of(*rec);
-      l.waited = waited;
-      l.sent = sent;
-      return l;
-    }
+    if (fresh) check_permits(q, *me, req);
+    fresh = false;
+    auto t = turn_of(q, static_cast<std::size_t>(me - q.begin()));
+    if (t.holds) return holding();
+    if (woken) stats_.woken_not_first++;
+    woken = false;
     if (clock::now() >= deadline) return std::nullopt;
     waited = true;
-    const std::string pred = rec->parent + "/" + std::prev(me)->znode;
     waiter_slot slot(s_);
-    Stat st{};
     auto until = io();
-    int rc = call(s_, until, [&] { return exists(s_, pred, until, &st, slot.context()); });
-    if (rc == ZNONODE) continue;  // the predecessor left already: look again
-    if (rc != ZOK) fail(rc, "exists(" + pred + ")");
+    if (t.watch.empty()) {
+      // Behind N permits: any of them may leave first, so the whole queue is watched.
+      std::vector<std::string> kids;
+      sent = clock::now();
+      int rc = call(s_, until,
+                    [&] { return get_children(s_, rec->parent, until, kids, slot.context()); });
+      if (rc != ZOK && rc != ZNONODE) fail(rc, "get_children(" + rec->parent + ")");
+      auto now = sorted_queue(kids);
+      auto again =
+          std::find_if(now.begin(), now.end(), [&](auto& n) { return n.znode == rec->znode; });
+      if (again == now.end() || turn_of(now, static_cast<std::size_t>(again - now.begin())).holds) {
+        listing = std::move(now);  // changed meanwhile: look again at once
+        continue;
+      }
+    } else {
+      const std::string pred = rec->parent + "/" + t.watch;
+      int rc = call(s_, until, [&] { return exists(s_, pred, until, nullptr, slot.context()); });
+      if (rc == ZNONODE) continue;  // the predecessor left already: look again
+      if (rc != ZOK) fail(rc, "exists(" + pred + ")");
+    }
     stats_.waiting++;
     // The re-check only bounds how long a lost watch could delay us (ZooKeeper re-registers
     // watches after a reconnect itself): at least 30 s, so a long queue does not poll.
     auto recheck = std::max(policy.notify_recheck, milliseconds(30000));
     bool fired = slot.wait(std::min(deadline, clock::now() + recheck));
     stats_.waiting--;
-    if (!fired && clock::now() >= deadline) return std::nullopt;  // the predecessor is there
-    if (!fired) continue;
-    sent = clock::now();
-    auto after = list(rec->parent, io());
-    if (!after.empty() && after.front().znode == rec->znode) {
-      auto l = lease_of(*rec);
-      l.waited = true;
-      l.sent = sent;
-      return l;
-    }
-    stats_.woken_not_first++;
-    listing = std::move(after);
+    if (!fired && clock::now() >= deadline) return std::nullopt;  // nothing moved
+    woken = fired;
   }
-}
-
-std::string lock_queue::owner_prefix(const std::string& owner) {
-  return "n-" + escape(owner) + "-";
 }
 
 lease_info lock_queue::lease_of(const node_record& rec) {

@@ -1,9 +1,10 @@
-// The lock queue on ZooKeeper: one EPHEMERAL_SEQUENTIAL child "n-<owner>-<sequence>" per
-// acquisition under the lock's CONTAINER parent; the lowest sequence holds; a waiter watches
-// only its immediate predecessor. Here: lock and owner names as znode names, the backend's book
-// of the nodes it created (per owner token), creating a node idempotently (a create whose reply
-// was lost is found again by the owner token in its name), deleting it, and waiting for the
-// turn. Every request is bounded by the caller's time (zk_session.hpp). Internal.
+// The lock queue on ZooKeeper: one EPHEMERAL_SEQUENTIAL child per acquisition under the lock's
+// CONTAINER parent, named by the request's kind and owner (zk_kinds.hpp says who holds and what
+// a waiter watches: for an exclusive request, its immediate predecessor). Here: lock and owner
+// names as znode names, the backend's book of the nodes it created (per owner token), creating a
+// node idempotently (a create whose reply was lost is found again by the owner token in its name),
+// deleting it, and waiting for the turn. Every request is bounded by the caller's time
+// (zk_session.hpp). Internal.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "sqlock/backend.hpp"
+#include "zk_kinds.hpp"
 #include "zk_session.hpp"
 
 namespace sqlock::zookeeper::detail {
@@ -31,13 +33,6 @@ void check_name(std::string_view name);
 std::string escape(std::string_view s);
 /// The inverse of escape(); nullopt for text escape() cannot produce.
 std::optional<std::string> unescape(std::string_view s);
-
-/// One queue entry.
-struct queue_node {
-  std::string znode;  ///< child name
-  std::string owner;  ///< owner token
-  std::int64_t seq = 0;
-};
 
 /// A node this backend object created and still considers its own.
 struct node_record {
@@ -88,13 +83,11 @@ class lock_queue {
                      std::optional<std::vector<queue_node>>* listing = nullptr);
   /// Deletes a node; true when this call deleted it. Forgets it in the book.
   bool remove(const node_record& rec, steady_time until);
-  /// The child-name prefix of an owner's nodes: "n-<escaped owner>-".
-  static std::string owner_prefix(const std::string& owner);
   /// Persistent nodes for every component of `path`.
   void ensure_path(const std::string& path, steady_time until);
 
-  /// Waits in the queue with the owner's node (created when the book has none) until it is
-  /// first (returns the lease; `sent` = when the request that showed it first was sent) or
+  /// Waits in the queue with the owner's node (created when the book has none) until it holds
+  /// (returns the lease; `sent` = when the request that showed it first was sent) or
   /// `deadline` (nullopt; the node stays in the book, the caller removes it). Each read is
   /// bounded by the deadline (at least policy.min_attempt) and `io_timeout`. Throws
   /// session_gone when the node died with the session, connection_error when the store does

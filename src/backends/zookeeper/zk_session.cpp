@@ -321,10 +321,13 @@ int exists(session& s, const std::string& path, steady_time until, Stat* st, voi
 }
 
 int get_children(session& s, const std::string& path, steady_time until,
-                 std::vector<std::string>& out) {
+                 std::vector<std::string>& out, void* watch_ctx) {
   auto r = std::make_shared<reply>();
-  int rc =
-      send(s, r, [&](void* t) { return zoo_aget_children(s.zh, path.c_str(), 0, strings_cb, t); });
+  int rc = send(s, r, [&](void* t) {
+    return watch_ctx
+               ? zoo_awget_children(s.zh, path.c_str(), node_watcher, watch_ctx, strings_cb, t)
+               : zoo_aget_children(s.zh, path.c_str(), 0, strings_cb, t);
+  });
   if (rc != ZOK) return rc;
   rc = await(s, *r, until);
   if (rc == ZOK) out = std::move(r->children);

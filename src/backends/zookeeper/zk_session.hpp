@@ -131,9 +131,9 @@ class waiter_slot {
 /// exists(path), with a predecessor watch when `watch_ctx` is not null.
 int exists(session& s, const std::string& path, steady_time until, Stat* st = nullptr,
            void* watch_ctx = nullptr);
-/// getChildren(path) into `out`.
+/// getChildren(path) into `out`, with a child watch when `watch_ctx` is not null.
 int get_children(session& s, const std::string& path, steady_time until,
-                 std::vector<std::string>& out);
+                 std::vector<std::string>& out, void* watch_ctx = nullptr);
 /// getData(path) into `data` and `st`.
 int get_data(session& s, const std::string& path, steady_time until, std::string& data, Stat& st);
 /// create(path) into `created` and `st`. A create given up at `until` is undone when its reply

@@ -74,16 +74,16 @@ class zk_backend final : public backend {
       lock_queue q = queue(s);
       if (auto rec = book_.of(req.owner, s.epoch)) {  // a retried attempt of this owner
         auto list = q.list(rec->parent, until);
-        if (!list.empty() && list.front().znode == rec->znode)
-          return lease_sent(*rec, clock::now());
-        if (std::none_of(list.begin(), list.end(), [&](auto& n) { return n.znode == rec->znode; }))
+        auto me = find_node(list, rec->znode);
+        if (me && turn_of(list, *me).holds) return lease_sent(*rec, clock::now());
+        if (!me)
           book_.forget(req.owner);
         else
           q.remove(*rec, until);
         return std::nullopt;
       }
       const std::string parent = q.parent_of(req.name);
-      if (!q.list(parent, until).empty()) return std::nullopt;  // busy: one read, no write
+      if (!admits(q.list(parent, until), req)) return std::nullopt;  // busy: one read, no write
       auto sent = clock::now();
       std::optional<std::vector<queue_node>> listing;
       node_record rec;
@@ -96,7 +96,9 @@ class zk_backend final : public backend {
       try {
         if (!listing) sent = clock::now();
         auto list = listing ? std::move(*listing) : q.list(parent, until);
-        if (!list.empty() && list.front().znode == rec.znode) return lease_sent(rec, sent);
+        auto me = find_node(list, rec.znode);
+        if (me) check_permits(list, list[*me], req);
+        if (me && turn_of(list, *me).holds) return lease_sent(rec, sent);
       } catch (...) {
         leave(req, clock::now() + milliseconds(250), false);
         throw;
@@ -213,40 +215,44 @@ class zk_backend final : public backend {
         auto name = lock_name(child);
         if (!name || !name->starts_with(prefix)) continue;
         const std::string parent = locks_ + "/" + child;
-        auto queue_nodes = q.list(parent, admin_until());
-        if (queue_nodes.empty()) continue;
-        const std::string path = parent + "/" + queue_nodes.front().znode;
-        std::string data;
-        Stat st{};
-        auto until = admin_until();
-        int rc = call(s, until, [&] { return get_data(s, path, until, data, st); });
-        if (rc == ZNONODE) continue;  // released meanwhile
-        if (rc != ZOK) fail(rc, "get(" + path + ")");
-        lock_status ls;
-        ls.name = *name;
-        ls.owner = queue_nodes.front().owner;
-        ls.fence = static_cast<std::uint64_t>(st.czxid);
-        ls.acquired_at = format_utc_ms(st.ctime);
-        ls.mode = "session";
-        ls.holder = std::move(data);
-        out.push_back(std::move(ls));
+        for (const auto& n : holders(q.list(parent, admin_until()))) {
+          const std::string path = parent + "/" + n.znode;
+          std::string data;
+          Stat st{};
+          auto until = admin_until();
+          int rc = call(s, until, [&] { return get_data(s, path, until, data, st); });
+          if (rc == ZNONODE) continue;  // released meanwhile
+          if (rc != ZOK) fail(rc, "get(" + path + ")");
+          lock_status ls;
+          ls.name = *name;
+          ls.owner = n.owner;
+          ls.fence = static_cast<std::uint64_t>(st.czxid);
+          ls.acquired_at = format_utc_ms(st.ctime);
+          ls.mode = "session";
+          ls.holder = std::move(data);
+          ls.kind = n.kind;
+          ls.permits = n.permits;
+          out.push_back(std::move(ls));
+        }
       }
-      std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
+      std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
       return out;
     });
   }
 
+  // Every holder of a name (a shared lock's readers, a semaphore's permits): force_release
+  // ends them all.
   bool force_release(std::string_view name) override {
     check_name(name);
     return with_session(admin_until(), [&](session& s) {
       lock_queue q = queue(s);
       const std::string parent = q.parent_of(name);
-      auto list = q.list(parent, admin_until());
-      if (list.empty()) return false;
-      const auto& first = list.front();
-      return q.remove({std::string(name), first.owner, parent, parent + "/" + first.znode,
-                       first.znode, s.epoch, 0},
-                      admin_until());
+      bool removed = false;
+      for (const auto& n : holders(q.list(parent, admin_until())))
+        removed |= q.remove(
+            {std::string(name), n.owner, parent, parent + "/" + n.znode, n.znode, s.epoch, 0},
+            admin_until());
+      return removed;
     });
   }
 
@@ -262,6 +268,8 @@ class zk_backend final : public backend {
     c.force_release = true;
     c.sweep = false;
     c.cross_process = true;
+    c.shared = true;
+    c.permits = true;
     return c;
   }
 
@@ -330,6 +338,33 @@ class zk_backend final : public backend {
   static void check_request(const lock_request& req) {
     check_name(req.name);
     if (req.owner.empty()) throw config_error("owner token must not be empty");
+    if (req.kind == lock_kind::permit && req.permits == 0)
+      throw config_error("a semaphore needs at least 1 permit");
+  }
+
+  static std::optional<std::size_t> find_node(const std::vector<queue_node>& q,
+                                              const std::string& znode) {
+    for (std::size_t i = 0; i < q.size(); ++i)
+      if (q[i].znode == znode) return i;
+    return std::nullopt;
+  }
+
+  // The nodes of queue `q` that hold.
+  static std::vector<queue_node> holders(const std::vector<queue_node>& q) {
+    std::vector<queue_node> out;
+    for (std::size_t i = 0; i < q.size(); ++i)
+      if (turn_of(q, i).holds) out.push_back(q[i]);
+    return out;
+  }
+
+  // Whether a request for `req` made now would hold at once in queue `q` (busy otherwise);
+  // config_error when permit nodes of another N are queued.
+  static bool admits(const std::vector<queue_node>& q, const lock_request& req) {
+    queue_node me{"", req.owner, q.empty() ? 0 : q.back().seq + 1, req.kind, req.permits};
+    check_permits(q, me, req);
+    auto with_me = q;
+    with_me.push_back(me);
+    return turn_of(with_me, q.size()).holds;
   }
 
   lock_queue queue(session& s) { return lock_queue(s, acl(), stats_, book_, locks_); }
@@ -362,7 +397,7 @@ class zk_backend final : public backend {
     if (!s || s->gone()) return;  // the nodes went with their session
     try {
       lock_queue q = queue(*s);
-      if (purge) purge_later(*s, q.parent_of(req.name), lock_queue::owner_prefix(req.owner));
+      if (purge) purge_later(*s, q.parent_of(req.name), node_prefix(req));
       if (rec && rec->epoch == s->epoch) q.remove(*rec, until);
     } catch (...) {
       // Given up: the background delete (or the session's end) removes it.

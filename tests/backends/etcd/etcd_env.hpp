@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "sqlock/etcd/etcd.hpp"
 #include "sqlock/url.hpp"
 #include "test_env.hpp"
 
@@ -43,6 +44,25 @@ inline std::string endpoints_of(const std::string& u) {
 inline std::string prefix_of(const std::string& u) {
   auto p = url::parse(u).path;
   return p.substr(1);
+}
+
+// etcdctl against the members of `u`, with `args`.
+inline std::string etcdctl(const std::string& u, const std::string& args) {
+  return "etcdctl --endpoints=" + endpoints_of(u) + " " + args;
+}
+
+// The keys under lock `n` of the store at `u`, first created first, one per line.
+inline std::string keys(const std::string& u, const std::string& n) {
+  auto pfx = etcd::lock_prefix(prefix_of(u), n);
+  return sh(etcdctl(u, "get --prefix --keys-only --order=ASCEND --sort-by=CREATE '" + pfx +
+                           "' 2>/dev/null | sed '/^$/d'"));
+}
+
+// Revokes, behind the backend's back, the lease of a key `<...>/<lease id hex>` (+ newline).
+inline void revoke_lease_of(const std::string& u, const std::string& key_line) {
+  std::string lease_hex = key_line.substr(key_line.rfind('/') + 1);
+  while (!lease_hex.empty() && lease_hex.back() == '\n') lease_hex.pop_back();
+  sh(etcdctl(u, "lease revoke " + lease_hex + " >/dev/null"));
 }
 
 // A private one-member etcd that a test may freeze (SIGSTOP) or stop: the shared members are in

@@ -43,19 +43,12 @@ class etcd_test : public ::testing::Test {
     names_.push_back(unique_name(stem));
     return names_.back();
   }
-  std::string etcdctl(const std::string& args) const {
-    return "etcdctl --endpoints=" + endpoints_of(url_) + " " + args;
-  }
+  std::string etcdctl(const std::string& args) const { return etcd_env::etcdctl(url_, args); }
   // The keys under lock `n`, one per line.
-  std::string keys(const std::string& n) const {
-    auto pfx = etcd::lock_prefix(prefix_of(url_), n);
-    return sh(etcdctl("get --prefix --keys-only '" + pfx + "' 2>/dev/null | sed '/^$/d'"));
-  }
+  std::string keys(const std::string& n) const { return etcd_env::keys(url_, n); }
   // Revokes, behind the backend's back, the lease of a key `<...>/<lease id hex>` (+ newline).
   void revoke_lease_of(const std::string& key_line) const {
-    std::string lease_hex = key_line.substr(key_line.rfind('/') + 1);
-    while (!lease_hex.empty() && lease_hex.back() == '\n') lease_hex.pop_back();
-    sh(etcdctl("lease revoke " + lease_hex + " >/dev/null"));
+    etcd_env::revoke_lease_of(url_, key_line);
   }
   std::string url_;
   std::vector<std::string> names_;

@@ -1,0 +1,62 @@
+// The kinds of request in one etcd lock queue (see kinds.hpp).
+#include "kinds.hpp"
+
+#include "sqlock/errors.hpp"
+
+namespace sqlock::etcd::detail {
+
+std::string value_for(const lock_request& req) {
+  json v = {{"owner", req.owner}, {"holder", req.holder}};
+  if (req.kind != lock_kind::exclusive) v["kind"] = to_string(req.kind);
+  if (req.kind == lock_kind::permit) v["permits"] = req.permits;
+  return v.dump();
+}
+
+queue_key key_of(const json& kv) {
+  queue_key k;
+  k.key = unb64(kv.value("key", ""));
+  k.revision = num(kv, "create_revision");
+  k.lease = num(kv, "lease");
+  json v = json::parse(unb64(kv.value("value", "")), nullptr, false);
+  if (!v.is_object()) return k;
+  k.owner = v.value("owner", "");
+  k.holder = v.value("holder", "");
+  const std::string kind = v.value("kind", "");
+  if (kind == "shared") k.kind = lock_kind::shared;
+  auto n = v.find("permits");
+  if (kind == "permit" && n != v.end() && n->is_number_unsigned() && n->get<std::uint64_t>() > 0 &&
+      n->get<std::uint64_t>() <= UINT32_MAX) {
+    k.kind = lock_kind::permit;
+    k.permits = n->get<std::uint32_t>();
+  }
+  return k;
+}
+
+std::vector<queue_key> keys_of(const json& kvs) {
+  std::vector<queue_key> out;
+  for (const auto& kv : kvs) out.push_back(key_of(kv));
+  return out;
+}
+
+turn turn_of(const std::vector<queue_key>& q, std::size_t i) {
+  const auto& me = q[i];
+  if (i == 0) return {true, {}};
+  if (me.kind == lock_kind::exclusive) return {false, {q[i - 1].key}};
+  for (std::size_t j = i; j-- > 0;)
+    if (q[j].kind != me.kind) return {false, {q[j].key}};  // the nearest of another kind
+  if (me.kind == lock_kind::shared || i < me.permits) return {true, {}};
+  turn t;  // behind N permits: any of them may leave first
+  for (std::size_t j = 0; j < i; ++j) t.watch.push_back(q[j].key);
+  return t;
+}
+
+void check_permits(const std::vector<queue_key>& q, std::size_t i, const lock_request& req) {
+  if (req.kind != lock_kind::permit) return;
+  for (std::size_t j = 0; j < i; ++j)
+    if (q[j].kind == lock_kind::permit && q[j].permits != req.permits)
+      throw config_error("semaphore '" + req.name + "' has " + std::to_string(q[j].permits) +
+                         " permits on etcd; a request for " + std::to_string(req.permits) +
+                         " permits does not agree (all users of a name must give the same N)");
+}
+
+}  // namespace sqlock::etcd::detail

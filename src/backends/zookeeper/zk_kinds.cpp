@@ -1,0 +1,97 @@
+// The kinds of request in one ZooKeeper lock queue (see zk_kinds.hpp).
+#include "zk_kinds.hpp"
+
+#include <algorithm>
+
+#include "sqlock/errors.hpp"
+#include "zk_queue.hpp"
+
+namespace sqlock::zookeeper::detail {
+
+namespace {
+
+constexpr std::size_t seq_digits = 10;
+
+// The kind and N a child's prefix names, and the prefix's length; nullopt for another prefix.
+struct kind_prefix {
+  lock_kind kind;
+  std::uint32_t permits;
+  std::size_t size;
+};
+
+std::optional<kind_prefix> prefix_of(std::string_view child) {
+  if (child.starts_with("n-")) return kind_prefix{lock_kind::exclusive, 0, 2};
+  if (child.starts_with("r-")) return kind_prefix{lock_kind::shared, 0, 2};
+  if (!child.starts_with("p")) return std::nullopt;
+  std::uint64_t n = 0;
+  std::size_t i = 1;
+  for (; i < child.size() && child[i] >= '0' && child[i] <= '9' && i <= 10; ++i)
+    n = n * 10 + static_cast<std::uint64_t>(child[i] - '0');
+  if (i == 1 || i >= child.size() || child[i] != '-' || n == 0 || n > UINT32_MAX)
+    return std::nullopt;
+  return kind_prefix{lock_kind::permit, static_cast<std::uint32_t>(n), i + 1};
+}
+
+// Index of the nearest node before `i` whose kind is not `kind`; nullopt when there is none.
+std::optional<std::size_t> nearest_other(const std::vector<queue_node>& q, std::size_t i,
+                                         lock_kind kind) {
+  for (std::size_t j = i; j-- > 0;)
+    if (q[j].kind != kind) return j;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<queue_node> parse_node(std::string_view child) {
+  auto p = prefix_of(child);
+  if (!p || child.size() < p->size + 1 + seq_digits) return std::nullopt;
+  if (child[child.size() - seq_digits - 1] != '-') return std::nullopt;
+  std::int64_t v = 0;
+  for (char c : child.substr(child.size() - seq_digits)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  auto owner = unescape(child.substr(p->size, child.size() - p->size - seq_digits - 1));
+  if (!owner) return std::nullopt;
+  return queue_node{std::string(child), std::move(*owner), v, p->kind, p->permits};
+}
+
+std::vector<queue_node> sorted_queue(const std::vector<std::string>& children) {
+  std::vector<queue_node> q;
+  for (const auto& c : children)
+    if (auto n = parse_node(c)) q.push_back(std::move(*n));
+  std::sort(q.begin(), q.end(), [](auto& a, auto& b) { return a.seq < b.seq; });
+  return q;
+}
+
+std::string node_prefix(const lock_request& req) {
+  std::string kind = req.kind == lock_kind::shared   ? "r"
+                     : req.kind == lock_kind::permit ? "p" + std::to_string(req.permits)
+                                                     : "n";
+  return kind + "-" + escape(req.owner) + "-";
+}
+
+turn turn_of(const std::vector<queue_node>& q, std::size_t i) {
+  const auto& me = q[i];
+  if (me.kind == lock_kind::exclusive) {
+    if (i == 0) return {true, {}};
+    return {false, q[i - 1].znode};
+  }
+  if (auto other = nearest_other(q, i, me.kind)) return {false, q[*other].znode};
+  if (me.kind == lock_kind::shared || i < me.permits) return {true, {}};
+  return {false, {}};
+}
+
+void check_permits(const std::vector<queue_node>& q, const queue_node& me,
+                   const lock_request& req) {
+  if (req.kind != lock_kind::permit) return;
+  for (const auto& n : q) {
+    if (n.seq >= me.seq) break;
+    if (n.kind == lock_kind::permit && n.permits != req.permits)
+      throw config_error("semaphore '" + req.name + "' has " + std::to_string(n.permits) +
+                         " permits on ZooKeeper; a request for " + std::to_string(req.permits) +
+                         " permits does not agree (all users of a name must give the same N)");
+  }
+}
+
+}  // namespace sqlock::zookeeper::detail

@@ -54,7 +54,9 @@ std::string serve_metrics::scrape(const client& c, std::chrono::milliseconds ren
     return ::prometheus::BuildGauge().Name(name).Help(help).Register(store);
   };
   auto& up = gauge("sqlock_store_up", "1 when the store answered this scrape, else 0");
-  auto& held = gauge("sqlock_store_held_locks", "locks held in the store, by backend mode");
+  auto& held = gauge("sqlock_store_held_locks",
+                     "holds in the store, by backend mode and kind (each shared holder and "
+                     "permit counts)");
   auto& oldest = gauge("sqlock_store_oldest_hold_age_seconds",
                        "age of the oldest hold in the store (0 when none)");
   auto& expiring = gauge("sqlock_store_holds_expiring_soon",
@@ -63,8 +65,9 @@ std::string serve_metrics::scrape(const client& c, std::chrono::milliseconds ren
   try {
     auto rows = c.list();
     auto s = summarise(rows, std::chrono::system_clock::now(), renewal_interval);
-    for (const auto& [mode, n] : s.held_by_mode)
-      held.Add({{"backend", backend}, {"mode", mode}}).Set(static_cast<double>(n));
+    for (const auto& [mode_kind, n] : s.held_by_mode)
+      held.Add({{"backend", backend}, {"mode", mode_kind.first}, {"kind", mode_kind.second}})
+          .Set(static_cast<double>(n));
     oldest.Add({{"backend", backend}}).Set(s.oldest_age_s);
     expiring.Add({{"backend", backend}}).Set(static_cast<double>(s.expiring));
     up.Add({{"backend", backend}}).Set(1);

@@ -49,7 +49,7 @@ store_summary summarise(const std::vector<lock_status>& rows, wall_time now,
                         std::chrono::milliseconds renewal_interval) {
   store_summary s;
   for (const auto& r : rows) {
-    s.held_by_mode[r.mode]++;
+    s.held_by_mode[{r.mode, to_string(r.kind)}]++;
     if (auto a = parse_utc(r.acquired_at))
       s.oldest_age_s = std::max(s.oldest_age_s, seconds_between(*a, now));
     if (auto e = parse_utc(r.expires_at); e && *e - now <= renewal_interval) s.expiring++;

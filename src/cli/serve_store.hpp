@@ -26,7 +26,8 @@ nlohmann::json locks_json(const std::vector<lock_status>& rows, wall_time now);
 
 /// What /metrics reports about the store.
 struct store_summary {
-  std::map<std::string, std::uint64_t> held_by_mode;  ///< backend mode → held locks
+  /// (backend mode, kind) → holds: a shared lock or semaphore counts each holder
+  std::map<std::pair<std::string, std::string>, std::uint64_t> held_by_mode;
   double oldest_age_s = 0;                            ///< age of the oldest hold (0 = none)
   std::uint64_t expiring = 0;  ///< holds whose lease ends within one renewal interval
 };

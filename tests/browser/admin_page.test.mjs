@@ -55,8 +55,8 @@ function serve(url, token, extra = []) {
 }
 
 // A holder: `sqlock run --lease 3s NAME -- sleep 60`; `exited` resolves with its exit code.
-function holder(url, name) {
-  const p = spawn(sqlock, ['run', '--url', url, '--lease', '3s', name, '--', 'sleep', '60'],
+function holder(url, name, extra = []) {
+  const p = spawn(sqlock, ['run', '--url', url, '--lease', '3s', ...extra, name, '--', 'sleep', '60'],
     { stdio: 'ignore' });
   const exited = new Promise((resolve) => p.on('exit', (code) => resolve(code)));
   return { proc: p, exited };
@@ -120,7 +120,9 @@ async function suite(t, label, storeUrl, { downViaRelay } = {}) {
     serveUrl = u.toString();
   }
   const server = serve(serveUrl, token);
-  const holders = [holder(storeUrl, plain), holder(storeUrl, evil)];
+  const permits = `browser-pool-${tag}`;
+  const holders = [holder(storeUrl, plain), holder(storeUrl, evil),
+    holder(storeUrl, permits, ['--permits', '3']), holder(storeUrl, permits, ['--permits', '3'])];
   let cleanup = async () => {};
   t.after(async () => {
     await cleanup();
@@ -145,6 +147,11 @@ async function suite(t, label, storeUrl, { downViaRelay } = {}) {
     const held = await page.locator('#rows tr', { hasText: plain }).innerText();
     assert.match(held, /held \d+ s/);
     assert.match(held, /expires in \d+ s/);
+    assert.match(held, /exclusive/);
+    const pool = page.locator('#rows tr', { hasText: permits });
+    await pool.nth(1).waitFor({ timeout: DEADLINE_MS });
+    assert.equal(await pool.count(), 2, 'each permit holder has its own row');
+    assert.match(await pool.first().innerText(), /permit of 3/);
     await page.screenshot({ path: shot('locks'), fullPage: true });
   });
 

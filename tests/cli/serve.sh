@@ -90,6 +90,7 @@ PY
 }
 mcheck "sqlock_store_up" 1 "$(metric sqlock_store_up backend=sqlite)"
 mcheck "sqlock_store_held_locks by mode" 1 "$(metric sqlock_store_held_locks backend=sqlite mode=pessimistic)"
+mcheck "sqlock_store_held_locks by kind" 1 "$(metric sqlock_store_held_locks backend=sqlite kind=exclusive)"
 mcheck "holds expiring within one renewal interval (1h)" 1 "$(metric sqlock_store_holds_expiring_soon)"
 age=$(metric sqlock_store_oldest_hold_age_seconds)
 mcheck "oldest hold age is a number >= 0" yes "$("$py" -c "print('yes' if float('$age') >= 0 else 'no')" 2>/dev/null)"

@@ -36,6 +36,12 @@ function expiresText(l) {
                              : 'expired ' + duration(-l.expires_in_s) + ' ago';
 }
 
+// "exclusive", "shared", "permit of 3": each shared holder and permit is its own row.
+function kindText(l) {
+  if (l.kind === 'permit') return 'permit of ' + l.permits;
+  return l.kind || 'exclusive';
+}
+
 function notice(text, isError) {
   $('notice').textContent = text;
   $('notice').className = isError ? 'error' : '';
@@ -72,6 +78,7 @@ function render() {
     cell(tr, String(l.fence), 'num');
     cell(tr, heldText(l));
     cell(tr, expiresText(l), l.expires_in_s != null && l.expires_in_s < soon ? 'soon' : '');
+    cell(tr, kindText(l), 'kind');
     cell(tr, l.mode);
     cell(tr, l.holder);
     const td = cell(tr, '', 'actions');

@@ -28,7 +28,7 @@ nlohmann::json locks_json(const std::vector<lock_status>& rows, wall_time now);
 struct store_summary {
   /// (backend mode, kind) → holds: a shared lock or semaphore counts each holder
   std::map<std::pair<std::string, std::string>, std::uint64_t> held_by_mode;
-  double oldest_age_s = 0;                            ///< age of the oldest hold (0 = none)
+  double oldest_age_s = 0;     ///< age of the oldest hold (0 = none)
   std::uint64_t expiring = 0;  ///< holds whose lease ends within one renewal interval
 };
 

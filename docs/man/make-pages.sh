@@ -9,7 +9,7 @@ sqlock=$(realpath "$1")
 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
-version=$("$sqlock" --version | awk '{print $2}')
+version=$("$sqlock" --version | awk 'NR == 1 {print $2}')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -1,8 +1,11 @@
 // sqlock: run a command under a distributed lock, list and release locks, migrate schemas,
 // benchmark a backend, serve the admin page. See docs/cli.md.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "common.hpp"
 #include "sqlock/url.hpp"
@@ -95,12 +98,54 @@ int migrate_command(const std::string& url_text, bool print) {
   return ok;
 }
 
+// Edit distance of two short words (insertions, deletions, substitutions, swaps of neighbours).
+std::size_t distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// `sqlock WORD` where WORD names no subcommand: says so, with the nearest one when it is close.
+bool unknown_subcommand(const CLI::App& app, const std::string& word) {
+  if (word.empty() || word[0] == '-') return false;
+  std::string best;
+  std::size_t best_d = word.size();
+  for (const auto* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return false;
+    auto d = distance(word, sub->get_name());
+    if (d < best_d) best_d = d, best = sub->get_name();
+  }
+  std::cerr << "sqlock: '" << word << "' is not a sqlock command";
+  if (!best.empty() && best_d <= 2) std::cerr << "; did you mean '" << best << "'?";
+  std::cerr << "\nRun with --help for the commands.\n";
+  return true;
+}
+
+// `--version`: the program's version and the backends it can open.
+std::string version_text() {
+  std::string v = "sqlock 0.1.0\nbackends:";
+  try {
+    for (const auto& scheme : registered_schemes()) v += " " + scheme;
+  } catch (const std::exception& e) {
+    v += std::string(" (not listed: ") + e.what() + ")";
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"sqlock: distributed locks whose home is the database"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "sqlock 0.1.0");
+  app.set_version_flag("--version", version_text, "print the version and the backends it can open");
   const char* url_help =
       "lock store URL (default: $SQLOCK_URL, else sqlite: in $XDG_STATE_HOME/sqlock)";
 
@@ -233,6 +278,7 @@ int main(int argc, char** argv) {
                    "window of the holds-expiring-soon metric (one renewal interval)")
       ->capture_default_str();
 
+  if (argc > 1 && unknown_subcommand(app, argv[1])) return usage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -20,6 +20,12 @@ check "the command after --" "yes" "$(complete_line run name -- bas | grep -qw b
 check "modes" "advisory" "$(complete_line run --mode adv)"
 check "nothing odd for a lock name" "" "$(complete_line run or)"
 
+out=$("$sqlock" lsit 2>&1); code=$?
+check "a mistyped command is refused (64)" 64 "$code"
+check "the nearest command is suggested" yes "$(grep -q "did you mean 'list'" <<<"$out" && echo yes)"
+check "--version lists the backends" yes \
+  "$("$sqlock" --version | grep -q '^backends:.* sqlite' && echo yes)"
+
 if [ -n "$man_dir" ]; then
   for s in "" $subs; do
     page=$man_dir/sqlock${s:+-$s}.1

@@ -1,4 +1,4 @@
-// The socket finder and the watchdog thread of socket_deadline.hpp.
+// The socket finder of socket_deadline.hpp.
 #include "socket_deadline.hpp"
 
 #include <dirent.h>
@@ -7,11 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <thread>
 
 namespace sqlock::mysql::detail {
 namespace {
@@ -56,78 +52,6 @@ bool peer_matches(int fd, int port, const std::string& unix_path) {
   return false;
 }
 
-// One thread serving every armed call of the process.
-class watchdog {
- public:
-  static watchdog& instance() {
-    static watchdog w;
-    return w;
-  }
-  ~watchdog() {
-    {
-      std::lock_guard g(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  std::uint64_t arm(int fd, time_point deadline) {
-    std::lock_guard g(m_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-    auto id = next_++;
-    armed_.emplace(id, entry{fd, deadline, false});
-    if (deadline < wake_at_) {  // only an earlier deadline needs the thread to wake sooner
-      wake_at_ = deadline;
-      cv_.notify_all();
-    }
-    return id;
-  }
-  bool disarm(std::uint64_t id) {
-    std::lock_guard g(m_);
-    auto it = armed_.find(id);
-    if (it == armed_.end()) return false;
-    bool fired = it->second.fired;
-    armed_.erase(it);
-    return fired;
-  }
-
- private:
-  struct entry {
-    int fd;
-    time_point deadline;
-    bool fired;
-  };
-  void loop() {
-    std::unique_lock g(m_);
-    while (!stop_) {
-      auto next = time_point::max();
-      auto now = std::chrono::steady_clock::now();
-      for (auto& [id, e] : armed_) {
-        if (e.fired) continue;
-        if (e.deadline <= now) {
-          // Under the mutex: disarm() cannot return (nor the descriptor be closed) meanwhile.
-          ::shutdown(e.fd, SHUT_RDWR);
-          e.fired = true;
-        } else {
-          next = std::min(next, e.deadline);
-        }
-      }
-      wake_at_ = next;  // a disarmed entry's deadline only gives one spurious wake
-      if (next == time_point::max())
-        cv_.wait(g);
-      else
-        cv_.wait_until(g, next);
-    }
-  }
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::map<std::uint64_t, entry> armed_;
-  std::uint64_t next_ = 1;
-  time_point wake_at_ = time_point::min();  // when the thread wakes next (min: not yet waiting)
-  bool stop_ = false;
-  std::thread thread_;
-};
-
 }  // namespace
 
 std::set<unsigned long> socket_inodes() {
@@ -148,21 +72,6 @@ int new_socket(const std::set<unsigned long>& before, int port, const std::strin
     ++count;
   });
   return count == 1 ? found : -1;
-}
-
-watched_call::watched_call(int fd, time_point deadline) {
-  if (fd >= 0 && deadline != time_point::max()) id_ = watchdog::instance().arm(fd, deadline);
-}
-
-watched_call::~watched_call() {
-  finish();
-}
-
-bool watched_call::finish() {
-  if (!id_) return false;
-  auto id = id_;
-  id_ = 0;
-  return watchdog::instance().disarm(id);
 }
 
 }  // namespace sqlock::mysql::detail

@@ -1,16 +1,16 @@
 // Deadlines for Connector/C++ 1.1 calls. The connector's read/write timeouts are whole seconds
 // fixed at connect, and it does not hand out its socket; so the driver finds the socket a new
 // connection opened (the one socket descriptor that appeared during the connect with the
-// server's address as its peer, identified by inode) and a watchdog thread shuts it down
-// (shutdown(2): the descriptor stays the connector's) when a call's deadline passes, so the
-// blocked read or write returns at once with an error. A connection whose socket was shut down
-// is dead: the driver closes it.
+// server's address as its peer, identified by inode) and sql::socket_watchdog shuts it down
+// when a call's deadline passes. A connection whose socket was shut down is dead: the driver
+// closes it.
 #pragma once
 
 #include <chrono>
-#include <cstdint>
 #include <set>
 #include <string>
+
+#include "sqlock/socket_watchdog.hpp"
 
 namespace sqlock::mysql::detail {
 
@@ -21,19 +21,7 @@ std::set<unsigned long> socket_inodes();
 /// the Unix socket `unix_path` (when not empty); -1 unless exactly one matches.
 int new_socket(const std::set<unsigned long>& before, int port, const std::string& unix_path);
 
-/// Arms the process's watchdog for one call on `fd` (nothing when `fd` < 0): at `deadline` the
-/// socket is shut down unless the call ended first.
-class watched_call {
- public:
-  watched_call(int fd, std::chrono::steady_clock::time_point deadline);
-  ~watched_call();
-  watched_call(const watched_call&) = delete;
-  watched_call& operator=(const watched_call&) = delete;
-  /// Disarms; true when the deadline fired during the call (the socket is dead).
-  bool finish();
-
- private:
-  std::uint64_t id_ = 0;
-};
+/// The watchdog that shuts the found socket down at a call's deadline (shared with SOCI).
+using sql::watched_call;
 
 }  // namespace sqlock::mysql::detail

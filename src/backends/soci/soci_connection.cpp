@@ -8,9 +8,11 @@
 #include <utf8.h>
 
 #include "soci_detail.hpp"
-#include "socket_watchdog.hpp"
+#include "sqlock/socket_watchdog.hpp"
 
 namespace sqlock::soci::detail {
+
+using sql::watched_call;
 
 void flavor::apply_params(const url&, options&) const {}
 

@@ -1,9 +1,9 @@
 // The watchdog thread: sleeps until the earliest armed deadline, shuts that call's socket down.
-#include "socket_watchdog.hpp"
+#include "sqlock/socket_watchdog.hpp"
 
 #include <sys/socket.h>
 
-namespace sqlock::soci::detail {
+namespace sqlock::sql {
 
 socket_watchdog& socket_watchdog::instance() {
   static socket_watchdog w;
@@ -24,7 +24,10 @@ std::uint64_t socket_watchdog::arm(int fd, time_point deadline) {
   if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   auto id = next_++;
   armed_.emplace(id, entry{fd, deadline});
-  cv_.notify_all();
+  if (deadline < wake_at_) {  // only an earlier deadline needs the thread to wake sooner
+    wake_at_ = deadline;
+    cv_.notify_all();
+  }
   return id;
 }
 
@@ -53,6 +56,7 @@ void socket_watchdog::loop() {
         next = std::min(next, e.deadline);
       }
     }
+    wake_at_ = next;  // a disarmed entry's deadline only gives one spurious wake
     if (next == time_point::max())
       cv_.wait(g);
     else
@@ -61,7 +65,8 @@ void socket_watchdog::loop() {
 }
 
 watched_call::watched_call(int fd, socket_watchdog::time_point deadline) {
-  if (fd >= 0) id_ = socket_watchdog::instance().arm(fd, deadline);
+  if (fd >= 0 && deadline != socket_watchdog::time_point::max())
+    id_ = socket_watchdog::instance().arm(fd, deadline);
 }
 
 watched_call::~watched_call() {
@@ -75,4 +80,4 @@ bool watched_call::finish() {
   return socket_watchdog::instance().disarm(id);
 }
 
-}  // namespace sqlock::soci::detail
+}  // namespace sqlock::sql

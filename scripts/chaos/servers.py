@@ -15,13 +15,21 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+_handed_out = set()
+
+
 def free_port():
-    """A free loopback port below the ephemeral range (no client socket can take it)."""
+    """A free loopback port below the ephemeral range (no client socket can take it), never one
+    this process handed out before: a server made of several ports (a ZooKeeper ensemble asks for
+    nine) binds them only later, so a bind test alone could hand the same port out twice."""
     for _ in range(200):
         port = 27100 + int.from_bytes(os.urandom(2), "little") % 2800
+        if port in _handed_out:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
+                _handed_out.add(port)
                 return port
             except OSError:
                 continue
@@ -207,9 +215,24 @@ def zk_serving(port):
 
 
 class ZooKeeper:
-    """A standalone server (members=1) or an ensemble, made by 40-zookeeper.sh's server maker."""
+    """A standalone server (members=1) or an ensemble, made by 40-zookeeper.sh's server maker.
+    An ensemble that does not form (a member never serves) is shown - each member's log tail -
+    and made once more on fresh ports before the run gives up."""
 
     def __init__(self, run_dir, members=1):
+        for attempt in (1, 2):
+            try:
+                self.make(os.path.join(run_dir, f"try{attempt}") if attempt > 1 else run_dir, members)
+                break
+            except RuntimeError as e:
+                print(f"chaos: {e}; member logs:\n{self.log_tails()}", flush=True)
+                self.stop()
+                if attempt == 2:
+                    raise
+        hosts = ",".join(f"127.0.0.1:{p}" for p in self.ports)
+        self.url = self.admin_url = f"zookeeper://{hosts}/chaos"
+
+    def make(self, run_dir, members):
         self.dirs, self.ports = [], []
         quorum = ""
         peers = [(free_port(), free_port()) for _ in range(members)] if members > 1 else []
@@ -227,8 +250,18 @@ class ZooKeeper:
             self.start(i)
         for i in range(members):
             self.wait(i)
-        hosts = ",".join(f"127.0.0.1:{p}" for p in self.ports)
-        self.url = self.admin_url = f"zookeeper://{hosts}/chaos"
+
+    def log_tails(self, lines=15):
+        out = []
+        for d in self.dirs:
+            for name in ("server.log", "stdout.log"):
+                try:
+                    with open(os.path.join(d, name), errors="replace") as f:
+                        tail = f.readlines()[-lines:]
+                except OSError:
+                    continue
+                out.append(f"--- {os.path.join(d, name)}\n" + "".join(tail))
+        return "\n".join(out)
 
     def start(self, i):
         subprocess.run([os.path.join(self.dirs[i], "run.sh")], check=True)

@@ -1,6 +1,8 @@
 # ZooKeeper 3.8 (Debian package `zookeeper`) for the zookeeper backend's tests, started directly
 # with java (no init scripts), 127.0.0.1 only, -Xmx128m, tickTime=500 so session expiry tests are
-# quick (minimum session timeout 1s), container nodes checked every second:
+# quick (minimum session timeout 1s), container nodes checked every second, and a member that
+# finds no quorum asks again every 2 s at most (ZooKeeper's default backs off to 60 s, which on a
+# loaded machine can keep a member that started before its peers out of the ensemble that long):
 #   standalone server on 127.0.0.1:22181                             SQLOCK_TEST_ZOOKEEPER_URL
 #   3-server ensemble on 127.0.0.1:22281-22283 (quorum 2238N, election 2248N)
 #                                                                   SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_URL
@@ -53,6 +55,7 @@ LOG
 cd "$d"
 java -Xmx128m -Xms32m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \\
   -Dznode.container.checkIntervalMs=1000 -Dzookeeper.jmx.log4j.disable=true \\
+  -Dzookeeper.fastleader.maxNotificationInterval=2000 \\
   -Dzk.log.file="$d/server.log" -Dlog4j.configuration="file:$d/log4j.properties" \\
   -cp "/usr/share/java/zookeeper.jar:/usr/share/java/log4j-1.2.jar:/usr/share/java/slf4j-log4j12.jar" \\
   org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >"$d/stdout.log" 2>&1 &

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "sqlock/random.hpp"
@@ -155,8 +156,32 @@ int schema_version(connection& c, const dialect& d, steady_time deadline) {
   return static_cast<int>(decode_u64(r[0][0], "schema version"));
 }
 
+namespace {
+// Versions of the bundle below the database's highest that the database never recorded: a
+// schema installed out of order (a build with V5 before one with V4). They are not applied
+// late - an older migration can replace routines a newer one already changed - but refused.
+void refuse_gaps(connection& c, const bundle& b, const dialect& d, int current) {
+  std::set<int> recorded;
+  for (const auto& row : c.query(d.versions_query))
+    if (!row.empty()) recorded.insert(static_cast<int>(decode_u64(row[0], "schema version")));
+  std::string missing;
+  for (const auto& m : b.migrations) {
+    int v = migration_version(m.name);
+    if (v < current && !recorded.count(v))
+      missing += (missing.empty() ? "" : ", ") + std::string(m.name);
+  }
+  if (!missing.empty())
+    throw config_error("the " + std::string(b.db) + " schema is at version " +
+                       std::to_string(current) + " but never recorded " + missing +
+                       ": it was installed out of order; sqlock does not apply an older "
+                       "migration over a newer one - install into a fresh schema, or apply "
+                       "the missing file by hand after checking it (`sqlock migrate --print`)");
+}
+}  // namespace
+
 int migrate(connection& c, const bundle& b, const dialect& d) {
   int current = schema_version(c, d);
+  if (current > 0) refuse_gaps(c, b, d, current);
   for (const auto& m : b.migrations) {
     if (migration_version(m.name) > current) c.execute_script(rendered(d, m.text));
   }

@@ -60,6 +60,7 @@ sql::dialect make_dialect(const std::string& mode) {
       "SELECT 1 FROM information_schema.routines WHERE routine_schema = DATABASE() "
       "AND routine_name = 'sqlock_schema_version' AND routine_type = 'FUNCTION'";
   d.version_query = "SELECT sqlock_schema_version()";
+  d.versions_query = "SELECT version FROM sqlock_schema_version";
   d.install_routines.push_back("00_functions.sql");
   for (const auto& f : sql_bundle().routines) {
     if (f.name != "00_functions.sql" && f.name != "version.sql")

@@ -132,6 +132,7 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
       "p.pronamespace WHERE n.nspname = '" +
       schema + "' AND p.proname = 'schema_version'";
   d.version_query = "SELECT " + s + "schema_version()";
+  d.versions_query = "SELECT version FROM " + s + "schema_version";
   for (const auto& f : bundle().routines) d.install_routines.emplace_back(f.name);
   d.render = [schema, execute_role](std::string_view text) {
     return render(text, schema, execute_role);

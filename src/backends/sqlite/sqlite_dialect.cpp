@@ -27,6 +27,7 @@ sql::dialect make_dialect(const std::string& mode) {
   d.version_table_query =
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlock_schema_version'";
   d.version_query = "SELECT max(version) FROM sqlock_schema_version";
+  d.versions_query = "SELECT version FROM sqlock_schema_version";
   d.notify = true;
   // Shared and permit holds: the same statements in both modes (the modes differ in how the
   // exclusive row is kept; a holder's row is deleted on release in either).

@@ -9,6 +9,7 @@
 
 #include "kinds_checks.hpp"
 #include "sqlock/backend.hpp"
+#include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 #include "sqlock/sqlite/dialect.hpp"
@@ -109,6 +110,26 @@ TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   const auto late_fence = old.fence_of("report", late);
   EXPECT_GT(late_fence, static_cast<std::int64_t>(mine->fence));
   EXPECT_FALSE(b->try_acquire(kinds_request("report", lock_kind::exclusive), soon(), nullptr));
+}
+
+// A schema that recorded a later version but not an earlier one (installed out of order, across
+// builds) is refused with the missing file named, not patched by running the older file late.
+TEST(sqlite_upgrade, AVersionMissingBelowTheRecordedOnesIsRefused) {
+  temp_dir dir;
+  const std::string path = (dir.path / "gap.db").string();
+  auto b = make_backend("sqlite:" + path);
+  wave1_client raw(path);
+  raw.exec("DELETE FROM sqlock_schema_version WHERE version = 1");
+  ASSERT_EQ(raw.version(), sql::latest_version(sql::bundle_sqlite()));
+  try {
+    b->migrate();
+    FAIL() << "migrate() accepted a schema without version 1";
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("V001__locks.sql"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out of order"), std::string::npos) << e.what();
+  }
+  raw.exec("INSERT INTO sqlock_schema_version (version, description) VALUES (1, 'locks')");
+  EXPECT_EQ(b->migrate(), sql::latest_version(sql::bundle_sqlite()));
 }
 
 }  // namespace

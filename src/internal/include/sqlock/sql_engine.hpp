@@ -147,6 +147,8 @@ struct dialect {
                               ///< (:prefix, :limit), newest first; no statements = no audit trail
   std::string version_query;  ///< one row, one column: current schema version; no row/NULL = 0
   std::string version_table_query;  ///< one row when the version table exists, none otherwise
+  std::string versions_query;  ///< every recorded version, one per row (migrate() runs it as the
+                               ///< installer, who may read the version table itself)
   std::vector<std::string> install_routines;  ///< routine files migrate() installs, in order
   /// Rewrites a file before it is run or printed (schema name substitution); identity if empty.
   std::function<std::string(std::string_view)> render;

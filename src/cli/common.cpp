@@ -1,7 +1,11 @@
 #include "common.hpp"
 
+#include <cctype>
+#include <ctime>
+#include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "sqlock/sqlite/sqlite.hpp"
 #include "sqlock/url.hpp"
@@ -62,6 +66,26 @@ int guarded(const std::function<int()>& fn) {
     std::cerr << "sqlock: " << e.what() << "\n";
     return software;
   }
+}
+
+std::optional<wall_time> parse_utc(const std::string& iso) {
+  std::tm tm{};
+  std::istringstream in(iso);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  if (in.fail()) return std::nullopt;
+  long ms = 0;
+  if (in.peek() == '.') {
+    in.get();
+    int digits = 0;
+    while (std::isdigit(in.peek())) {
+      int d = in.get() - '0';
+      if (digits++ < 3) ms = ms * 10 + d;
+    }
+    while (digits++ < 3) ms *= 10;
+  }
+  if (in.get() != 'Z') return std::nullopt;
+  auto secs = ::timegm(&tm);
+  return wall_time(std::chrono::seconds(secs)) + std::chrono::milliseconds(ms);
 }
 
 std::string status_json(const std::vector<lock_status>& rows, int indent) {

@@ -1,7 +1,10 @@
-// Pieces shared by the sqlock subcommands: exit codes, URL defaults, error-to-exit mapping.
+// Pieces shared by the sqlock subcommands: exit codes, URL defaults, error-to-exit mapping, the
+// store's times as time points.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "sqlock/client.hpp"
@@ -67,6 +70,14 @@ struct serve_args {
   std::string renewal_interval = "10s";  ///< window of sqlock_store_holds_expiring_soon
 };
 int serve_command(const serve_args& a);
+
+using wall_time = std::chrono::system_clock::time_point;
+
+/// "2024-05-01T12:00:00.250Z" (as list() gives) as a time point; empty when malformed.
+std::optional<wall_time> parse_utc(const std::string& iso);
+
+/// `sqlock list`: held locks as an aligned table or (`json`) one JSON array.
+int list_command(const std::string& url, const std::string& prefix, bool json);
 
 /// Status rows as the JSON objects `list --json` and the web page use.
 std::string status_json(const std::vector<lock_status>& rows, int indent);

@@ -2,7 +2,6 @@
 // benchmark a backend, serve the admin page. See docs/cli.md.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -39,33 +38,6 @@ void add_lock_options(CLI::App* sub, run_args& a, bool& nonblock, const char* ur
   auto* verbose = sub->add_flag("-v,--verbose", a.verbose, "lock events on stderr");
   sub->add_flag("-q,--quiet", a.quiet, "no messages of sqlock's own (the exit code tells)")
       ->excludes(verbose);
-}
-
-int list_command(const std::string& url_text, const std::string& prefix, bool json) {
-  auto c = connect(resolve_url(url_text));
-  auto rows = c.list(prefix);
-  if (json) {
-    std::cout << status_json(rows, -1) << "\n";
-    return ok;
-  }
-  if (rows.empty()) {
-    std::cout << "no locks held\n";
-    return ok;
-  }
-  std::cout << std::left << std::setw(32) << "NAME" << std::setw(11) << "KIND" << std::setw(8)
-            << "FENCE" << std::setw(26) << "EXPIRES" << std::setw(12) << "MODE"
-            << "HOLDER\n";
-  for (const auto& r : rows) {
-    std::string shown;
-    for (char ch : r.name) shown += (static_cast<unsigned char>(ch) < 0x20 ? '?' : ch);
-    std::string kind = to_string(r.kind);
-    if (r.kind == lock_kind::permit) kind += "/" + std::to_string(r.permits);
-    std::cout << std::setw(32) << shown << " " << std::setw(10) << kind << " " << std::setw(7)
-              << r.fence << " " << std::setw(25)
-              << (r.expires_at.empty() ? "(session)" : r.expires_at) << " " << std::setw(11)
-              << r.mode << " " << r.holder << "\n";
-  }
-  return ok;
 }
 
 int release_command(const std::string& url_text, const std::string& name, bool force) {

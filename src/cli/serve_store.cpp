@@ -1,32 +1,8 @@
 #include "serve_store.hpp"
 
-#include <ctime>
-#include <iomanip>
-#include <sstream>
-
 #include "common.hpp"
 
 namespace sqlock::cli {
-
-std::optional<wall_time> parse_utc(const std::string& iso) {
-  std::tm tm{};
-  std::istringstream in(iso);
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  if (in.fail()) return std::nullopt;
-  long ms = 0;
-  if (in.peek() == '.') {
-    in.get();
-    int digits = 0;
-    while (std::isdigit(in.peek())) {
-      int d = in.get() - '0';
-      if (digits++ < 3) ms = ms * 10 + d;
-    }
-    while (digits++ < 3) ms *= 10;
-  }
-  if (in.get() != 'Z') return std::nullopt;
-  auto secs = ::timegm(&tm);
-  return wall_time(std::chrono::seconds(secs)) + std::chrono::milliseconds(ms);
-}
 
 namespace {
 double seconds_between(wall_time a, wall_time b) {

@@ -11,14 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "common.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::cli {
-
-using wall_time = std::chrono::system_clock::time_point;
-
-/// "2024-05-01T12:00:00.250Z" (as list() gives) as a time point; empty when malformed.
-std::optional<wall_time> parse_utc(const std::string& iso);
 
 /// The rows of `list --json` plus `age_s` (since acquired) and `expires_in_s` (null when
 /// session-bound or unknown), measured against `now`.

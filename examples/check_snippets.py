@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The C++ shown in the documentation is the C++ the tests compile and run.
 
-A region of an example source, between the lines `// begin-snippet: NAME` and `// end-snippet`,
-is shown in a Markdown file as a ```cpp block right after the line
-`<!-- snippet: examples/FILE.cpp#NAME -->`. This check fails when a shown block differs from its
+A region of a file under examples/, between the lines `// begin-snippet: NAME` and
+`// end-snippet` (`#` for CMake files), is shown in a Markdown file as a fenced block right after
+the line `<!-- snippet: examples/PATH#NAME -->`. This check fails when a shown block differs from its
 region (indentation of the region aside), names a region that does not exist, when a region is
 shown nowhere, or when README.md or a top-level docs/*.md page has a ```cpp block without a
 marker (every such block must be an example). docs/backends/ pages are checked where marked.
@@ -16,8 +16,8 @@ import re
 import sys
 import textwrap
 
-BEGIN = re.compile(r"^\s*// begin-snippet: ([\w-]+)\s*$")
-END = re.compile(r"^\s*// end-snippet\s*$")
+BEGIN = re.compile(r"^\s*(?://|#) begin-snippet: ([\w-]+)\s*$")
+END = re.compile(r"^\s*(?://|#) end-snippet\s*$")
 MARKER = re.compile(r"^<!-- snippet: (examples/[\w./-]+)#([\w-]+) -->\s*$")
 
 
@@ -44,11 +44,11 @@ def regions(path):
 
 
 def shown_blocks(md):
-    """(line, marker or None, block text) of each ```cpp block of a Markdown file."""
+    """(line, marker or None, language, text) of each fenced block of a Markdown file."""
     lines = md.read_text().splitlines()
     out, i = [], 0
     while i < len(lines):
-        if lines[i].strip() == "```cpp":
+        if (fence := re.match(r"^```(\w*)\s*$", lines[i])):
             start = i
             marker = MARKER.match(lines[i - 1]) if i > 0 else None
             i += 1
@@ -56,7 +56,7 @@ def shown_blocks(md):
             while i < len(lines) and lines[i].strip() != "```":
                 body.append(lines[i])
                 i += 1
-            out.append((start + 1, marker, "\n".join(body).strip("\n")))
+            out.append((start + 1, marker, fence[1], "\n".join(body).strip("\n")))
         i += 1
     return out
 
@@ -64,17 +64,18 @@ def shown_blocks(md):
 def main():
     src = pathlib.Path(sys.argv[1])
     snippets = {}
-    for f in sorted((src / "examples").glob("*.cpp")):
-        for name, text in regions(f).items():
-            snippets[(f"examples/{f.name}", name)] = text
+    for f in sorted((src / "examples").rglob("*")):
+        if f.suffix in (".cpp", ".txt") and f.is_file():
+            for name, text in regions(f).items():
+                snippets[(f.relative_to(src).as_posix(), name)] = text
     strict = [src / "README.md"] + sorted((src / "docs").glob("*.md"))
     pages = strict + sorted((src / "docs").glob("*/*.md"))
     errors, used, checked = [], set(), 0
     for md in pages:
         rel = md.relative_to(src)
-        for line, marker, body in shown_blocks(md):
+        for line, marker, lang, body in shown_blocks(md):
             if not marker:
-                if md in strict:
+                if md in strict and lang == "cpp":
                     errors.append(f"{rel}:{line}: a ```cpp block that is no example "
                                   "(put it in examples/ and mark it <!-- snippet: ... -->)")
                 continue
@@ -94,7 +95,7 @@ def main():
         print("FAIL:", e)
     if errors:
         return 1
-    print(f"ok: {checked} C++ blocks in the docs match their examples")
+    print(f"ok: {checked} blocks in the docs match their examples")
     return 0
 
 

@@ -103,7 +103,7 @@ bool unknown_subcommand(const CLI::App& app, const std::string& word) {
 
 // `--version`: the program's version and the backends it can open.
 std::string version_text() {
-  std::string v = "sqlock 0.1.0\nbackends:";
+  std::string v = "sqlock " SQLOCK_VERSION "\nbackends:";  // the project() version
   try {
     for (const auto& scheme : registered_schemes()) v += " " + scheme;
   } catch (const std::exception& e) {

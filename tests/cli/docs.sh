@@ -23,6 +23,8 @@ check "nothing odd for a lock name" "" "$(complete_line run or)"
 out=$("$sqlock" lsit 2>&1); code=$?
 check "a mistyped command is refused (64)" 64 "$code"
 check "the nearest command is suggested" yes "$(grep -q "did you mean 'list'" <<<"$out" && echo yes)"
+version=$(sed -nE 's/^project\(sqlock VERSION ([0-9.]+).*/\1/p' "$src/CMakeLists.txt")
+check "--version gives the build's version" "sqlock $version" "$("$sqlock" --version | head -1)"
 check "--version lists the backends" yes \
   "$("$sqlock" --version | grep -q '^backends:.* sqlite' && echo yes)"
 

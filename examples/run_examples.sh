@@ -41,12 +41,17 @@ logging)
   "$program" "$url" free-lock 2>"$dir/free.log"
   check "a free lock is obtained" 0 $?
   check "nothing logged at info for it" "" "$(cat "$dir/free.log")"
-  "$SQLOCK" run --url "$url" busy-lock -- sleep 60 &
-  for _ in $(seq 100); do "$SQLOCK" list --url "$url" | grep -q '^busy-lock ' && break; sleep 0.1; done
-  "$program" "$url" busy-lock 2>"$dir/busy.log"
-  check "a held lock is not obtained" 1 $?
-  cat "$dir/busy.log"
-  check "giving up is logged at info" 1 "$(grep -c "^info: gave up on lock 'busy-lock' on sqlite" "$dir/busy.log")"
+  if [ -z "${SQLOCK:-}" ]; then
+    echo "skip: a held lock (built without the sqlock command to hold it)"
+  else
+    "$SQLOCK" run --url "$url" busy-lock -- sleep 60 &
+    for _ in $(seq 100); do "$SQLOCK" list --url "$url" | grep -q '^busy-lock ' && break; sleep 0.1; done
+    "$program" "$url" busy-lock 2>"$dir/busy.log"
+    check "a held lock is not obtained" 1 $?
+    cat "$dir/busy.log"
+    check "giving up is logged at info" 1 \
+      "$(grep -c "^info: gave up on lock 'busy-lock' on sqlite" "$dir/busy.log")"
+  fi
   ;;
 metrics)
   out=$("$program" "$url")

@@ -234,7 +234,11 @@ int main(int argc, char** argv) {
   serve_args sa;
   auto* serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");
   serve->add_option("--url", sa.url, url_help);
-  serve->add_option("--listen", sa.listen, "address:port to listen on")->capture_default_str();
+  serve
+      ->add_option("--listen", sa.listen,
+                   "ADDRESS:PORT to listen on (:PORT = 127.0.0.1; port 0 = any free port, the one "
+                   "taken is printed)")
+      ->capture_default_str();
   serve->add_flag("--read-only", sa.read_only, "no release button");
   serve->add_option("--token-file", sa.token_file,
                     "file holding the admin token (default: $SQLOCK_ADMIN_TOKEN); without one "

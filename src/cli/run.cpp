@@ -265,6 +265,7 @@ int session::run(const std::string& fence, const std::string& owner) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     ::execvpe(argv[0], argv.data(), envp.data());
     int err = errno;
+    if (a_.quiet) ::_exit(err == ENOENT ? 127 : 126);  // -q: the exit code tells
     const char* msg = err == ENOENT ? ": command not found\n" : ": cannot execute: ";
     (void)!::write(2, "sqlock: ", 8);
     (void)!::write(2, argv[0], std::strlen(argv[0]));

@@ -40,10 +40,11 @@ std::pair<std::string_view, std::string_view> split_host(std::string_view h) {
 
 listen_address listen_address::parse(const std::string& text) {
   auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    throw config_error("--listen needs ADDRESS:PORT (got '" + text + "')");
+  if (colon == std::string::npos)
+    throw config_error("--listen needs ADDRESS:PORT or :PORT (got '" + text + "')");
   listen_address a;
-  a.host = text.substr(0, colon);
+  // ":PORT" is loopback: the admin page is never opened to the network by leaving a word out.
+  a.host = colon == 0 ? "127.0.0.1" : text.substr(0, colon);
   if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']')
     a.host = a.host.substr(1, a.host.size() - 2);
   std::string_view p(text);

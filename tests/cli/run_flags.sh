@@ -56,6 +56,8 @@ check "--lease 500ms is accepted" 0 $?
 err=$("$sqlock" run nf -- no-such-command-xyz 2>&1 >/dev/null)
 check "missing command exits 127" 127 "$("$sqlock" run nf -- no-such-command-xyz 2>/dev/null; echo $?)"
 check "the 127 message names the command" "sqlock: no-such-command-xyz: command not found" "$err"
+err=$("$sqlock" run -q nf -- no-such-command-xyz 2>&1 >/dev/null)
+check "-q: 127 without a message" "127:" "$?:$err"
 
 # hold: prints the fence, keeps the lock until a signal (exit 0) or a loss (exit 70).
 "$sqlock" hold -l 2s kept >"$dir/hold.out" &

@@ -14,7 +14,7 @@ check() {  # check DESCRIPTION EXPECTED ACTUAL
 }
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 
-for bad in 127.0.0.1:99999 127.0.0.1:-1 127.0.0.1:80x 127.0.0.1 :8480; do
+for bad in 127.0.0.1:99999 127.0.0.1:-1 127.0.0.1:80x 127.0.0.1 :x; do
   "$sqlock" serve --listen "$bad" 2>/dev/null
   check "--listen $bad exits 64" 64 $?
 done
@@ -37,6 +37,17 @@ start_server main --token-file "$dir/token" --renewal-interval 1h --allow-host l
 case "$base" in http://127.0.0.1:[1-9]*) r=yes ;; *) r=no ;; esac
 check "--listen 127.0.0.1:0 prints the bound port ($base)" yes "$r"
 port=${base##*:}
+
+# ":0" is loopback on any free port, and the port printed is the one listened on.
+"$sqlock" serve --listen :0 >"$dir/short.out" 2>/dev/null &
+short=$!
+for _ in $(seq 100); do [ -s "$dir/short.out" ] && break; sleep 0.05; done
+short_base=$(head -1 "$dir/short.out")
+short_base=${short_base%/}
+case "$short_base" in http://127.0.0.1:[1-9]*) r=yes ;; *) r=no ;; esac
+check "--listen :0 prints a loopback address and the bound port ($short_base)" yes "$r"
+check "the printed port answers" 200 "$(code "$short_base/healthz")"
+kill $short
 
 "$sqlock" run served -- sleep 60 &
 held=$!

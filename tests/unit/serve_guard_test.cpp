@@ -17,8 +17,10 @@ TEST(serve_listen, parses_and_rejects) {
   EXPECT_EQ(a.port, 8480);
   EXPECT_EQ(listen_address::parse("[::1]:0").host, "::1");
   EXPECT_EQ(listen_address::parse("localhost:65535").port, 65535);
+  EXPECT_EQ(listen_address::parse(":0").host, "127.0.0.1");  // no address = loopback
+  EXPECT_EQ(listen_address::parse(":80").port, 80);
   for (auto bad : {"127.0.0.1:99999", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:", "127.0.0.1",
-                   ":80", "127.0.0.1:8o", "127.0.0.1: 80"})
+                   ":", ":x", "127.0.0.1:8o", "127.0.0.1: 80"})
     EXPECT_THROW(listen_address::parse(bad), config_error) << bad;
 }
 

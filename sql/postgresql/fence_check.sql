@@ -30,6 +30,12 @@ BEGIN
   PERFORM 1 FROM sqlock.advisory_holds h
     WHERE h.name = p_name AND h.fence = p_fence AND sqlock.advisory_held(h.key, h.backend_pid)
     FOR SHARE;
+  IF FOUND THEN
+    RETURN true;
+  END IF;
+  PERFORM 1 FROM sqlock.advisory_shared h
+    WHERE h.name = p_name AND h.fence = p_fence AND sqlock.advisory_held(h.key, h.backend_pid)
+    FOR SHARE;
   RETURN FOUND;
 END
 $$;

@@ -1,5 +1,6 @@
 -- Administrative release of a name whoever holds it; always written to sqlock.events.
--- Lease holds (exclusive, shared and permit) are deleted. An advisory hold belongs to a session: that session is terminated
+-- Lease holds (exclusive, shared and permit) are deleted. An advisory hold (of any kind) belongs
+-- to a session: that session is terminated
 -- (pg_terminate_backend, waiting up to 5 s for it to end), which frees EVERY lock it held; the
 -- clients holding them see the loss at their next renewal. Terminating another role's session
 -- needs the function owner to have pg_signal_backend (GRANT pg_signal_backend TO owner_role).
@@ -33,7 +34,23 @@ BEGIN
     END IF;
     DELETE FROM sqlock.advisory_holds h WHERE h.name = p_name;
   END LOOP;
-  -- Shared and permit holds, and a waiting writer's mark.
+  -- Shared and permit advisory holds: their sessions are terminated the same way.
+  FOR r IN DELETE FROM sqlock.advisory_shared h WHERE h.name = p_name RETURNING h.* LOOP
+    IF sqlock.advisory_held(r.key, r.backend_pid) THEN
+      v_n := v_n + 1;
+      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, 'advisory', r.holder,
+                               'terminated session ' || r.backend_pid);
+      IF r.backend_pid = pg_backend_pid() THEN
+        IF r.kind = 'permit' THEN
+          PERFORM pg_advisory_unlock(r.key);
+        END IF;
+        PERFORM pg_advisory_unlock_shared(sqlock.lock_key(p_name));
+      ELSE
+        PERFORM pg_terminate_backend(r.backend_pid, 5000);
+      END IF;
+    END IF;
+  END LOOP;
+  -- Shared and permit lease holds, and a waiting writer's mark.
   FOR r IN DELETE FROM sqlock.holders h WHERE h.name = p_name
            RETURNING h.owner, h.fence, h.mode, h.holder, h.expires_at LOOP
     IF r.expires_at > clock_timestamp() THEN

@@ -1,5 +1,6 @@
 -- Every hold of names starting with p_prefix, of every kind: list_locks() (exclusive and
--- advisory holds) and one row per live shared or permit hold, with kind and permits.
+-- advisory holds) and one row per live shared or permit hold (lease or advisory), with kind and
+-- permits.
 --   SELECT * FROM sqlock.list_holds('reports');
 CREATE OR REPLACE FUNCTION sqlock.list_holds(p_prefix text DEFAULT '')
   RETURNS TABLE (name text, owner text, fence bigint, acquired_at text, expires_at text,
@@ -15,6 +16,11 @@ AS $$
          h.holder, h.kind, h.permits
     FROM sqlock.holders h
    WHERE h.expires_at > clock_timestamp() AND starts_with(h.name, coalesce(p_prefix, ''))
+  UNION ALL
+  SELECT h.name, h.owner, h.fence, sqlock.iso(h.acquired_at), NULL, 'advisory', h.holder, h.kind,
+         h.permits
+    FROM sqlock.advisory_shared h
+   WHERE starts_with(h.name, coalesce(p_prefix, '')) AND sqlock.advisory_held(h.key, h.backend_pid)
    ORDER BY 1, 3
 $$;
 REVOKE ALL ON FUNCTION sqlock.list_holds(text) FROM PUBLIC;

@@ -1,6 +1,6 @@
 -- Deletes up to p_limit dead rows: expired or free rows of sqlock.locks, expired shared and
--- permit holds of sqlock.holders (and expired writer marks), and advisory hold rows
--- whose session no longer holds the lock. Returns how many. Safe to run concurrently (SKIP
+-- permit holds of sqlock.holders (and expired writer marks), and advisory hold rows (exclusive,
+-- shared and permit) whose session no longer holds the lock. Returns how many. Safe to run concurrently (SKIP
 -- LOCKED) and from pg_cron; call it again while it returns p_limit:
 --   SELECT cron.schedule('sqlock-sweep', '* * * * *', 'SELECT sqlock.sweep(10000)');
 -- Waiters of expired holds are woken; stale advisory wait registrations are deleted. A sweep that deleted something is written to events.
@@ -12,6 +12,7 @@ DECLARE
   r       record;
   v_locks integer := 0;
   v_holds integer := 0;
+  v_shared integer := 0;
 BEGIN
   IF p_limit IS NULL OR p_limit <= 0 THEN
     RAISE EXCEPTION 'sqlock: sweep limit must be > 0 (got %)', p_limit USING ERRCODE = '22023';
@@ -59,6 +60,17 @@ BEGIN
     DELETE FROM sqlock.advisory_holds h USING doomed d
      WHERE h.name = d.name AND NOT sqlock.advisory_held(h.key, h.backend_pid);
     GET DIAGNOSTICS v_holds = ROW_COUNT;
+  END IF;
+  IF v_locks + v_holds < p_limit THEN
+    WITH doomed AS (
+      SELECT h.name, h.owner FROM sqlock.advisory_shared h
+       WHERE NOT sqlock.advisory_held(h.key, h.backend_pid)
+       LIMIT p_limit - v_locks - v_holds
+         FOR UPDATE SKIP LOCKED)
+    DELETE FROM sqlock.advisory_shared h USING doomed d
+     WHERE h.name = d.name AND h.owner = d.owner AND NOT sqlock.advisory_held(h.key, h.backend_pid);
+    GET DIAGNOSTICS v_shared = ROW_COUNT;
+    v_holds := v_holds + v_shared;
   END IF;
   -- Registrations of notification-path waiters past their deadline.
   DELETE FROM sqlock.advisory_waits w WHERE w.until < clock_timestamp();

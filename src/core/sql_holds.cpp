@@ -59,9 +59,9 @@ std::shared_ptr<void> shared_hold_tag() {
   return tag;
 }
 
-// The config_error for a request whose kind or permits differ from the name's live holders'
-// (`status` is "mismatch:<kind>:<permits>" as the dialect's acquire returned it).
-[[noreturn]] void mismatch(const lock_request& req, std::string_view status) {
+}  // namespace
+
+void kind_mismatch(const lock_request& req, std::string_view status) {
   auto rest = status.substr(status.find(':') + 1);
   auto colon = rest.find(':');
   std::string kind(rest.substr(0, colon));
@@ -75,8 +75,6 @@ std::shared_ptr<void> shared_hold_tag() {
                      ": every user of a name must use it the same way (the same kind, and the "
                      "same number of permits)");
 }
-
-}  // namespace
 
 std::unique_ptr<wait_state> engine_backend::release_watch(const lock_request&) {
   return nullptr;
@@ -109,7 +107,7 @@ std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, s
     }
     std::string_view status;
     if (!r.empty() && r[0].size() > 1 && r[0][1]) status = *r[0][1];
-    if (status.substr(0, 9) == "mismatch:") mismatch(req, status);
+    if (status.substr(0, 9) == "mismatch:") kind_mismatch(req, status);
     if (status != "retry") {
       if (writer) writer->marked(true);
       return std::nullopt;

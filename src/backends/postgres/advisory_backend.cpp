@@ -38,6 +38,17 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
              ".acquire_advisory(:name, :owner, :holder, :lease_ms)"}},
       register_{"pg_advisory_register",
                 {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}},
+      kinds_{{"pg_advisory_acquire_shared",
+              {"SELECT fence, status FROM " + o.schema +
+               ".acquire_advisory_shared(:name, :owner, :holder, :kind, :permits)"}},
+             {"pg_advisory_wait_shared",
+              {"SELECT fence, status FROM " + o.schema +
+               ".acquire_advisory_shared(:name, :owner, :holder, :kind, :permits, :lease_ms)"}},
+             {"pg_advisory_renew_shared",
+              {"SELECT " + o.schema + ".renew_advisory_shared(:name, :owner)"}},
+             {"pg_advisory_release_shared",
+              {"SELECT " + o.schema + ".release_advisory_shared(:name, :owner)"}}},
+      turns_(o.sessions),
       sessions_(
           o.sessions, o.waiters,
           [conninfo, t = o.timeout](steady_time deadline) {
@@ -61,9 +72,10 @@ std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
   auto* w = static_cast<advisory_wait*>(ws);
   if (w && !w->first_attempt()) {
     // A waiting call found the lock busy before: wait inside the server if a waiter session
-    // is free, else make sure releases of the name notify us before trying again.
+    // is free (not for a permit: that would wait for one of its N keys only), else make sure
+    // releases of the name notify us before trying again.
     auto now = std::chrono::steady_clock::now();
-    if (deadline - now >= 2 * server_wait_min) {
+    if (req.kind != lock_kind::permit && deadline - now >= 2 * server_wait_min) {
       if (auto c = sessions_.idle_waiter(deadline)) {
         w->waited_in_server();
         return wait_in_server(*c, req, deadline);
@@ -72,35 +84,54 @@ std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
     if (w->listens() && !w->registered(now)) register_waiter(*w, req, deadline);
   }
   const auto p = params_for(req);
+  const auto& op = req.kind == lock_kind::exclusive ? dialect_.acquire : kinds_.acquire;
   for (unsigned attempt = 0;; ++attempt) {
-    auto c = sessions_.pick(deadline);
-    if (auto h = c.held(req.name)) {
-      // The session already holds the name: ours again (a retried call) or another owner's of
-      // this backend (advisory locks stack within a session, so it counts as busy here).
-      if (h->first != req.owner) return std::nullopt;
-      return lease_info{req.name, req.owner, h->second, c.token()};
-    }
+    auto c = session_for(req, deadline);
+    if (!c) return std::nullopt;
+    if (auto h = c->held(req.name)) return lease_info{req.name, req.owner, h->second, c->token()};
     try {
-      auto r = c.conn().run(dialect_.acquire, p, exchange_bound(deadline, io_timeout()));
-      if (r.empty() || r[0].empty() || !r[0][0]) return std::nullopt;
-      auto fence = sql::decode_u64(r[0][0], "fence");
-      c.keep(req.name, req.owner, fence);
-      return lease_info{req.name, req.owner, fence, c.token()};
+      return granted(*c, req, c->conn().run(op, p, exchange_bound(deadline, io_timeout())));
     } catch (const sql::transient_error&) {
       auto pause = backoff_delay(attempt, transient_initial, transient_cap);
       if (std::chrono::steady_clock::now() + pause >= deadline) throw;
       std::this_thread::sleep_for(pause);
     } catch (const config_error&) {
-      throw;  // refused before anything changed (a bad name, a missing grant)
+      throw;  // refused before anything changed (a bad name, a missing grant, another kind)
     } catch (const error&) {
       // Connection lost, timed out, or the function failed at an unknown point (a cancelled
       // statement can even skip its exception handler): the session might hold the lock with
       // no row recording it. End the session so that no lock stays held by mistake; its other
       // holds are reported lost, and the core retries a connection_error within the deadline.
-      c.kill();
+      c->kill();
       throw;
     }
   }
+}
+
+std::optional<session_pool::call> advisory_backend::session_for(const lock_request& req,
+                                                                steady_time deadline) {
+  // An exclusive request needs look at one session only: another owner's hold of the name
+  // there (of any kind) makes it busy anyway.
+  const std::size_t tries = req.kind == lock_kind::exclusive ? 1 : turns_;
+  for (std::size_t i = 0; i < tries; ++i) {
+    auto c = sessions_.pick(deadline);
+    auto h = c.held(req.name);
+    if (!h || h->first == req.owner) return c;
+  }
+  return std::nullopt;
+}
+
+std::optional<lease_info> advisory_backend::granted(session_pool::call& c, const lock_request& req,
+                                                    const sql::rows& r) {
+  if (r.empty() || r[0].empty()) return std::nullopt;
+  if (!r[0][0]) {
+    if (r[0].size() > 1 && r[0][1] && r[0][1]->rfind("mismatch:", 0) == 0)
+      sql::kind_mismatch(req, *r[0][1]);
+    return std::nullopt;  // busy (or the server's lock_timeout)
+  }
+  auto fence = sql::decode_u64(r[0][0], "fence");
+  c.keep(req.name, req.owner, fence, req.kind != lock_kind::exclusive);
+  return lease_info{req.name, req.owner, fence, c.token()};
 }
 
 std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c,
@@ -114,12 +145,9 @@ std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c
   const auto wait = std::min(left - margin, server_wait_chunk);
   auto p = params_for(req);
   p.lease_ms = std::max<std::int64_t>(wait.count(), 1);  // :lease_ms carries the wait here
+  const auto& op = req.kind == lock_kind::exclusive ? wait_ : kinds_.wait;
   try {
-    auto r = c.conn().run(wait_, p, std::min(deadline, now + wait + io_timeout()));
-    if (r.empty() || r[0].empty() || !r[0][0]) return std::nullopt;  // lock_timeout: busy
-    auto fence = sql::decode_u64(r[0][0], "fence");
-    c.keep(req.name, req.owner, fence);
-    return lease_info{req.name, req.owner, fence, c.token()};
+    return granted(c, req, c.conn().run(op, p, std::min(deadline, now + wait + io_timeout())));
   } catch (const config_error&) {
     throw;
   } catch (const error&) {
@@ -155,8 +183,9 @@ bool advisory_backend::renew(const lease_info& l, milliseconds, steady_time dead
   auto c = sessions_.holding(l.state, l.name, l.owner, deadline);
   if (!c) return false;  // the session died or the hold was forgotten
   try {
-    bool ok = sql::says_true(
-        c->conn().run(dialect_.renew, params_for(l), exchange_bound(deadline, io_timeout())));
+    const auto& op = c->holds_shared(l.name) ? kinds_.renew : dialect_.renew;
+    bool ok =
+        sql::says_true(c->conn().run(op, params_for(l), exchange_bound(deadline, io_timeout())));
     if (!ok) c->forget(l.name);
     return ok;
   } catch (const connection_error&) {
@@ -169,7 +198,8 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
   auto c = sessions_.holding(l.state, l.name, l.owner, deadline);
   if (!c) return false;
   try {
-    auto r = c->conn().run(dialect_.release, params_for(l), exchange_bound(deadline, io_timeout()));
+    const auto& op = c->holds_shared(l.name) ? kinds_.release : dialect_.release;
+    auto r = c->conn().run(op, params_for(l), exchange_bound(deadline, io_timeout()));
     c->forget(l.name);
     return sql::says_true(r);
   } catch (...) {
@@ -191,6 +221,8 @@ capabilities advisory_backend::caps() const noexcept {
   auto c = pg_backend::caps();
   c.session_bound = true;
   c.linger = false;  // an advisory hold ends with its session
+  c.shared = true;
+  c.permits = true;
   return c;
 }
 

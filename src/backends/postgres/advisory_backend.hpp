@@ -10,6 +10,13 @@
 // moment of its release, in its own queue order. When every waiter session is busy or holds
 // something, the call registers for NOTIFY on the name (releases notify only then) and waits
 // for it between tries, as the row modes do.
+// Shared and permit holds (sql/postgresql/advisory_shared.sql) take pg_advisory_lock_shared on
+// the name's key (a permit also one of the name's N permit keys); a session carries one hold of
+// a name at a time, since the server would grant a session a lock it holds already (past a
+// waiting writer, or onto a permit key in use): such a request takes another session, and is
+// busy when every lock session carries a hold of the name. A shared request waits inside the
+// server like an exclusive one (queued behind a waiting writer); a permit request waits on the
+// notification path only (a wait inside the server could only wait for one of the N keys).
 #pragma once
 
 #include "advisory_wait.hpp"
@@ -34,14 +41,28 @@ class advisory_backend final : public pg_backend {
   void verify(steady_time deadline) override;
 
  private:
+  // The operations of a shared or permit hold.
+  struct kind_operations {
+    sql::operation acquire, wait, renew, release;
+  };
+
+  // A lock session for `req`: one carrying no hold of the name, or the one carrying this
+  // owner's hold (a retried call); nullopt (busy) when every session carries another owner's.
+  std::optional<session_pool::call> session_for(const lock_request& req, steady_time deadline);
   // An attempt that waits inside the server on `c`, a waiter session free of holds.
   std::optional<lease_info> wait_in_server(session_pool::call& c, const lock_request& req,
                                            steady_time deadline);
+  // The hold an acquire operation's rows `r` grant on `c`: recorded there; nullopt when busy;
+  // config_error when the name's holders are of another kind or number of permits.
+  std::optional<lease_info> granted(session_pool::call& c, const lock_request& req,
+                                    const sql::rows& r);
   // Registers the call for NOTIFY on the name (once per minute of its wait).
   void register_waiter(advisory_wait& w, const lock_request& req, steady_time deadline);
 
   sql::operation wait_;      // acquire_advisory with a wait in the server
   sql::operation register_;  // advisory_wait_notify
+  kind_operations kinds_;    // acquire_advisory_shared and its renew and release
+  std::size_t turns_;        // lock sessions taken in turn
   session_pool sessions_;    // destroyed first: its watcher calls report_lost()
 };
 

@@ -75,6 +75,7 @@ struct session_pool::session {
   struct hold {
     std::string owner;
     std::uint64_t fence = 0;
+    bool shared = false;  // a shared or permit hold
   };
   std::map<std::string, hold, std::less<>> holds;  // name -> hold carried by this session
 };
@@ -253,8 +254,13 @@ std::optional<std::pair<std::string, std::uint64_t>> session_pool::call::held(
 }
 
 void session_pool::call::keep(const std::string& name, const std::string& owner,
-                              std::uint64_t fence) {
-  s_->holds[name] = {owner, fence};
+                              std::uint64_t fence, bool shared) {
+  s_->holds[name] = {owner, fence, shared};
+}
+
+bool session_pool::call::holds_shared(const std::string& name) const {
+  auto it = s_->holds.find(name);
+  return it != s_->holds.end() && it->second.shared;
 }
 
 void session_pool::call::forget(const std::string& name) {

@@ -62,8 +62,12 @@ class session_pool {
     session_connection& conn();
     /// The fence of the hold this session carries for `name`, with its owner; nullopt if none.
     std::optional<std::pair<std::string, std::uint64_t>> held(const std::string& name) const;
-    /// Records that the session now carries the hold (`name`, `owner`, `fence`).
-    void keep(const std::string& name, const std::string& owner, std::uint64_t fence);
+    /// Records that the session now carries the hold (`name`, `owner`, `fence`); `shared` for
+    /// a shared or permit hold.
+    void keep(const std::string& name, const std::string& owner, std::uint64_t fence,
+              bool shared = false);
+    /// True when the session's hold of `name` is a shared or permit hold.
+    bool holds_shared(const std::string& name) const;
     /// Forgets the hold on `name` (released or found gone).
     void forget(const std::string& name);
     /// Closes the session (the server frees its holds); its holds but `except` are reported

@@ -168,6 +168,10 @@ struct dialect {
   operation sweep_shared;  ///< see force_release_shared
 };
 
+/// Throws the config_error for a request whose kind or permits differ from the name's live
+/// holders' (`status` is "mismatch:<kind>:<permits>", as an acquire operation returned it).
+[[noreturn]] void kind_mismatch(const lock_request& req, std::string_view status);
+
 /// Opens a new connection; throws connection_error when the server cannot be reached.
 using connector = std::function<std::unique_ptr<connection>()>;
 

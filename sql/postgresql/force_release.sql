@@ -1,9 +1,9 @@
 -- Administrative release of a name whoever holds it; always written to sqlock.events.
 -- Lease holds (exclusive, shared and permit) are deleted. An advisory hold (of any kind) belongs
--- to a session: that session is terminated
--- (pg_terminate_backend, waiting up to 5 s for it to end), which frees EVERY lock it held; the
--- clients holding them see the loss at their next renewal. Terminating another role's session
--- needs the function owner to have pg_signal_backend (GRANT pg_signal_backend TO owner_role).
+-- to a session: that session is terminated (pg_terminate_backend, waiting up to 5 s for it to
+-- end), which frees EVERY lock it held; the clients holding them see the loss at their next
+-- renewal. Terminating another role's session needs the function owner to have
+-- pg_signal_backend (GRANT pg_signal_backend TO owner_role).
 -- true = a live hold was released.
 --   SELECT sqlock.force_release('orders:42');
 CREATE OR REPLACE FUNCTION sqlock.force_release(p_name text) RETURNS boolean

@@ -2,8 +2,8 @@
 -- name's row names this owner and this session; the row stays (stale once unlocked: readers
 -- check pg_locks; the next acquire of the name overwrites it), so a release writes nothing.
 -- NOTIFY is sent only while a notification-path waiter is registered for the name
--- (advisory_wait_notify, advisory_released); waiters inside the server need none. true = released; false =
--- nothing of this owner was held by this session (idempotent).
+-- (advisory_wait_notify, advisory_released); waiters inside the server need none.
+-- true = released; false = nothing of this owner was held by this session (idempotent).
 --   SELECT sqlock.release_advisory('orders:42', 'owner-token');
 CREATE OR REPLACE FUNCTION sqlock.release_advisory(p_name text, p_owner text) RETURNS boolean
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -1,9 +1,10 @@
 -- Deletes up to p_limit dead rows: expired or free rows of sqlock.locks, expired shared and
 -- permit holds of sqlock.holders (and expired writer marks), and advisory hold rows (exclusive,
--- shared and permit) whose session no longer holds the lock. Returns how many. Safe to run concurrently (SKIP
--- LOCKED) and from pg_cron; call it again while it returns p_limit:
+-- shared and permit) whose session no longer holds the lock. Returns how many. Safe to run
+-- concurrently (SKIP LOCKED) and from pg_cron; call it again while it returns p_limit:
 --   SELECT cron.schedule('sqlock-sweep', '* * * * *', 'SELECT sqlock.sweep(10000)');
--- Waiters of expired holds are woken; stale advisory wait registrations are deleted. A sweep that deleted something is written to events.
+-- Waiters of expired holds are woken; stale advisory wait registrations are deleted. A sweep that
+-- deleted something is written to events.
 CREATE OR REPLACE FUNCTION sqlock.sweep(p_limit integer DEFAULT 1000) RETURNS integer
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp

@@ -1,10 +1,12 @@
 // Shared locks and semaphore permits in advisory mode beyond the conformance suite: `sqlock
 // migrate` to version 6 with an exclusive hold of the version-5 routines live, and what the
 // EXECUTE-only role and a DBA see of the new holds (list with kind and permits, fence_check,
-// another kind on a name in use, force_release ending every kind).
+// another kind on a name in use, force_release ending every kind), and a writer waiting inside
+// the server keeping new readers out.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "pg_env.hpp"
 #include "sqlock/postgres/dialect.hpp"
@@ -120,6 +122,43 @@ TEST_F(postgres, advisory_shared_and_permit_holds_as_the_execute_only_role) {
   ASSERT_TRUE(p3);  // the name is idle: the next request sets the count
   EXPECT_GT(p3.fence(), std::max(p1.fence(), p2.fence()));
   p3.release();
+}
+
+TEST_F(postgres, advisory_writer_waiting_in_the_server_keeps_new_readers_out) {
+  auto name = unique_name("adv-writer");
+  auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
+  // As the DBA's role: pg_stat_activity shows the wait events of other roles' sessions only to
+  // privileged roles.
+  auto w = sqlock::connect(pg::with(owner_, "mode=advisory&application_name=" + name));
+  auto r = a.make_shared_mutex(name);
+  r.lock_shared();
+  std::uint64_t writer_fence = 0;
+  std::thread writer([&] {
+    auto x = w.make_shared_mutex(name);
+    if (x.try_lock_for(std::chrono::seconds(20))) {
+      writer_fence = x.fence();
+      x.unlock();
+    }
+  });
+  auto dc = dba();
+  EXPECT_TRUE(eventually([&] {
+    pqxx::nontransaction tx(dc);
+    return tx.exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + name +
+                    "' AND wait_event_type = 'Lock' AND wait_event = 'advisory'")[0]
+               .as<int>() == 1;
+  }));
+  // Only a reader holds, but the queued writer comes first: a try and a short wait are busy.
+  auto late = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto l = late.make_shared_mutex(name);
+  EXPECT_FALSE(l.try_lock_shared());
+  EXPECT_FALSE(l.try_lock_shared_for(std::chrono::milliseconds(200)));
+  const auto reader_fence = r.fence();
+  r.unlock_shared();
+  writer.join();
+  EXPECT_GT(writer_fence, reader_fence);
+  ASSERT_TRUE(l.try_lock_shared_for(std::chrono::seconds(5)));
+  EXPECT_GT(l.fence(), writer_fence);
+  l.unlock_shared();
 }
 
 }  // namespace

@@ -30,6 +30,33 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION sqlock.advisory_held(bigint, integer) FROM PUBLIC;
 
+-- Waits in the server's lock queue for the advisory lock p_key (shared when p_shared), at most
+-- p_wait_ms (lock_timeout); true = the session holds it now, false = the time ran out. A client
+-- gone meanwhile is noticed within 100 ms. Used by the advisory acquires of every kind.
+CREATE OR REPLACE FUNCTION sqlock.advisory_wait(p_key bigint, p_shared boolean, p_wait_ms bigint)
+  RETURNS boolean
+  LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  v_timeout text := pg_catalog.current_setting('lock_timeout');
+BEGIN
+  PERFORM pg_catalog.set_config('lock_timeout', least(p_wait_ms, 2147483647) || 'ms', true);
+  PERFORM pg_catalog.set_config('client_connection_check_interval', '100ms', true);
+  BEGIN
+    IF p_shared THEN
+      PERFORM pg_catalog.pg_advisory_lock_shared(p_key);
+    ELSE
+      PERFORM pg_catalog.pg_advisory_lock(p_key);
+    END IF;
+  EXCEPTION WHEN lock_not_available THEN
+    RETURN false;
+  END;
+  PERFORM pg_catalog.set_config('lock_timeout', v_timeout, true);
+  RETURN true;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_wait(bigint, boolean, bigint) FROM PUBLIC;
+
 -- ISO-8601 UTC text of a time, as list() reports it.
 CREATE OR REPLACE FUNCTION sqlock.iso(p_at timestamptz) RETURNS text
   LANGUAGE sql IMMUTABLE

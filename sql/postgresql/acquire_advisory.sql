@@ -24,28 +24,16 @@ DECLARE
   v_epoch   bigint;
   v_new     bigint;
   v_fence   bigint;
-  v_timeout text;
 BEGIN
   IF p_name IS NULL OR p_name = '' OR p_owner IS NULL OR p_owner = '' THEN
     PERFORM sqlock.check_name_owner(p_name, p_owner);
   END IF;
   v_key := sqlock.lock_key(p_name);
   IF NOT pg_try_advisory_lock(v_key) THEN
-    IF coalesce(p_wait_ms, 0) <= 0 THEN
+    IF coalesce(p_wait_ms, 0) <= 0 OR NOT sqlock.advisory_wait(v_key, false, p_wait_ms) THEN
       status := 'busy';
       RETURN;
     END IF;
-    -- Wait in the server's queue; a client gone meanwhile is noticed within 100 ms.
-    v_timeout := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', least(p_wait_ms, 2147483647) || 'ms', true);
-    PERFORM set_config('client_connection_check_interval', '100ms', true);
-    BEGIN
-      PERFORM pg_advisory_lock(v_key);
-    EXCEPTION WHEN lock_not_available THEN
-      status := 'busy';
-      RETURN;
-    END;
-    PERFORM set_config('lock_timeout', v_timeout, true);
   END IF;
   -- The session holds the lock now (perhaps one level more, if it held it already).
   -- sqlock.advisory_fence(), its common case inline: the live epoch and the next counter.

@@ -97,7 +97,6 @@ DECLARE
   v_key      bigint;
   v_slot     integer;
   v_first    integer;
-  v_timeout  text;
   v_miss     text;
 BEGIN
   PERFORM sqlock.check_name_owner(p_name, p_owner);
@@ -112,17 +111,10 @@ BEGIN
       status := coalesce(sqlock.advisory_mismatch(p_name, p_owner, p_kind, v_permits), 'busy');
       RETURN;
     END IF;
-    -- Wait in the server's queue; a client gone meanwhile is noticed within 100 ms.
-    v_timeout := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', least(p_wait_ms, 2147483647) || 'ms', true);
-    PERFORM set_config('client_connection_check_interval', '100ms', true);
-    BEGIN
-      PERFORM pg_advisory_lock_shared(v_name_key);
-    EXCEPTION WHEN lock_not_available THEN
+    IF NOT sqlock.advisory_wait(v_name_key, true, p_wait_ms) THEN
       status := 'busy';
       RETURN;
-    END;
-    PERFORM set_config('lock_timeout', v_timeout, true);
+    END IF;
   END IF;
   v_key := v_name_key;
   IF p_kind = 'permit' THEN

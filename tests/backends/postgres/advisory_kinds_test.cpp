@@ -23,7 +23,7 @@ TEST_F(postgres, migrate_to_v6_keeps_a_live_advisory_hold_of_the_v5_routines) {
   schema_guard guard(owner_, schema);
   const auto& b = sqlock::postgres::bundle();
   // Version 5 of the schema, with the routines an exclusive advisory hold of version 5 used
-  // (their files are unchanged since).
+  // (what a try runs in them is unchanged since).
   pqxx::connection holder(owner_);
   for (const auto& f : b.migrations) {
     if (sql::migration_version(f.name) > 5) continue;

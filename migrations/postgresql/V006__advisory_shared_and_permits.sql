@@ -19,6 +19,8 @@ CREATE UNLOGGED TABLE IF NOT EXISTS sqlock.advisory_shared (
   slot        integer,                      -- kind permit: which of the N keys; else NULL
   key         bigint NOT NULL,              -- the key whose lock proves the hold: lock_key(name)
                                             -- for shared, permit_key(name, slot) for a permit
+  lock_mode   text GENERATED ALWAYS AS   -- the mode of that lock in pg_locks
+                (CASE kind WHEN 'shared' THEN 'ShareLock' ELSE 'ExclusiveLock' END) STORED,
   fence       bigint NOT NULL,
   backend_pid integer NOT NULL,             -- the session holding the advisory lock(s)
   acquired_at timestamptz NOT NULL,

@@ -15,18 +15,30 @@ REVOKE ALL ON FUNCTION sqlock.lock_key(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sqlock.lock_key(text) TO sqlock_execute;
 
 -- True when session `p_pid` holds the session- or transaction-level advisory lock `p_key` in
--- this database.
-CREATE OR REPLACE FUNCTION sqlock.advisory_held(p_key bigint, p_pid integer) RETURNS boolean
+-- this database in mode `p_mode` ('ExclusiveLock', or 'ShareLock' for a shared hold: the same
+-- key, so the mode tells a session's shared hold of a name from its exclusive one).
+CREATE OR REPLACE FUNCTION sqlock.advisory_held_as(p_key bigint, p_pid integer, p_mode text)
+  RETURNS boolean
   LANGUAGE sql STABLE
   SET search_path = sqlock, pg_temp
 AS $$
   SELECT EXISTS (
     SELECT 1 FROM pg_catalog.pg_locks l
      WHERE l.locktype = 'advisory' AND l.granted AND l.pid = p_pid AND l.objsubid = 1
+       AND l.mode = p_mode
        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
                           WHERE d.datname = pg_catalog.current_database())
        AND l.classid = ((p_key >> 32) & 4294967295)::oid
        AND l.objid = (p_key & 4294967295)::oid)
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_held_as(bigint, integer, text) FROM PUBLIC;
+
+-- True when session `p_pid` holds the advisory lock `p_key` exclusively (an exclusive hold).
+CREATE OR REPLACE FUNCTION sqlock.advisory_held(p_key bigint, p_pid integer) RETURNS boolean
+  LANGUAGE sql STABLE
+  SET search_path = sqlock, pg_temp
+AS $$
+  SELECT sqlock.advisory_held_as(p_key, p_pid, 'ExclusiveLock')
 $$;
 REVOKE ALL ON FUNCTION sqlock.advisory_held(bigint, integer) FROM PUBLIC;
 

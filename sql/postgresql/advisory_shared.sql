@@ -35,11 +35,11 @@ AS $$
 DECLARE
   r record;
 BEGIN
-  FOR r IN SELECT h.owner, h.kind, h.permits, h.key, h.backend_pid
+  FOR r IN SELECT h.owner, h.kind, h.permits, h.key, h.backend_pid, h.lock_mode
              FROM sqlock.advisory_shared h
             WHERE h.name = p_name AND h.owner <> p_owner
               AND (h.kind <> p_kind OR h.permits <> p_permits) LOOP
-    IF sqlock.advisory_held(r.key, r.backend_pid) THEN
+    IF sqlock.advisory_held_as(r.key, r.backend_pid, r.lock_mode) THEN
       RETURN 'mismatch:' || r.kind || ':' || r.permits;
     END IF;
     DELETE FROM sqlock.advisory_shared h WHERE h.name = p_name AND h.owner = r.owner;
@@ -211,7 +211,7 @@ AS $$
   SELECT EXISTS (
     SELECT 1 FROM sqlock.advisory_shared h
      WHERE h.name = p_name AND h.owner = p_owner AND h.backend_pid = pg_backend_pid()
-       AND sqlock.advisory_held(h.key, h.backend_pid))
+       AND sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode))
 $$;
 REVOKE ALL ON FUNCTION sqlock.renew_advisory_shared(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sqlock.renew_advisory_shared(text, text) TO sqlock_execute;

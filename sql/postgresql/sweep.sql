@@ -65,11 +65,12 @@ BEGIN
   IF v_locks + v_holds < p_limit THEN
     WITH doomed AS (
       SELECT h.name, h.owner FROM sqlock.advisory_shared h
-       WHERE NOT sqlock.advisory_held(h.key, h.backend_pid)
+       WHERE NOT sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode)
        LIMIT p_limit - v_locks - v_holds
          FOR UPDATE SKIP LOCKED)
     DELETE FROM sqlock.advisory_shared h USING doomed d
-     WHERE h.name = d.name AND h.owner = d.owner AND NOT sqlock.advisory_held(h.key, h.backend_pid);
+     WHERE h.name = d.name AND h.owner = d.owner
+       AND NOT sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode);
     GET DIAGNOSTICS v_shared = ROW_COUNT;
     v_holds := v_holds + v_shared;
   END IF;

@@ -124,6 +124,34 @@ TEST_F(postgres, advisory_shared_and_permit_holds_as_the_execute_only_role) {
   p3.release();
 }
 
+TEST_F(postgres, advisory_session_taking_a_name_shared_after_exclusive_lists_only_the_new_hold) {
+  // One lock session: the released exclusive hold's row stays (stale), the same session then
+  // holds the same key in share mode.
+  auto c = sqlock::connect(pg::with(app_, "mode=advisory&sessions=1&waiters=0"));
+  auto name = unique_name("adv-reuse");
+  auto rw = c.make_shared_mutex(name);
+  ASSERT_TRUE(rw.try_lock());
+  const auto exclusive_fence = rw.fence();
+  rw.unlock();
+  ASSERT_TRUE(rw.try_lock_shared());
+  auto rows = c.list(name);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kind, lock_kind::shared);
+  EXPECT_EQ(rows[0].fence, rw.fence());
+  {
+    auto dc = dba();
+    pqxx::work tx(dc);
+    EXPECT_FALSE(sqlock::postgres::fence_check(tx, name, exclusive_fence));
+    EXPECT_TRUE(sqlock::postgres::fence_check(tx, name, rw.fence()));
+  }
+  rw.unlock_shared();
+  ASSERT_TRUE(rw.try_lock());  // and back: the stale shared row is gone, the new hold listed
+  rows = c.list(name);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
+  rw.unlock();
+}
+
 TEST_F(postgres, advisory_writer_waiting_in_the_server_keeps_new_readers_out) {
   auto name = unique_name("adv-writer");
   auto a = sqlock::connect(pg::with(app_, "mode=advisory"));

@@ -4,9 +4,11 @@
 -- exclusive one, so readers arriving all the time do not starve a writer. A permit of a
 -- semaphore of N is that shared lock (so permits and exclusive holds of a name exclude each
 -- other too) plus pg_advisory_lock(sqlock.permit_key(name, i)) on one of the name's N keys,
--- tried from a random one on. Each hold has its own row in sqlock.advisory_shared (owner, kind,
--- N, fence, session), written by the acquire and deleted by the release; all users of a name
--- must agree on its kind and N while it has holders. Every hold belongs to the session that
+-- tried from a random one on. A session carries one hold of a name at a time (the client sees
+-- to it: the server grants a session a lock it holds already, past a waiting writer or onto a
+-- permit key in use), so each hold is the row (name, session) of sqlock.advisory_shared (owner,
+-- kind, N, fence), updated in place by the acquire and freed (owner NULL) by the release; all
+-- users of a name must agree on its kind and N while it has holders. Every hold belongs to the session that
 -- took it: renew and release it on the SAME connection, as exclusive advisory holds.
 
 -- The advisory-lock key of permit p_slot of a name: the first 8 bytes of SHA-256 of the name's
@@ -24,30 +26,30 @@ $$;
 REVOKE ALL ON FUNCTION sqlock.permit_key(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sqlock.permit_key(text, integer) TO sqlock_execute;
 
--- 'mismatch:<kind>:<permits>' when another owner's live advisory hold of p_name is of another
+-- 'mismatch:<kind>:<permits>' when another session's live advisory hold of p_name is of another
 -- kind or number of permits than a request of p_kind with p_permits (0 for shared); else NULL.
 -- Rows it meets whose session no longer holds their key are stale, and deleted.
-CREATE OR REPLACE FUNCTION sqlock.advisory_mismatch(p_name text, p_owner text, p_kind text,
-                                                    p_permits integer) RETURNS text
+CREATE OR REPLACE FUNCTION sqlock.advisory_mismatch(p_name text, p_kind text, p_permits integer)
+  RETURNS text
   LANGUAGE plpgsql VOLATILE
   SET search_path = sqlock, pg_temp
 AS $$
 DECLARE
   r record;
 BEGIN
-  FOR r IN SELECT h.owner, h.kind, h.permits, h.key, h.backend_pid, h.lock_mode
+  FOR r IN SELECT h.kind, h.permits, h.key, h.backend_pid, h.lock_mode
              FROM sqlock.advisory_shared h
-            WHERE h.name = p_name AND h.owner <> p_owner
+            WHERE h.name = p_name AND h.owner IS NOT NULL AND h.backend_pid <> pg_backend_pid()
               AND (h.kind <> p_kind OR h.permits <> p_permits) LOOP
     IF sqlock.advisory_held_as(r.key, r.backend_pid, r.lock_mode) THEN
       RETURN 'mismatch:' || r.kind || ':' || r.permits;
     END IF;
-    DELETE FROM sqlock.advisory_shared h WHERE h.name = p_name AND h.owner = r.owner;
+    DELETE FROM sqlock.advisory_shared h WHERE h.name = p_name AND h.backend_pid = r.backend_pid;
   END LOOP;
   RETURN NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION sqlock.advisory_mismatch(text, text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sqlock.advisory_mismatch(text, text, integer) FROM PUBLIC;
 
 -- What every advisory release does once the session's lock is unlocked: NOTIFY the name's
 -- waiters only while a notification-path waiter is registered for it (waiters inside the server
@@ -76,8 +78,8 @@ REVOKE ALL ON FUNCTION sqlock.advisory_released(text, text, bigint, text) FROM P
 -- of permits (the client raises a configuration error). The fence comes from
 -- sqlock.advisory_fence(), so an exclusive hold's fence exceeds every earlier hold's.
 -- p_wait_ms = 0: one try. p_wait_ms > 0 (shared only): wait inside the server, in its lock queue
--- (behind a waiting exclusive request), at most that long. A session takes one hold of a name at
--- a time (the client sees to it: locks a session holds already would be granted to it again).
+-- (behind a waiting exclusive request), at most that long. Call it on a session that carries
+-- no hold of the name.
 --   SELECT * FROM sqlock.acquire_advisory_shared('reports', 'owner-token', 'host:pid:app',
 --                                                'shared', 0);
 --   SELECT * FROM sqlock.acquire_advisory_shared('uploads', 'owner-token', 'host:pid:app',
@@ -108,7 +110,7 @@ BEGIN
   v_name_key := sqlock.lock_key(p_name);
   IF NOT pg_try_advisory_lock_shared(v_name_key) THEN
     IF coalesce(p_wait_ms, 0) <= 0 OR p_kind = 'permit' THEN
-      status := coalesce(sqlock.advisory_mismatch(p_name, p_owner, p_kind, v_permits), 'busy');
+      status := coalesce(sqlock.advisory_mismatch(p_name, p_kind, v_permits), 'busy');
       RETURN;
     END IF;
     IF NOT sqlock.advisory_wait(v_name_key, true, p_wait_ms) THEN
@@ -127,14 +129,14 @@ BEGIN
     END LOOP;
     IF v_slot IS NULL THEN
       PERFORM pg_advisory_unlock_shared(v_name_key);
-      status := coalesce(sqlock.advisory_mismatch(p_name, p_owner, p_kind, v_permits), 'busy');
+      status := coalesce(sqlock.advisory_mismatch(p_name, p_kind, v_permits), 'busy');
       RETURN;
     END IF;
   END IF;
   -- One acquire of the name at a time from here to the end of the call, so that two requests
   -- of another kind or number of permits cannot both miss each other's row.
   PERFORM sqlock.name_guard(p_name);
-  v_miss := sqlock.advisory_mismatch(p_name, p_owner, p_kind, v_permits);
+  v_miss := sqlock.advisory_mismatch(p_name, p_kind, v_permits);
   IF v_miss IS NOT NULL THEN
     IF v_slot IS NOT NULL THEN
       PERFORM pg_advisory_unlock(v_key);
@@ -143,16 +145,15 @@ BEGIN
     status := v_miss;
     RETURN;
   END IF;
-  -- A row of this owner already there is stale (its call was retried on a new session).
-  INSERT INTO sqlock.advisory_shared AS h (name, owner, kind, permits, slot, key, fence,
-                                           backend_pid, acquired_at, holder, client_addr,
-                                           application)
-  VALUES (p_name, p_owner, p_kind, v_permits, v_slot, v_key, sqlock.advisory_fence(),
-          pg_backend_pid(), clock_timestamp(), coalesce(p_holder, ''), inet_client_addr(),
+  -- The session's row of the name, updated in place once it exists (no index changes).
+  INSERT INTO sqlock.advisory_shared AS h (name, backend_pid, owner, kind, permits, slot, key,
+                                           fence, acquired_at, holder, client_addr, application)
+  VALUES (p_name, pg_backend_pid(), p_owner, p_kind, v_permits, v_slot, v_key,
+          sqlock.advisory_fence(), clock_timestamp(), coalesce(p_holder, ''), inet_client_addr(),
           coalesce(current_setting('application_name', true), ''))
-  ON CONFLICT (name, owner) DO UPDATE
-     SET kind = excluded.kind, permits = excluded.permits, slot = excluded.slot,
-         key = excluded.key, fence = excluded.fence, backend_pid = excluded.backend_pid,
+  ON CONFLICT (name, backend_pid) DO UPDATE
+     SET owner = excluded.owner, kind = excluded.kind, permits = excluded.permits,
+         slot = excluded.slot, key = excluded.key, fence = excluded.fence,
          acquired_at = excluded.acquired_at, holder = excluded.holder,
          client_addr = excluded.client_addr, application = excluded.application
   RETURNING h.fence INTO fence;
@@ -168,7 +169,7 @@ GRANT EXECUTE ON FUNCTION sqlock.acquire_advisory_shared(text, text, text, text,
   TO sqlock_execute;
 
 -- Release of a shared or permit hold (advisory mode), on the holding session: unlocks its locks
--- and deletes its row. true = released; false = nothing of this owner was held by this session
+-- and frees its row (owner NULL). true = released; false = nothing of this owner was held by this session
 -- (idempotent).
 --   SELECT sqlock.release_advisory_shared('reports', 'owner-token');
 CREATE OR REPLACE FUNCTION sqlock.release_advisory_shared(p_name text, p_owner text)
@@ -179,8 +180,8 @@ AS $$
 DECLARE
   r record;
 BEGIN
-  DELETE FROM sqlock.advisory_shared h
-   WHERE h.name = p_name AND h.owner = p_owner AND h.backend_pid = pg_backend_pid()
+  UPDATE sqlock.advisory_shared h SET owner = NULL
+   WHERE h.name = p_name AND h.backend_pid = pg_backend_pid() AND h.owner = p_owner
   RETURNING h.kind, h.key, h.fence, h.holder INTO r;
   IF NOT FOUND THEN
     RETURN false;
@@ -210,7 +211,7 @@ CREATE OR REPLACE FUNCTION sqlock.renew_advisory_shared(p_name text, p_owner tex
 AS $$
   SELECT EXISTS (
     SELECT 1 FROM sqlock.advisory_shared h
-     WHERE h.name = p_name AND h.owner = p_owner AND h.backend_pid = pg_backend_pid()
+     WHERE h.name = p_name AND h.backend_pid = pg_backend_pid() AND h.owner = p_owner
        AND sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode))
 $$;
 REVOKE ALL ON FUNCTION sqlock.renew_advisory_shared(text, text) FROM PUBLIC;

@@ -34,7 +34,7 @@ BEGIN
     RETURN true;
   END IF;
   PERFORM 1 FROM sqlock.advisory_shared h
-    WHERE h.name = p_name AND h.fence = p_fence
+    WHERE h.name = p_name AND h.fence = p_fence AND h.owner IS NOT NULL
       AND sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode)
     FOR SHARE;
   RETURN FOUND;

@@ -36,7 +36,7 @@ BEGIN
   END LOOP;
   -- Shared and permit advisory holds: their sessions are terminated the same way.
   FOR r IN DELETE FROM sqlock.advisory_shared h WHERE h.name = p_name RETURNING h.* LOOP
-    IF sqlock.advisory_held_as(r.key, r.backend_pid, r.lock_mode) THEN
+    IF r.owner IS NOT NULL AND sqlock.advisory_held_as(r.key, r.backend_pid, r.lock_mode) THEN
       v_n := v_n + 1;
       PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, 'advisory', r.holder,
                                'terminated session ' || r.backend_pid);

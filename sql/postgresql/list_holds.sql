@@ -20,7 +20,7 @@ AS $$
   SELECT h.name, h.owner, h.fence, sqlock.iso(h.acquired_at), NULL, 'advisory', h.holder, h.kind,
          h.permits
     FROM sqlock.advisory_shared h
-   WHERE starts_with(h.name, coalesce(p_prefix, ''))
+   WHERE starts_with(h.name, coalesce(p_prefix, '')) AND h.owner IS NOT NULL
      AND sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode)
    ORDER BY 1, 3
 $$;

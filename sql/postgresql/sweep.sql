@@ -1,6 +1,6 @@
 -- Deletes up to p_limit dead rows: expired or free rows of sqlock.locks, expired shared and
 -- permit holds of sqlock.holders (and expired writer marks), and advisory hold rows (exclusive,
--- shared and permit) whose session no longer holds the lock. Returns how many. Safe to run
+-- shared and permit) that are free or whose session no longer holds the lock. Returns how many. Safe to run
 -- concurrently (SKIP LOCKED) and from pg_cron; call it again while it returns p_limit:
 --   SELECT cron.schedule('sqlock-sweep', '* * * * *', 'SELECT sqlock.sweep(10000)');
 -- Waiters of expired holds are woken; stale advisory wait registrations are deleted. A sweep that
@@ -64,13 +64,13 @@ BEGIN
   END IF;
   IF v_locks + v_holds < p_limit THEN
     WITH doomed AS (
-      SELECT h.name, h.owner FROM sqlock.advisory_shared h
-       WHERE NOT sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode)
+      SELECT h.name, h.backend_pid FROM sqlock.advisory_shared h
+       WHERE h.owner IS NULL OR NOT sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode)
        LIMIT p_limit - v_locks - v_holds
          FOR UPDATE SKIP LOCKED)
     DELETE FROM sqlock.advisory_shared h USING doomed d
-     WHERE h.name = d.name AND h.owner = d.owner
-       AND NOT sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode);
+     WHERE h.name = d.name AND h.backend_pid = d.backend_pid
+       AND (h.owner IS NULL OR NOT sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode));
     GET DIAGNOSTICS v_shared = ROW_COUNT;
     v_holds := v_holds + v_shared;
   END IF;

@@ -252,6 +252,12 @@ TEST_F(postgres, execute_only_role_can_lock_but_cannot_read_or_write_the_tables)
   denied("DELETE FROM sqlock.locks");
   denied("SELECT nextval('sqlock.fence_seq')");
   denied("SELECT sqlock.advisory_held(1, 1)");  // internal helpers are not granted
+  denied("SELECT * FROM sqlock.advisory_shared");
+  denied("DELETE FROM sqlock.advisory_shared");
+  denied("SELECT sqlock.advisory_held_as(1, 1, 'ShareLock')");
+  denied("SELECT sqlock.advisory_wait(1, true, 10)");
+  denied("SELECT sqlock.advisory_mismatch('x', 'permit', 2)");
+  denied("SELECT sqlock.advisory_released('x', 'y', 1, 'h')");
   denied("SELECT sqlock.log_event('x', 'y', 'z', 1, 'm', 'h')");
   denied("CREATE TABLE sqlock.mine (x int)");
   // The owner role shows the same functions are not open to PUBLIC.

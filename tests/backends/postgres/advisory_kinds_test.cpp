@@ -98,6 +98,19 @@ TEST_F(postgres, advisory_shared_and_permit_holds_as_the_execute_only_role) {
   ra.unlock_shared();
   rb.unlock_shared();
   EXPECT_TRUE(a.list(name).empty());
+  {
+    // The released holds' rows stay, freed, until a sweep (by the EXECUTE-only role; another
+    // test's sweep may run first) deletes them.
+    auto rows_of_name = [&] {
+      auto dc = dba();
+      pqxx::nontransaction tx(dc);
+      return tx.exec_params1("SELECT count(*) FROM sqlock.advisory_shared WHERE name = $1", name)[0]
+          .as<int>();
+    };
+    EXPECT_LE(rows_of_name(), 2);
+    a.sweep();
+    EXPECT_EQ(rows_of_name(), 0);
+  }
 
   auto sem = unique_name("adv-sem");
   auto p1 = a.make_semaphore(sem, 2).acquire();

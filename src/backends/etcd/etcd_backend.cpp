@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "feed.hpp"
 #include "gateway.hpp"
 #include "queue.hpp"
 #include "sqlock/errors.hpp"
@@ -43,15 +44,20 @@ struct state {
 
 class etcd_backend final : public backend, public std::enable_shared_from_this<etcd_backend> {
  public:
-  explicit etcd_backend(const options& o) : o_(o), gw_(o), q_(gw_, o.prefix) {}
-  ~etcd_backend() override { stop_loss_watch(); }
+  explicit etcd_backend(const options& o)
+      : o_(o),
+        gw_(o),
+        feed_(gw_, o.prefix, [this](const std::string& key) { deleted(key); }),
+        q_(gw_, o.prefix, feed_) {}
+  ~etcd_backend() override { feed_.stop(); }
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state*) override {
     check_name(req.name);
+    feed_.start(deadline);  // beside the attempt: held() waits for it to be confirmed
     auto h = q_.try_take(req, deadline);
     if (!h) return std::nullopt;
-    return held(req, *h);
+    return held(req, *h);  // empty when the new key was deleted at once: not held
   }
 
   std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
@@ -59,13 +65,23 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     check_name(req.name);
     auto h = q_.wait_take(req, deadline, policy);
     if (!h) return std::nullopt;
-    return held(req, *h);
+    auto l = held(req, *h);
+    if (!l)
+      throw lock_lost("etcd: the key for '" + req.name +
+                      "' was deleted as it was taken (released by force, or its lease revoked)");
+    return l;
   }
 
   bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
     auto s = std::static_pointer_cast<state>(l.state);
     if (!s) return false;
-    ensure_loss_watch(s->h.revision, deadline);
+    try {
+      // The feed restarts when its member went away; confirmed before the read below, which
+      // then sees any deletion it missed.
+      feed_.confirmed(deadline);
+    } catch (const connection_error&) {
+      // No member now: the renewal below finds out.
+    }
     auto sent = clock::now();
     bool alive = q_.keep_alive(s->h, deadline) && q_.still_holds(s->h, deadline);
     if (alive)
@@ -116,15 +132,33 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   void verify(steady_time deadline) override { q_.ping(exchange_bound(deadline, o_.timeout)); }
 
  private:
-  lease_info held(const lock_request& req, const detail::taken& t) {
+  // The hold of `t`, reported lost at once when its key is deleted from now on; empty when it
+  // already was (then it is not held).
+  std::optional<lease_info> held(const lock_request& req, const detail::taken& t) {
     auto s = std::make_shared<state>(t.h, t.sent);
     {
       std::lock_guard g(held_m_);
       held_[t.h.key] = {req.name, req.owner};
     }
-    // Deletions from just after this key's creation on are reported, even if the watch
-    // starts later: nothing between the acquisition and the watch goes unseen.
-    ensure_loss_watch(t.h.revision, clock::now() + o_.timeout);
+    // The feed delivers the deletions after the revision it started at: a deletion before
+    // (only possible when it started after the key was put) is found by one read.
+    bool checked = true;
+    try {
+      auto feed_at = feed_.confirmed(clock::now() + o_.timeout);
+      if (feed_at.revision >= t.h.revision)
+        checked = q_.still_holds(t.h, clock::now() + o_.timeout);
+    } catch (const connection_error&) {
+      // No member confirms a watch now: renewals restart it and find a lost hold.
+    }
+    if (!checked) {
+      forget(t.h.key);
+      try {
+        q_.give_up(t.h, steady_time{}, clock::now() + o_.timeout);  // ends its lease
+      } catch (const error&) {
+        // The lease ends at its TTL.
+      }
+      return std::nullopt;
+    }
     lease_info l{req.name, req.owner, static_cast<std::uint64_t>(t.h.revision), s};
     l.waited = t.waited;
     l.sent = t.sent;
@@ -136,38 +170,11 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     held_.erase(key);
   }
 
-  // One watch over the whole prefix reports the deletion of any key this backend holds. It
-  // starts (or restarts, after its member went away) from the revision after the last event
-  // it delivered, or after the creation of the key `since`: no deletion in between is missed.
-  void ensure_loss_watch(std::int64_t since, steady_time deadline) {
-    std::lock_guard g(watch_m_);
-    if (loss_watch_ && !loss_watch_->ended()) return;
-    if (loss_watch_) loss_watch_->stop();
-    std::int64_t from = last_rev_ > 0 ? last_rev_ + 1 : since + 1;
-    std::weak_ptr<etcd_backend> self = weak_from_this();
-    try {
-      loss_watch_ = q_.watch_deletes(
-          from,
-          [self](const std::string& key, std::int64_t rev) {
-            if (auto b = self.lock()) b->deleted(key, rev);
-          },
-          deadline);
-    } catch (const error&) {
-      loss_watch_.reset();  // no member now: renewals find a lost hold; retried next time
-    }
-  }
-
-  void stop_loss_watch() {
-    std::lock_guard g(watch_m_);
-    if (loss_watch_) loss_watch_->stop();
-    loss_watch_.reset();
-  }
-
-  void deleted(const std::string& key, std::int64_t rev) {
+  // From the feed's reader thread: a deleted key, perhaps one this backend holds.
+  void deleted(const std::string& key) {
     std::pair<std::string, std::string> who;
     {
       std::lock_guard g(held_m_);
-      last_rev_ = std::max(last_rev_.load(), rev);
       auto it = held_.find(key);
       if (it == held_.end()) return;
       who = it->second;
@@ -178,12 +185,10 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
 
   options o_;
   detail::gateway gw_;
+  detail::feed feed_;
   detail::queue q_;
   std::mutex held_m_;
   std::map<std::string, std::pair<std::string, std::string>> held_;  // key -> (name, owner)
-  std::atomic<std::int64_t> last_rev_{0};
-  std::mutex watch_m_;
-  std::unique_ptr<detail::stream> loss_watch_;
 };
 
 }  // namespace

@@ -127,8 +127,7 @@ class http_stream final : public stream {
   }
   bool ended() const override { return ended_; }
 
-  // Waits for the first message (the gateway's "created" acknowledgement) until `deadline`.
-  bool wait_started(steady_time deadline) {
+  bool wait_started(steady_time deadline) override {
     std::unique_lock lk(m_);
     return cv_.wait_until(lk, deadline, [&] { return started_ || ended_; }) && started_;
   }
@@ -204,6 +203,18 @@ std::string unb64(std::string_view text) {
   if (text.size() > 1 && text[text.size() - 2] == '=') ++pad;
   out.resize(static_cast<std::size_t>(n) - pad);
   return out;
+}
+
+std::string prefix_end(std::string p) {
+  while (!p.empty()) {
+    auto c = static_cast<unsigned char>(p.back());
+    if (c < 0xFF) {
+      p.back() = static_cast<char>(c + 1);
+      return p;
+    }
+    p.pop_back();
+  }
+  return std::string(1, '\0');  // every key
 }
 
 std::int64_t num(const json& j, const char* key) {

@@ -30,6 +30,8 @@ using json = nlohmann::json;
 std::string b64(std::string_view bytes);
 /// Bytes of base64 `text`; backend_error when it is malformed.
 std::string unb64(std::string_view text);
+/// The first key after every key that starts with `p` (etcd's "prefix end").
+std::string prefix_end(std::string p);
 /// A 64-bit number the gateway sent as a decimal string (or a number); 0 when absent.
 std::int64_t num(const json& j, const char* key);
 
@@ -53,6 +55,8 @@ class stream {
   virtual void stop() = 0;
   /// True once the call ended by itself (the member closed it, the connection broke).
   virtual bool ended() const = 0;
+  /// Waits for the first message until `deadline`; false when none came (the call ended).
+  virtual bool wait_started(steady_time deadline) = 0;
 };
 
 class gateway {

@@ -21,19 +21,6 @@ using clock = std::chrono::steady_clock;
 
 constexpr int grpc_not_found = 5;
 
-// The first key after every key that starts with `p` (etcd's "prefix end").
-std::string prefix_end(std::string p) {
-  while (!p.empty()) {
-    auto c = static_cast<unsigned char>(p.back());
-    if (c < 0xFF) {
-      p.back() = static_cast<char>(c + 1);
-      return p;
-    }
-    p.pop_back();
-  }
-  return std::string(1, '\0');  // every key
-}
-
 std::string hex(std::int64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
@@ -54,6 +41,15 @@ json first_of(const std::string& pfx) {
   r["sort_order"] = "ASCEND";
   r["sort_target"] = "CREATE";
   r["limit"] = "1";
+  return r;
+}
+
+// The two last-created keys under `pfx`, newest first.
+json newest_two(const std::string& pfx) {
+  json r = range_of(pfx, prefix_end(pfx));
+  r["sort_order"] = "DESCEND";
+  r["sort_target"] = "CREATE";
+  r["limit"] = "2";
   return r;
 }
 
@@ -94,7 +90,8 @@ hold hold_of(const json& kv, std::int64_t ttl_s) {
 
 }  // namespace
 
-queue::queue(gateway& gw, std::string prefix) : gw_(gw), prefix_(std::move(prefix)), spares_(gw) {}
+queue::queue(gateway& gw, std::string prefix, feed& deletions_feed)
+    : gw_(gw), prefix_(std::move(prefix)), feed_(deletions_feed), spares_(gw) {}
 
 // etcd leases count whole seconds (and the server raises a TTL below its minimum, about 2 s):
 // round up, so the server never frees a hold before the client's lease ends.
@@ -193,8 +190,13 @@ std::optional<taken> queue::try_take_kind(const lock_request& req, steady_time d
 std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadline,
                                       const wait_policy& policy) {
   const std::string pfx = lock_prefix(prefix_, req.name);
-  const auto sp =
-      spares_.take(ttl_for(req.lease), std::max(deadline, clock::now() + policy.min_attempt));
+  const auto attempt = std::max(deadline, clock::now() + policy.min_attempt);
+  // The client's deletion feed starts (if it does not run yet) while the key is put; it is
+  // confirmed before the wait relies on it.
+  feed_.start(attempt);
+  deletions gone;
+  feed::subscription subscribed(feed_, pfx, gone);
+  const auto sp = spares_.take(ttl_for(req.lease), attempt);
   auto sent = sp.sent;
   const auto lease = sp.id;
   const auto ttl = sp.ttl_s;
@@ -203,29 +205,35 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
   const bool exclusive = req.kind == lock_kind::exclusive;
   const json ahead = exclusive ? first_of(pfx) : all_of(pfx);
   json txn = put_then_read(key, req, lease, ahead);
+  // An exclusive key just put is the newest: the two newest keys are it and its predecessor.
+  if (exclusive) txn["success"].push_back({{"request_range", newest_two(pfx)}});
   txn["failure"] =
       json::array({{{"request_range", {{"key", b64(key)}}}}, {{"request_range", ahead}}});
   hold h{key, lease, 0, ttl};
   try {
-    auto r = gw_.call("kv/txn", txn, std::max(deadline, clock::now() + policy.min_attempt));
+    auto r = gw_.call("kv/txn", txn, attempt);
     bool put = r.value("succeeded", false);
     h.revision = put ? num(r["header"], "revision")
                      : num(kvs_of(r["responses"][0]["response_range"]).at(0), "create_revision");
     const auto& first = kvs_of(r["responses"][1]["response_range"]);
     if (exclusive && !first.empty() && num(first[0], "create_revision") == h.revision)
       return taken{h, sent, false};
+    std::optional<look> known;  // where the key stands as the transaction read it
     if (!exclusive) {
       auto q = keys_of(first);
       auto i = index_of(q, key);
       if (i < q.size()) check_permits(q, i, req);
       if (i < q.size() && turn_of(q, i).holds) return taken{h, sent, false};
+      if (i < q.size()) known = look{false, turn_of(q, i).watch, false};
+    } else if (put) {
+      known = look_from(kvs_of(r["responses"][2]["response_range"]), first, h, req.name);
     }
-    // Wait for every key created before ours to go, the one just before ours at a time. One
-    // watch over the name's queue, confirmed before the first read of the predecessor, sees
-    // every deletion after that read. It starts at the current revision: a watch asked to
-    // start at a past revision is served by etcd's catch-up loop, which runs every 100 ms.
-    deletions gone;
-    auto watch = open_deletions(pfx, gone, std::max(deadline, clock::now() + policy.min_attempt));
+    // Wait for every key created before ours to go, the one just before ours at a time. The
+    // feed delivers every deletion after the revision it started at: when that is not later
+    // than the transaction's, what the transaction read is where the wait starts; otherwise
+    // (and after the feed restarted) the predecessor is read again.
+    auto feed_at = feed_.confirmed(attempt);
+    if (feed_at.revision > num(r["header"], "revision")) known.reset();
     const auto keepalive_every =
         std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1) * 1000 / 3);
     auto next_keepalive = sent + keepalive_every;
@@ -241,8 +249,10 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
           sent = ka_sent;
           next_keepalive = ka_sent + keepalive_every;
         }
-        auto t = exclusive ? look_exclusive(pfx, h, req.name, deadline)
-                           : look_kind(pfx, h, req.name, deadline);
+        auto t = known       ? std::move(*known)
+                 : exclusive ? look_exclusive(pfx, h, req.name, deadline)
+                             : look_kind(pfx, h, req.name, deadline);
+        known.reset();
         if (t.holds) return taken{h, sent, true};
         std::unique_lock lk(gone.m);
         auto moved = [&] {
@@ -250,13 +260,13 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
                              [&](auto& k) { return gone.keys.count(k) > 0; });
         };
         gone.cv.wait_until(lk, std::min(deadline, next_keepalive),
-                           [&] { return moved() || watch->ended(); });
+                           [&] { return moved() || !feed_.live(feed_at.generation); });
         // Deletions arrive in revision order: when the head's deletion is seen and ours is not,
         // no key precedes ours any more (later keys have later create revisions).
         if (t.head && moved() && gone.keys.count(key) == 0) return taken{h, sent, true};
-        if (watch->ended()) {
+        if (!feed_.live(feed_at.generation)) {
           lk.unlock();
-          watch = open_deletions(pfx, gone, deadline);  // its member went away
+          feed_at = feed_.confirmed(deadline);  // its member went away
         }
         failures = 0;
       } catch (const connection_error&) {
@@ -276,22 +286,24 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
 
 queue::look queue::look_exclusive(const std::string& pfx, const hold& h, const std::string& name,
                                   steady_time deadline) {
-  // Our key, the one created just before it and the first of the queue, in one read: ours
-  // missing = our lease died; no predecessor = we hold the lock.
-  json pred = range_of(pfx, prefix_end(pfx));
-  pred["sort_order"] = "DESCEND";
-  pred["sort_target"] = "CREATE";
-  pred["limit"] = "2";
+  // Our key and the one created just before it, and the first of the queue, in one read.
+  json pred = newest_two(pfx);
   pred["max_create_revision"] = str(h.revision);
   json both = {
       {"success", json::array({{{"request_range", pred}}, {{"request_range", first_of(pfx)}}})}};
   auto pr = gw_.call("kv/txn", both, deadline);
-  const auto& kvs = kvs_of(pr["responses"][0]["response_range"]);
+  return look_from(kvs_of(pr["responses"][0]["response_range"]),
+                   kvs_of(pr["responses"][1]["response_range"]), h, name);
+}
+
+queue::look queue::look_from(const json& ours_and_pred, const json& head, const hold& h,
+                             const std::string& name) {
+  // Ours missing = our lease died; no predecessor = we hold the lock.
+  const auto& kvs = ours_and_pred;
   if (kvs.empty() || num(kvs[0], "create_revision") != h.revision)
     throw lock_lost("etcd: the waiting key for '" + name + "' was deleted");
   if (kvs.size() == 1) return {true, {}, false};
   auto pred_key = unb64(kvs[1].value("key", ""));
-  const auto& head = kvs_of(pr["responses"][1]["response_range"]);
   const bool pred_is_head = !head.empty() && unb64(head[0].value("key", "")) == pred_key;
   return {false, {std::move(pred_key)}, pred_is_head};
 }
@@ -306,28 +318,6 @@ queue::look queue::look_kind(const std::string& pfx, const hold& h, const std::s
     throw lock_lost("etcd: the waiting key for '" + name + "' was deleted");
   auto t = turn_of(q, q.size() - 1);
   return {t.holds, std::move(t.watch), false};
-}
-
-std::unique_ptr<stream> queue::open_deletions(const std::string& pfx, deletions& into,
-                                              steady_time deadline) {
-  json req = {{"create_request",
-               {{"key", b64(pfx)},
-                {"range_end", b64(prefix_end(pfx))},
-                {"filters", json::array({"NOPUT"})}}}};
-  return gw_.open_stream(
-      "watch", req,
-      [&into](const json& msg) {
-        auto it = msg.find("events");
-        if (it == msg.end() || it->empty()) return;
-        {
-          std::lock_guard g(into.m);
-          for (const auto& ev : *it)
-            if (auto kv = ev.find("kv"); kv != ev.end())
-              into.keys.insert(unb64(kv->value("key", "")));
-        }
-        into.cv.notify_all();
-      },
-      deadline, true);
 }
 
 bool queue::keep_alive(const hold& h, steady_time deadline) {
@@ -440,27 +430,6 @@ bool queue::delete_holder(const std::string& name, steady_time deadline) {
     deleted |= gw_.call("kv/txn", txn, deadline).value("succeeded", false);
   }
   return deleted;
-}
-
-std::unique_ptr<stream> queue::watch_deletes(
-    std::int64_t from, std::function<void(const std::string&, std::int64_t)> on_delete,
-    steady_time deadline) {
-  const std::string base = prefix_.empty() ? std::string() : prefix_ + "/";
-  json create = range_of(base, prefix_end(base));
-  create["filters"] = json::array({"NOPUT"});
-  if (from > 1) create["start_revision"] = str(from);
-  return gw_.open_stream(
-      "watch", {{"create_request", create}},
-      [on_delete = std::move(on_delete)](const json& msg) {
-        auto it = msg.find("events");
-        if (it == msg.end()) return;
-        for (const auto& ev : *it) {
-          if (ev.value("type", "") != "DELETE") continue;
-          const auto& kv = ev["kv"];
-          on_delete(unb64(kv.value("key", "")), num(kv, "mod_revision"));
-        }
-      },
-      deadline, false);
 }
 
 void queue::ping(steady_time deadline) {

@@ -2,8 +2,8 @@
 // key `<prefix>/<encoded name>/<lease id hex>` is attached to its own lease; the key with the
 // lowest create revision holds the lock; an exclusive waiter watches only the key created just
 // before its own. Shared requests and permits queue in the same way (kinds.hpp says who holds).
-// Also the administrative reads (list, force release) and the prefix watch that reports deleted
-// keys.
+// Also the administrative reads (list, force release). A waiter learns of deletions from the
+// client's feed (feed.hpp).
 #pragma once
 
 #include <condition_variable>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "feed.hpp"
 #include "gateway.hpp"
 #include "spares.hpp"
 
@@ -37,7 +38,8 @@ struct taken {
 
 class queue {
  public:
-  queue(gateway& gw, std::string prefix);
+  /// The queues under `prefix`; waiters learn of deletions from `deletions_feed`.
+  queue(gateway& gw, std::string prefix, feed& deletions_feed);
 
   /// etcd's TryLock: holds the lock (or a shared hold, a permit) now or leaves no key behind. A
   /// retried call with the same owner finds the key its lost reply created.
@@ -64,12 +66,6 @@ class queue {
   /// Deletes every holder's key of `name` (their leases stay: one may carry other locks of an
   /// etcdctl session); false when nobody held it.
   bool delete_holder(const std::string& name, steady_time deadline);
-  /// Watches every key under the prefix from revision `from` (0 = now) and calls `on_delete`
-  /// with each deleted key and the revision of its deletion. Returns without waiting for the
-  /// watch to be confirmed: events from `from` on are delivered whenever it starts.
-  std::unique_ptr<stream> watch_deletes(
-      std::int64_t from, std::function<void(const std::string&, std::int64_t)> on_delete,
-      steady_time deadline);
   /// Checks that a member answers.
   void ping(steady_time deadline);
 
@@ -91,21 +87,14 @@ class queue {
                       steady_time deadline);
   look look_kind(const std::string& pfx, const hold& h, const std::string& name,
                  steady_time deadline);
+  // An exclusive key's look from a read of it and its predecessor (newest first) and of the
+  // queue's first key; lock_lost when the key is gone.
+  static look look_from(const json& ours_and_pred, const json& head, const hold& h,
+                        const std::string& name);
   void revoke_quietly(std::int64_t lease, steady_time deadline);
-  // Keys deleted from a queue since a watch started, as that watch reports them.
-  struct deletions {
-    std::mutex m;
-    std::condition_variable cv;
-    std::set<std::string> keys;
-  };
-  // A watch over the queue `pfx` from the current revision, confirmed by etcd before it returns
-  // (connection_error when no member confirms by `deadline`); adds each deleted key to `into`,
-  // which must outlive it.
-  std::unique_ptr<stream> open_deletions(const std::string& pfx, deletions& into,
-                                         steady_time deadline);
-
   gateway& gw_;
   std::string prefix_;  // "<prefix>"
+  feed& feed_;
   spares spares_;
 };
 

@@ -1,0 +1,135 @@
+#include "feed.hpp"
+
+namespace sqlock::etcd::detail {
+
+feed::feed(gateway& gw, const std::string& prefix,
+           std::function<void(const std::string&)> on_delete)
+    : gw_(gw),
+      base_(prefix.empty() ? std::string() : prefix + "/"),
+      on_delete_(std::move(on_delete)) {}
+
+feed::~feed() {
+  stop();
+}
+
+void feed::start(steady_time deadline) {
+  std::shared_ptr<stream> old;
+  {
+    std::lock_guard g(m_);
+    if (stream_ && !stream_->ended()) return;
+    try {
+      old = open(deadline, false);
+    } catch (const error&) {
+      // No member now: confirmed() tries again, on every member.
+    }
+  }
+  if (old) old->stop();  // it ended: its reader thread is done
+}
+
+confirmation feed::confirmed(steady_time deadline) {
+  for (bool restarted = false;;) {
+    start(deadline);
+    std::shared_ptr<stream> s;
+    std::uint64_t gen = 0;
+    {
+      std::lock_guard g(m_);
+      if (started_at_ > 0) return {generation_, started_at_};
+      s = stream_;
+      gen = generation_;
+    }
+    if (s && s->wait_started(deadline)) {
+      std::unique_lock lk(m_);
+      // The reader thread records the start revision right after the stream says it started.
+      cv_.wait_until(lk, deadline, [&] { return started_at_ > 0 || generation_ != gen; });
+      if (generation_ == gen && started_at_ > 0) return {gen, started_at_};
+    }
+    if (std::chrono::steady_clock::now() >= deadline || restarted)
+      throw connection_error("etcd: no member confirmed a watch in time");
+    // The stream ended unconfirmed (its member went away): once more, on any member that
+    // confirms one in time.
+    restarted = true;
+    std::shared_ptr<stream> old;
+    {
+      std::lock_guard g(m_);
+      if (stream_ == s) old = open(deadline, true);
+    }
+    if (old) old->stop();
+  }
+}
+
+std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
+  std::shared_ptr<stream> old = std::move(stream_);
+  const auto gen = ++generation_;
+  started_at_ = 0;
+  // No start revision: the stream starts at the current one, served by etcd at once.
+  json create = {{"key", b64(base_)},
+                 {"range_end", b64(prefix_end(base_))},
+                 {"filters", json::array({"NOPUT"})}};
+  try {
+    stream_ = gw_.open_stream(
+        "watch", {{"create_request", create}}, [this, gen](const json& msg) { deliver(msg, gen); },
+        deadline, confirm);
+  } catch (...) {
+    if (old) old->stop();
+    throw;
+  }
+  return old;
+}
+
+bool feed::live(std::uint64_t generation) {
+  std::lock_guard g(m_);
+  return generation_ == generation && stream_ && !stream_->ended();
+}
+
+void feed::stop() {
+  std::shared_ptr<stream> s;
+  {
+    std::lock_guard g(m_);
+    s = std::move(stream_);
+    ++generation_;
+    started_at_ = 0;
+  }
+  if (s) s->stop();
+}
+
+void feed::deliver(const json& msg, std::uint64_t generation) {
+  if (msg.value("created", false)) {
+    {
+      std::lock_guard g(m_);
+      if (generation == generation_)
+        started_at_ = std::max<std::int64_t>(1, num(msg["header"], "revision"));
+    }
+    cv_.notify_all();
+  }
+  auto it = msg.find("events");
+  if (it == msg.end()) return;
+  for (const auto& ev : *it) {
+    auto kv = ev.find("kv");
+    if (kv == ev.end()) continue;
+    const std::string key = unb64(kv->value("key", ""));
+    {
+      std::lock_guard g(subs_m_);
+      for (auto& [pfx, into] : subs_) {
+        if (key.compare(0, pfx.size(), pfx) != 0) continue;
+        {
+          std::lock_guard k(into->m);
+          into->keys.insert(key);
+        }
+        into->cv.notify_all();
+      }
+    }
+    on_delete_(key);
+  }
+}
+
+feed::subscription::subscription(feed& f, const std::string& pfx, deletions& into) : f_(f) {
+  std::lock_guard g(f_.subs_m_);
+  it_ = f_.subs_.emplace(pfx, &into);
+}
+
+feed::subscription::~subscription() {
+  std::lock_guard g(f_.subs_m_);
+  f_.subs_.erase(it_);
+}
+
+}  // namespace sqlock::etcd::detail

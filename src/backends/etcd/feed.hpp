@@ -1,0 +1,85 @@
+// The deletions under a client's prefix as one watch stream sees them, shared by everything the
+// client does: the backend learns at once that a key it holds was deleted (lease expired or
+// revoked, `sqlock release --force`), and a waiter is woken by the deletion of the key it waits
+// for. The stream starts at the current revision and is confirmed by etcd before anyone relies
+// on it: etcd serves a watch that starts at a past revision from its catch-up loop, every
+// 100 ms, so a stream started in the past would deliver late in its first moments.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "gateway.hpp"
+
+namespace sqlock::etcd::detail {
+
+/// The keys deleted from one lock's queue since a waiter subscribed, as the feed delivers them.
+struct deletions {
+  std::mutex m;                ///< guards keys
+  std::condition_variable cv;  ///< notified on every delivery
+  std::set<std::string> keys;  ///< deleted keys, full
+};
+
+/// The confirmed stream a caller relies on: deletions after `revision` are delivered while the
+/// stream numbered `generation` lasts.
+struct confirmation {
+  std::uint64_t generation = 0;  ///< which stream (a restarted stream has another number)
+  std::int64_t revision = 0;     ///< the store's revision when the stream started
+};
+
+class feed {
+ public:
+  /// Watches every key under `prefix` + "/"; `on_delete` gets each deleted key (from the
+  /// stream's reader thread).
+  feed(gateway& gw, const std::string& prefix, std::function<void(const std::string&)> on_delete);
+  ~feed();
+  feed(const feed&) = delete;
+  feed& operator=(const feed&) = delete;
+
+  /// Starts the stream when none runs, without waiting for etcd to confirm it.
+  void start(steady_time deadline);
+  /// Waits until a stream is confirmed (restarting it, on another member if need be, when it
+  /// ended); connection_error when no member confirms one by `deadline`.
+  confirmation confirmed(steady_time deadline);
+  /// True while the stream numbered `generation` runs.
+  bool live(std::uint64_t generation);
+  /// Ends the stream: no more calls of `on_delete` once it returns.
+  void stop();
+
+  /// Delivers into `into` the deletions of keys that start with `pfx` while it exists.
+  class subscription {
+   public:
+    subscription(feed& f, const std::string& pfx, deletions& into);
+    ~subscription();
+    subscription(const subscription&) = delete;
+    subscription& operator=(const subscription&) = delete;
+
+   private:
+    feed& f_;
+    std::multimap<std::string, deletions*>::iterator it_;
+  };
+
+ private:
+  // With m_ held: opens the next stream (numbered anew) in place of the current one, which it
+  // returns for the caller to stop once m_ is released.
+  std::shared_ptr<stream> open(steady_time deadline, bool confirm);
+  void deliver(const json& msg, std::uint64_t generation);
+
+  gateway& gw_;
+  std::string base_;  // "<prefix>/"
+  std::function<void(const std::string&)> on_delete_;
+  std::mutex m_;  // the fields below up to subs_m_
+  std::condition_variable cv_;
+  std::shared_ptr<stream> stream_;
+  std::uint64_t generation_ = 0;
+  std::int64_t started_at_ = 0;  // the current stream's start revision; 0 = not confirmed yet
+  std::mutex subs_m_;
+  std::multimap<std::string, deletions*> subs_;  // queue prefix -> a waiter's deletions
+};
+
+}  // namespace sqlock::etcd::detail

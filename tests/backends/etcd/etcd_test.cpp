@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "etcd_env.hpp"
@@ -206,6 +207,49 @@ TEST_F(etcd_test, force_release_is_reported_to_the_holder_at_once) {
   for (int i = 0; i < 100 && !told; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(told);
   l.unlock();
+}
+
+// The client's deletion feed starts at the current revision and is confirmed before lock()
+// returns, so a key deleted in a new client's first moments is reported too (a watch started
+// at a past revision delivered such a deletion only from etcd's catch-up loop).
+TEST_F(etcd_test, a_key_deleted_right_after_a_new_client_takes_it_is_reported) {
+  auto other = sqlock::connect(url_);  // connected first: it deletes at once
+  other.list("");
+  enum class how { try_lock, lock, after_waiting };
+  for (auto way : {how::try_lock, how::lock, how::after_waiting}) {
+    auto n = name("fresh-loss");
+    std::optional<sqlock::client> first;
+    std::optional<sqlock::mutex> ahead;
+    if (way == how::after_waiting) {
+      first.emplace(sqlock::connect(url_));
+      ahead.emplace(first->make_lock(n));
+      ahead->lock();
+    }
+    auto c = sqlock::connect(url_);
+    auto l = c.make_lock(n, {.lease = 30s});
+    std::atomic<bool> told{false};
+    l.on_lost([&](const std::string&) { told = true; });
+    if (way == how::try_lock) {
+      ASSERT_TRUE(l.try_lock());
+    } else if (way == how::lock) {
+      l.lock();
+    } else {
+      auto got = std::async(std::launch::async, [&] { return l.try_lock_for(20s); });
+      for (int i = 0; i < 1000 && keys(n).find('\n') == keys(n).rfind('\n'); ++i)
+        std::this_thread::sleep_for(5ms);  // its key is queued behind the first
+      ahead->unlock();
+      ASSERT_TRUE(got.get());
+    }
+    if (way == how::lock)
+      sh(etcdctl("del '" + keys(n).substr(0, keys(n).find('\n')) + "' >/dev/null"));
+    else
+      EXPECT_TRUE(other.force_release(n));
+    // The next renewal is 10 s away: only the feed can tell in this loop's 10 s.
+    for (int i = 0; i < 500 && !told; ++i) std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(told) << "way " << static_cast<int>(way);
+    EXPECT_TRUE(l.lost());
+    l.unlock();
+  }
 }
 
 TEST_F(etcd_test, bad_urls_are_config_errors_without_the_password) {

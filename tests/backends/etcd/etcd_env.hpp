@@ -83,13 +83,21 @@ class private_etcd {
       std::string peer = "http://127.0.0.1:" + p, client = scheme + "127.0.0.1:" + c;
       std::string cluster = "p=" + peer;
       std::string cert = d + "/server.crt", key = d + "/server.key", ca = d + "/ca.crt";
-      if (tls_)
+      // etcd 3.4 asks every client for a certificate once it has a trusted CA file, whatever
+      // --client-cert-auth says: a member that does not require one gets no CA file.
+      if (tls_ && client_certs_)
         ::execlp("etcd", "etcd", "--name", "p", "--data-dir", data.c_str(), "--listen-client-urls",
                  client.c_str(), "--advertise-client-urls", client.c_str(), "--listen-peer-urls",
                  peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(), "--initial-cluster",
                  cluster.c_str(), "--log-outputs", log.c_str(), "--logger", "zap", "--cert-file",
                  cert.c_str(), "--key-file", key.c_str(), "--trusted-ca-file", ca.c_str(),
-                 client_certs_ ? "--client-cert-auth" : "--client-cert-auth=false", nullptr);
+                 "--client-cert-auth", nullptr);
+      else if (tls_)
+        ::execlp("etcd", "etcd", "--name", "p", "--data-dir", data.c_str(), "--listen-client-urls",
+                 client.c_str(), "--advertise-client-urls", client.c_str(), "--listen-peer-urls",
+                 peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(), "--initial-cluster",
+                 cluster.c_str(), "--log-outputs", log.c_str(), "--logger", "zap", "--cert-file",
+                 cert.c_str(), "--key-file", key.c_str(), nullptr);
       else
         ::execlp("etcd", "etcd", "--name", "p", "--data-dir", data.c_str(), "--listen-client-urls",
                  client.c_str(), "--advertise-client-urls", client.c_str(), "--listen-peer-urls",
@@ -127,9 +135,8 @@ class private_etcd {
   /// Runs etcdctl against this member; its output.
   std::string etcdctl(const std::string& args) const {
     std::string d = dir_.path.string();
-    std::string tls =
-        tls_ ? " --cacert=" + d + "/ca.crt --cert=" + d + "/client.crt --key=" + d + "/client.key"
-             : "";
+    std::string tls = tls_ ? " --cacert=" + d + "/ca.crt" : "";
+    if (client_certs_) tls += " --cert=" + d + "/client.crt --key=" + d + "/client.key";
     return sh(
         "ETCDCTL_API=3 timeout 5 etcdctl --endpoints=" + std::string(tls_ ? "https" : "http") +
         "://127.0.0.1:" + std::to_string(port_) + tls + " --command-timeout=2s " + args);

@@ -187,5 +187,52 @@ TEST(etcd_tls, a_member_with_authentication) {
   EXPECT_THROW(sqlock::connect(server.url()).make_lock("auth").try_lock(), auth_error);
 }
 
+// TLS (the member's certificate checked against the CA; no client certificate) together with
+// user/password authentication: locks work, a wrong password is refused as auth_error, and
+// the password appears in no message, neither the library's nor the command line's.
+TEST(etcd_tls, a_member_with_tls_and_authentication) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
+  private_etcd server(22719, true, false);
+  ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
+  server.etcdctl("user add root --new-user-password=r00t-s3cr3t >/dev/null 2>&1");
+  server.etcdctl("user grant-role root root >/dev/null 2>&1");
+  ASSERT_NE(server.etcdctl("auth enable 2>&1").find("Authentication Enabled"), std::string::npos);
+  const auto good = server.url("root:r00t-s3cr3t@");
+  ASSERT_EQ(good.rfind("etcds://", 0), 0u);
+  auto c = sqlock::connect(good);
+  auto l = c.make_lock("tls-auth");
+  ASSERT_TRUE(l.try_lock());
+  EXPECT_FALSE(sqlock::connect(good).make_lock("tls-auth").try_lock());
+  EXPECT_EQ(c.list("").size(), 1u);
+  l.unlock();
+  // The key went through TLS with the token: etcdctl (as root) sees nothing left.
+  EXPECT_EQ(server.etcdctl("--user=root:r00t-s3cr3t get --prefix private/ --keys-only 2>&1"), "");
+  const auto bad = server.url("root:wr0ng-pa55@");
+  try {
+    sqlock::connect(bad).make_lock("tls-auth").try_lock();
+    ADD_FAILURE() << "a wrong password was accepted";
+  } catch (const auth_error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("authentication"), std::string::npos) << what;
+    EXPECT_EQ(what.find("wr0ng-pa55"), std::string::npos) << what;
+  }
+  // No password at all on this member: refused as auth_error too.
+  EXPECT_THROW(sqlock::connect(server.url()).make_lock("tls-auth").try_lock(), auth_error);
+  // The command line: the right password works, a wrong one fails clearly, neither is shown.
+  const std::string cli = SQLOCK_CLI_PATH;
+  auto ok = sh(cli + " run --url '" + good + "' tls-auth -- echo held 2>&1; echo \"exit $?\"");
+  EXPECT_NE(ok.find("held"), std::string::npos) << ok;
+  EXPECT_NE(ok.find("exit 0"), std::string::npos) << ok;
+  EXPECT_EQ(ok.find("r00t-s3cr3t"), std::string::npos) << ok;
+  for (const std::string& cmd : {" list --url '" + bad + "'", " run --url '" + bad + "' x -- true",
+                                 " release --force --url '" + bad + "' x"}) {
+    auto out = sh(cli + cmd + " 2>&1; echo \"exit $?\"");
+    EXPECT_EQ(out.find("wr0ng-pa55"), std::string::npos) << out;
+    EXPECT_EQ(out.find("exit 0"), std::string::npos) << out;
+    EXPECT_NE(out.find("authentication"), std::string::npos) << cmd << ": " << out;
+  }
+}
+
 }  // namespace
 }  // namespace sqlock::test

@@ -107,13 +107,15 @@ void feed::deliver(const json& msg, std::uint64_t generation) {
     auto kv = ev.find("kv");
     if (kv == ev.end()) continue;
     const std::string key = unb64(kv->value("key", ""));
+    const std::int64_t revision = num(*kv, "mod_revision");  // of a deletion: the deletion's
     {
       std::lock_guard g(subs_m_);
       for (auto& [pfx, into] : subs_) {
         if (key.compare(0, pfx.size(), pfx) != 0) continue;
         {
           std::lock_guard k(into->m);
-          into->keys.insert(key);
+          auto& at = into->keys[key];
+          at = std::max(at, revision);
         }
         into->cv.notify_all();
       }

@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include "gateway.hpp"
@@ -19,10 +18,12 @@
 namespace sqlock::etcd::detail {
 
 /// The keys deleted from one lock's queue since a waiter subscribed, as the feed delivers them.
+/// A key name comes back (a lease reused for the next hold puts the same key again): a deletion
+/// tells about the key a read saw only when its revision is later than that read's.
 struct deletions {
-  std::mutex m;                ///< guards keys
-  std::condition_variable cv;  ///< notified on every delivery
-  std::set<std::string> keys;  ///< deleted keys, full
+  std::mutex m;                              ///< guards keys
+  std::condition_variable cv;                ///< notified on every delivery
+  std::map<std::string, std::int64_t> keys;  ///< deleted key (full) -> its latest deletion
 };
 
 /// The confirmed stream a caller relies on: deletions after `revision` are delivered while the

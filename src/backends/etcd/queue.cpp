@@ -67,6 +67,14 @@ json all_of(const std::string& pfx) {
   return r;
 }
 
+// Up to the first 64 keys under `pfx`, first created first: a waiter behind fewer knows every
+// key before its own and waits for their deletions without reading again.
+json queue_start(const std::string& pfx) {
+  json r = all_of(pfx);
+  r["limit"] = "64";
+  return r;
+}
+
 // A transaction that puts `key` for `req` on `lease` unless it exists, then reads `range`.
 json put_then_read(const std::string& key, const lock_request& req, std::int64_t lease,
                    const json& range) {
@@ -203,7 +211,7 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
   const std::string key = pfx + hex(lease);
   // An exclusive key holds when it is the first; a shared key or a permit looks at all before it.
   const bool exclusive = req.kind == lock_kind::exclusive;
-  const json ahead = exclusive ? first_of(pfx) : all_of(pfx);
+  const json ahead = exclusive ? queue_start(pfx) : all_of(pfx);
   json txn = put_then_read(key, req, lease, ahead);
   // An exclusive key just put is the newest: the two newest keys are it and its predecessor.
   if (exclusive) txn["success"].push_back({{"request_range", newest_two(pfx)}});
@@ -218,22 +226,24 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
     const auto& first = kvs_of(r["responses"][1]["response_range"]);
     if (exclusive && !first.empty() && num(first[0], "create_revision") == h.revision)
       return taken{h, sent, false};
+    const auto read_at = num(r["header"], "revision");
     std::optional<look> known;  // where the key stands as the transaction read it
     if (!exclusive) {
       auto q = keys_of(first);
       auto i = index_of(q, key);
       if (i < q.size()) check_permits(q, i, req);
       if (i < q.size() && turn_of(q, i).holds) return taken{h, sent, false};
-      if (i < q.size()) known = look{false, turn_of(q, i).watch, false};
+      if (i < q.size()) known = look{false, turn_of(q, i).watch, false, false, read_at};
     } else if (put) {
-      known = look_from(kvs_of(r["responses"][2]["response_range"]), first, h, req.name);
+      known = look_from(kvs_of(r["responses"][2]["response_range"]),
+                        r["responses"][1]["response_range"], h, req.name, read_at);
     }
     // Wait for every key created before ours to go, the one just before ours at a time. The
     // feed delivers every deletion after the revision it started at: when that is not later
     // than the transaction's, what the transaction read is where the wait starts; otherwise
     // (and after the feed restarted) the predecessor is read again.
     auto feed_at = feed_.confirmed(attempt);
-    if (feed_at.revision > num(r["header"], "revision")) known.reset();
+    if (feed_at.revision > read_at) known.reset();
     const auto keepalive_every =
         std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1) * 1000 / 3);
     auto next_keepalive = sent + keepalive_every;
@@ -255,15 +265,20 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
         known.reset();
         if (t.holds) return taken{h, sent, true};
         std::unique_lock lk(gone.m);
+        auto deleted = [&](const std::string& k) {  // since the read
+          auto it = gone.keys.find(k);
+          return it != gone.keys.end() && it->second > t.at;
+        };
         auto moved = [&] {
-          return std::any_of(t.watch.begin(), t.watch.end(),
-                             [&](auto& k) { return gone.keys.count(k) > 0; });
+          return t.all ? std::all_of(t.watch.begin(), t.watch.end(), deleted)
+                       : std::any_of(t.watch.begin(), t.watch.end(), deleted);
         };
         gone.cv.wait_until(lk, std::min(deadline, next_keepalive),
                            [&] { return moved() || !feed_.live(feed_at.generation); });
-        // Deletions arrive in revision order: when the head's deletion is seen and ours is not,
-        // no key precedes ours any more (later keys have later create revisions).
-        if (t.head && moved() && gone.keys.count(key) == 0) return taken{h, sent, true};
+        // Deletions arrive in revision order: when the head's (or every earlier key's) deletion
+        // is seen and ours is not, no key precedes ours any more (later keys have later create
+        // revisions).
+        if ((t.head || t.all) && moved() && !deleted(key)) return taken{h, sent, true};
         if (!feed_.live(feed_at.generation)) {
           lk.unlock();
           feed_at = feed_.confirmed(deadline);  // its member went away
@@ -286,26 +301,35 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
 
 queue::look queue::look_exclusive(const std::string& pfx, const hold& h, const std::string& name,
                                   steady_time deadline) {
-  // Our key and the one created just before it, and the first of the queue, in one read.
+  // Our key and the one created just before it, and the first keys of the queue up to ours,
+  // in one read.
   json pred = newest_two(pfx);
   pred["max_create_revision"] = str(h.revision);
-  json both = {
-      {"success", json::array({{{"request_range", pred}}, {{"request_range", first_of(pfx)}}})}};
+  json start = queue_start(pfx);
+  start["max_create_revision"] = str(h.revision);
+  json both = {{"success", json::array({{{"request_range", pred}}, {{"request_range", start}}})}};
   auto pr = gw_.call("kv/txn", both, deadline);
   return look_from(kvs_of(pr["responses"][0]["response_range"]),
-                   kvs_of(pr["responses"][1]["response_range"]), h, name);
+                   pr["responses"][1]["response_range"], h, name, num(pr["header"], "revision"));
 }
 
-queue::look queue::look_from(const json& ours_and_pred, const json& head, const hold& h,
-                             const std::string& name) {
+queue::look queue::look_from(const json& ours_and_pred, const json& start, const hold& h,
+                             const std::string& name, std::int64_t at) {
   // Ours missing = our lease died; no predecessor = we hold the lock.
   const auto& kvs = ours_and_pred;
   if (kvs.empty() || num(kvs[0], "create_revision") != h.revision)
     throw lock_lost("etcd: the waiting key for '" + name + "' was deleted");
-  if (kvs.size() == 1) return {true, {}, false};
+  if (kvs.size() == 1) return {true, {}, false, false, at};
+  const auto& first = kvs_of(start);
+  if (!start.value("more", false)) {  // every key up to ours: wait for all before it to go
+    look all{false, {}, false, true, at};
+    for (const auto& kv : first)
+      if (num(kv, "create_revision") < h.revision) all.watch.push_back(unb64(kv.value("key", "")));
+    return all;
+  }
   auto pred_key = unb64(kvs[1].value("key", ""));
-  const bool pred_is_head = !head.empty() && unb64(head[0].value("key", "")) == pred_key;
-  return {false, {std::move(pred_key)}, pred_is_head};
+  const bool pred_is_head = !first.empty() && unb64(first[0].value("key", "")) == pred_key;
+  return {false, {std::move(pred_key)}, pred_is_head, false, at};
 }
 
 queue::look queue::look_kind(const std::string& pfx, const hold& h, const std::string& name,
@@ -313,11 +337,12 @@ queue::look queue::look_kind(const std::string& pfx, const hold& h, const std::s
   // Every key up to ours, in creation order: ours (the last) missing = our lease died.
   json upto = all_of(pfx);
   upto["max_create_revision"] = str(h.revision);
-  auto q = keys_of(kvs_of(gw_.call("kv/range", upto, deadline)));
+  auto r = gw_.call("kv/range", upto, deadline);
+  auto q = keys_of(kvs_of(r));
   if (q.empty() || q.back().revision != h.revision)
     throw lock_lost("etcd: the waiting key for '" + name + "' was deleted");
   auto t = turn_of(q, q.size() - 1);
-  return {t.holds, std::move(t.watch), false};
+  return {t.holds, std::move(t.watch), false, false, num(r["header"], "revision")};
 }
 
 bool queue::keep_alive(const hold& h, steady_time deadline) {

@@ -76,21 +76,26 @@ class queue {
   json put_txn(const json& txn, std::int64_t lease, steady_time deadline);
   // try_take() for a shared request or a permit.
   std::optional<taken> try_take_kind(const lock_request& req, steady_time deadline);
-  // What a waiting key saw in one read: it holds, or the keys whose deletion it waits for
-  // (`head`: the one key watched is the queue's first, so its deletion makes ours the first).
+  // What a waiting key saw in one read at revision `at`: it holds, or the keys whose deletion
+  // (after `at`) it waits for. `head`: the one key watched is the queue's first, so its deletion
+  // makes ours the first; `all`: they are every key before ours, so once all are deleted ours
+  // is the first. Otherwise a deletion calls for another read.
   struct look {
     bool holds = false;
     std::vector<std::string> watch;
     bool head = false;
+    bool all = false;
+    std::int64_t at = 0;
   };
   look look_exclusive(const std::string& pfx, const hold& h, const std::string& name,
                       steady_time deadline);
   look look_kind(const std::string& pfx, const hold& h, const std::string& name,
                  steady_time deadline);
-  // An exclusive key's look from a read of it and its predecessor (newest first) and of the
-  // queue's first key; lock_lost when the key is gone.
-  static look look_from(const json& ours_and_pred, const json& head, const hold& h,
-                        const std::string& name);
+  // An exclusive key's look from a read at revision `at` of it and its predecessor (newest
+  // first) and of the queue's first keys up to it (`start`: a range response); lock_lost when
+  // the key is gone.
+  static look look_from(const json& ours_and_pred, const json& start, const hold& h,
+                        const std::string& name, std::int64_t at);
   void revoke_quietly(std::int64_t lease, steady_time deadline);
   gateway& gw_;
   std::string prefix_;  // "<prefix>"

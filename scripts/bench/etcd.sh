@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Benchmarks of the etcd backend beside its ceilings, in one run, on the test member
 # ($SQLOCK_TEST_ETCD_URL):
-#  1. `sqlock bench` (1 thread; 4 threads contending for one lock: handoff)
-#  2. python3-etcd3 over gRPC: the raw operations of one try_lock/unlock (lease grant, txn,
+#  1. `sqlock bench` (1 thread; 2 and 4 threads contending for one lock: handoff)
+#  2. the handoff's raw ceiling: delete -> watch event of a bare client (gateway; gateway with
+#     a concurrent put, as in a contended handoff; gRPC), tests/benchmarks/etcd_handoff_ceiling.py
+#  3. python3-etcd3 over gRPC: the raw operations of one try_lock/unlock (lease grant, txn,
 #     lease revoke) and its Lock recipe (the peer client)
-#  3. whole commands: N x `etcdctl lock NAME true` vs N x `sqlock run NAME -- true`
+#  4. whole commands: N x `etcdctl lock NAME true` vs N x `sqlock run NAME -- true`
 # Usage: scripts/bench/etcd.sh [build-dir]   (prints Markdown-ready raw output)
 set -euo pipefail
 build=${1:-build}
@@ -14,10 +16,14 @@ hostport=${url#etcd://}
 hostport=${hostport%%/*}
 py=/usr/bin/python3
 echo "## etcd: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
-for args in "--threads 1" "--threads 4 --contended"; do
+for args in "--threads 1" "--threads 2 --contended" "--threads 4 --contended"; do
   echo "\$ sqlock bench --url \$ETCD $args --duration 5s --json"
   # shellcheck disable=SC2086
   "$sqlock" bench --url "$url" $args --duration 5s --json 2>/dev/null
+done
+for what in gateway busy grpc; do
+  echo "\$ etcd_handoff_ceiling.py $what 500"
+  $py tests/benchmarks/etcd_handoff_ceiling.py "$hostport" "$what" 500
 done
 for what in raw lock; do
   echo "\$ etcd_peer_bench.py $what 5"

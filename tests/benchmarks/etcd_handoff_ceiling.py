@@ -4,10 +4,12 @@ of that key receiving the event, on one member, with nothing of sqlock in betwee
 
   gateway  over etcd's v3 JSON gateway (what sqlock uses): one HTTP/1.1 keep-alive connection
            deletes, another holds a POST /v3/watch stream confirmed before the first delete
+  busy     as gateway, while a third connection puts another key at the same moment: what a
+           contended handoff meets, where the next contender queues its key as the lock passes
   grpc     over gRPC with python3-etcd3 (Debian package): delete_prefix + a watch iterator
 
 Each sample: put the key (untimed), then time delete -> DELETE event. Prints p50/p90/p99.
-Usage: etcd_handoff_ceiling.py HOST:PORT {gateway|grpc} SAMPLES
+Usage: etcd_handoff_ceiling.py HOST:PORT {gateway|busy|grpc} SAMPLES
 """
 import base64
 import http.client
@@ -26,17 +28,24 @@ def pct(v, p):
     return v[min(len(v) - 1, int(p * len(v)))] * 1e6
 
 
-def gateway(host, port, samples, key):
-    ctl = http.client.HTTPConnection(host, port)
-    ctl.connect()
+def caller(host, port):
+    conn = http.client.HTTPConnection(host, port)
+    conn.connect()
 
     def call(path, body):
-        ctl.request("POST", "/v3/" + path, json.dumps(body), {"Content-Type": "application/json"})
-        r = ctl.getresponse()
+        conn.request("POST", "/v3/" + path, json.dumps(body), {"Content-Type": "application/json"})
+        r = conn.getresponse()
         data = r.read()
         if r.status != 200:
             raise RuntimeError("%s: HTTP %d %s" % (path, r.status, data[:200]))
         return json.loads(data)
+
+    return call
+
+
+def gateway(host, port, samples, key, busy=False):
+    call = caller(host, port)
+    other = caller(host, port) if busy else None
 
     w = http.client.HTTPConnection(host, port)
     w.request("POST", "/v3/watch",
@@ -61,10 +70,20 @@ def gateway(host, port, samples, key):
     for _ in range(samples):
         call("kv/put", {"key": b64(key), "value": b64("x")})
         got.clear()
+        if other:
+            go = threading.Event()
+            th = threading.Thread(target=lambda: (go.wait(), other(
+                "kv/put", {"key": b64(key + "-next"), "value": b64("x")})))
+            th.start()
+            go.set()
         t = time.monotonic()
         call("kv/deleterange", {"key": b64(key)})
         assert got.wait(5)
         out.append(got.arrival - t)
+        if other:
+            th.join()
+    if other:
+        other("kv/deleterange", {"key": b64(key + "-next")})
     return out
 
 
@@ -98,7 +117,10 @@ def main():
     host, port = sys.argv[1].rsplit(":", 1)
     what, samples = sys.argv[2], int(sys.argv[3])
     key = "/bench-ceiling/%d" % time.monotonic_ns()
-    v = (gateway if what == "gateway" else grpc)(host, int(port), samples, key)
+    if what == "grpc":
+        v = grpc(host, int(port), samples, key)
+    else:
+        v = gateway(host, int(port), samples, key, busy=what == "busy")
     print("raw delete -> event (%s, %d samples): p50 %.0fus  p90 %.0fus  p99 %.0fus"
           % (what, len(v), pct(v, 0.5), pct(v, 0.9), pct(v, 0.99)))
 

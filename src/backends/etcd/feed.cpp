@@ -1,5 +1,7 @@
 #include "feed.hpp"
 
+#include <algorithm>
+
 namespace sqlock::etcd::detail {
 
 feed::feed(gateway& gw, const std::string& prefix,

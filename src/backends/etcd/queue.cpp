@@ -3,7 +3,6 @@
 #include "kinds.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <thread>

@@ -34,22 +34,23 @@ json range_of(const std::string& from, const std::string& to) {
   return {{"key", b64(from)}, {"range_end", b64(to)}};
 }
 
+// The keys under `pfx` in creation `order` ("ASCEND", "DESCEND"), at most `limit` (0: all).
+json by_creation(const std::string& pfx, const char* order, int limit = 0) {
+  json r = range_of(pfx, prefix_end(pfx));
+  r["sort_order"] = order;
+  r["sort_target"] = "CREATE";
+  if (limit > 0) r["limit"] = std::to_string(limit);
+  return r;
+}
+
 // The first-created key under `pfx`.
 json first_of(const std::string& pfx) {
-  json r = range_of(pfx, prefix_end(pfx));
-  r["sort_order"] = "ASCEND";
-  r["sort_target"] = "CREATE";
-  r["limit"] = "1";
-  return r;
+  return by_creation(pfx, "ASCEND", 1);
 }
 
 // The two last-created keys under `pfx`, newest first.
 json newest_two(const std::string& pfx) {
-  json r = range_of(pfx, prefix_end(pfx));
-  r["sort_order"] = "DESCEND";
-  r["sort_target"] = "CREATE";
-  r["limit"] = "2";
-  return r;
+  return by_creation(pfx, "DESCEND", 2);
 }
 
 const json& kvs_of(const json& range_response) {
@@ -60,18 +61,13 @@ const json& kvs_of(const json& range_response) {
 
 // Every key of the queue `pfx`, first created first.
 json all_of(const std::string& pfx) {
-  json r = range_of(pfx, prefix_end(pfx));
-  r["sort_order"] = "ASCEND";
-  r["sort_target"] = "CREATE";
-  return r;
+  return by_creation(pfx, "ASCEND");
 }
 
 // Up to the first 64 keys under `pfx`, first created first: a waiter behind fewer knows every
 // key before its own and waits for their deletions without reading again.
 json queue_start(const std::string& pfx) {
-  json r = all_of(pfx);
-  r["limit"] = "64";
-  return r;
+  return by_creation(pfx, "ASCEND", 64);
 }
 
 // A transaction that puts `key` for `req` on `lease` unless it exists, then reads `range`.

@@ -172,6 +172,8 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
 
   // From the feed's reader thread: a deleted key, perhaps one this backend holds.
   void deleted(const std::string& key) {
+    auto self = weak_from_this().lock();  // alive through the report; none while destroyed
+    if (!self) return;
     std::pair<std::string, std::string> who;
     {
       std::lock_guard g(held_m_);

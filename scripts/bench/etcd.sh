@@ -7,6 +7,8 @@
 #  3. python3-etcd3 over gRPC: the raw operations of one try_lock/unlock (lease grant, txn,
 #     lease revoke) and its Lock recipe (the peer client)
 #  4. whole commands: N x `etcdctl lock NAME true` vs N x `sqlock run NAME -- true`
+#  5. loss right after taking: a key deleted as soon as `sqlock hold` has its fence, until it
+#     exits 70 (tests/benchmarks/etcd_loss_probe.py)
 # Usage: scripts/bench/etcd.sh [build-dir]   (prints Markdown-ready raw output)
 set -euo pipefail
 build=${1:-build}
@@ -41,3 +43,5 @@ for _ in $(seq $n); do "$sqlock" run --url "$url" bench-cmd -- true; done
 sqlock_s=$(echo "$(date +%s.%N) - $start" | bc)
 echo "$n x etcdctl lock NAME true:        ${etcdctl_s}s  ($(echo "scale=2; $etcdctl_s * 1000 / $n" | bc) ms each)"
 echo "$n x sqlock run NAME -- true:       ${sqlock_s}s  ($(echo "scale=2; $sqlock_s * 1000 / $n" | bc) ms each)"
+echo "\$ etcd_loss_probe.py 40"
+$py tests/benchmarks/etcd_loss_probe.py "$sqlock" "$url" 40

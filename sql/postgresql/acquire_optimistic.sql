@@ -35,7 +35,7 @@ BEGIN
     -- First use of the name: the insert is the compare-and-set against "no row".
     INSERT INTO sqlock.locks AS l (name, owner, mode, fence, version, acquired_at, expires_at,
                                    holder, backend_pid, client_addr, application)
-    VALUES (p_name, p_owner, 'optimistic', nextval('sqlock.fence_seq'), 1, v_now,
+    VALUES (p_name, p_owner, 'optimistic', sqlock.row_fence(), 1, v_now,
             v_now + p_lease_ms * interval '1 millisecond', coalesce(p_holder, ''),
             pg_backend_pid(), inet_client_addr(),
             coalesce(current_setting('application_name', true), ''))
@@ -54,7 +54,7 @@ BEGIN
     -- UPDATE of non-key columns alone would not.
     PERFORM 1 FROM sqlock.locks l WHERE l.name = p_name AND l.version = v_row.version FOR UPDATE;
     UPDATE sqlock.locks l
-       SET owner = p_owner, mode = 'optimistic', fence = nextval('sqlock.fence_seq'),
+       SET owner = p_owner, mode = 'optimistic', fence = sqlock.row_fence(),
            version = l.version + 1, acquired_at = v_now,
            expires_at = v_now + p_lease_ms * interval '1 millisecond',
            holder = coalesce(p_holder, ''), backend_pid = pg_backend_pid(),

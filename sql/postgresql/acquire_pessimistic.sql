@@ -33,7 +33,7 @@ BEGIN
   IF NOT sqlock.shared_held(p_name, v_now) THEN
     INSERT INTO sqlock.locks AS l (name, owner, mode, fence, version, acquired_at, expires_at,
                                    holder, backend_pid, client_addr, application)
-    VALUES (p_name, p_owner, 'pessimistic', nextval('sqlock.fence_seq'), 1, v_now,
+    VALUES (p_name, p_owner, 'pessimistic', sqlock.row_fence(), 1, v_now,
             v_now + p_lease_ms * interval '1 millisecond', coalesce(p_holder, ''),
             pg_backend_pid(), inet_client_addr(),
             coalesce(current_setting('application_name', true), ''))

@@ -54,7 +54,7 @@ BEGIN
   END IF;
   INSERT INTO sqlock.holders AS h (name, owner, kind, permits, mode, fence, acquired_at,
                                    expires_at, holder, backend_pid, client_addr, application)
-  VALUES (p_name, p_owner, p_kind, v_permits, p_mode, nextval('sqlock.fence_seq'), v_now,
+  VALUES (p_name, p_owner, p_kind, v_permits, p_mode, sqlock.row_fence(), v_now,
           v_now + p_lease_ms * interval '1 millisecond', coalesce(p_holder, ''),
           pg_backend_pid(), inet_client_addr(),
           coalesce(current_setting('application_name', true), ''))

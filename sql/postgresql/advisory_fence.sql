@@ -3,8 +3,9 @@
 -- UNLOGGED row sqlock.fence_epoch_live; when that row is missing (after a crash or a replica's
 -- promotion the server empties UNLOGGED tables and resets the sequence; also the very first
 -- call after migration V004), the durable epoch in sqlock.fence_epoch rises by one and is copied
--- there. Tokens therefore strictly rise across clean restarts and crashes alike, provided the
--- epoch's commit is durable (synchronous_commit on). See docs/backends/postgres.md for what a
+-- there (sqlock.fence_epoch_now(), fence_epoch.sql). Tokens therefore strictly rise across
+-- clean restarts and crashes alike, provided the epoch's commit is durable (synchronous_commit
+-- on). See docs/backends/postgres.md for what a
 -- failover to an asynchronous replica does to them.
 --   SELECT sqlock.advisory_fence();
 -- (No SET search_path: every name in it is schema-qualified; acquire_advisory inlines its
@@ -16,16 +17,7 @@ DECLARE
   v_n     bigint := pg_catalog.nextval('sqlock.advisory_fence_seq');
   v_epoch bigint;
 BEGIN
-  SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch_live e;
-  IF v_epoch IS NULL THEN
-    -- One caller at a time: the row lock on the durable epoch; the others then find it live.
-    SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch e FOR UPDATE;
-    SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch_live e;
-    IF v_epoch IS NULL THEN
-      UPDATE sqlock.fence_epoch e SET epoch = e.epoch + 1 RETURNING e.epoch INTO v_epoch;
-      INSERT INTO sqlock.fence_epoch_live (epoch) VALUES (v_epoch);
-    END IF;
-  END IF;
+  v_epoch := sqlock.fence_epoch_now();  -- fence_epoch.sql
   IF v_n OPERATOR(pg_catalog.>=) 17592186044416 THEN  -- 2^44 holds in one epoch
     RAISE EXCEPTION 'sqlock: advisory fence counter exhausted in epoch %', v_epoch
       USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE '

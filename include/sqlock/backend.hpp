@@ -5,7 +5,9 @@
 // A backend whose holds can die outside any call (a session-bound hold whose connection
 // closed) tells the core at once through report_lost(). A backend whose nature is a queue
 // (ZooKeeper) may override acquire() to wait fairly; its public behaviour must stay identical
-// and is proven by the shared conformance suite.
+// and is proven by the shared conformance suite. A waiting acquire() can be stopped from
+// another thread through the request's std::stop_token: it then ends as at its deadline
+// (nothing held, its queue entry removed), promptly.
 #pragma once
 
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +49,10 @@ struct lock_request {
   std::uint32_t permits = 0;  ///< kind permit: how many holders the name admits (>= 1; every
                               ///< user of the name must give the same, else config_error);
                               ///< 0 for the other kinds
+  std::stop_token stop{};     ///< a requested stop ends a waiting acquire() as its deadline
+                              ///< would (empty result, nothing held, the waiter's node, key or
+                              ///< registration removed), promptly: every wait of the call
+                              ///< wakes on it; a default token never stops
 };
 
 /// A hold the backend granted.
@@ -129,8 +136,9 @@ struct wait_policy {
 class SQLOCK_API wait_state {
  public:
   virtual ~wait_state() = default;
-  /// Blocks until `until` or until the lock may have been released since the last attempt.
-  virtual void wait(steady_time until) = 0;
+  /// Blocks until `until`, until the lock may have been released since the last attempt, or
+  /// until `stop` is requested (the request's token: the wait returns promptly).
+  virtual void wait(steady_time until, const std::stop_token& stop) = 0;
 };
 
 /// Told by a backend that a hold died outside any call (its session closed, its lease was
@@ -173,10 +181,11 @@ class SQLOCK_API backend {
   /// default) when the store cannot tell about releases: the core then backs off.
   virtual std::unique_ptr<wait_state> open_wait(const lock_request& req);
 
-  /// Acquires, waiting until `deadline`; the first attempt is made at once. The default loops
-  /// try_acquire() with waits on open_wait()'s state (or capped jittered backoff without one)
-  /// and retries connection errors with backoff until the deadline, then rethrows the last.
-  /// Queue-shaped backends override it to wait fairly. Sets `waited` and `sent`.
+  /// Acquires, waiting until `deadline` or until `req.stop` is requested (then empty, as at the
+  /// deadline); the first attempt is made at once. The default loops try_acquire() with waits
+  /// on open_wait()'s state (or capped jittered backoff without one) and retries connection
+  /// errors with backoff until the deadline, then rethrows the last. Queue-shaped backends
+  /// override it to wait fairly. Sets `waited` and `sent`.
   virtual std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
                                             const wait_policy& policy);
 
@@ -241,6 +250,26 @@ class SQLOCK_API backend {
 /// caps(), and config_error for a permit request without permits: the check the core makes
 /// before it asks a backend for a hold (a backend is never given a kind it does not offer).
 SQLOCK_API void require_kind(const backend& b, const lock_request& req);
+
+/// Sleeps until `until` or until `stop` is requested, whichever comes first; false when stopped.
+SQLOCK_API bool sleep_until(steady_time until, const std::stop_token& stop);
+
+/// A file descriptor that becomes readable when a stop is requested, for waits that poll():
+/// an eventfd written by a std::stop_callback. Holds no descriptor for a token that can never
+/// stop (fd() is -1; poll() ignores a negative descriptor).
+class SQLOCK_API stop_fd {
+ public:
+  explicit stop_fd(const std::stop_token& stop);
+  ~stop_fd();
+  stop_fd(const stop_fd&) = delete;
+  stop_fd& operator=(const stop_fd&) = delete;
+  /// The descriptor to poll for POLLIN (-1 when the token can never stop).
+  int fd() const noexcept { return fd_; }
+
+ private:
+  int fd_ = -1;
+  std::unique_ptr<std::stop_callback<std::function<void()>>> on_stop_;
+};
 
 /// The earlier of `deadline` and now + `io_timeout`: how long one exchange with a store may take.
 SQLOCK_API steady_time exchange_bound(steady_time deadline, milliseconds io_timeout);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +112,12 @@ class SQLOCK_API client {
 /// A named distributed lock. Reentrant per thread (hold count), like std::recursive_mutex.
 /// Lockable: lock(), try_lock(), unlock(). TimedLockable: try_lock_for(), try_lock_until().
 /// (Named `mutex` because a C++ class cannot have a member function named like itself.)
+///
+/// Every waiting call takes an optional std::stop_token: a stop requested from another thread
+/// ends the wait promptly as a timeout would (nothing held, the waiter's place in the store's
+/// queue removed) and the call throws sqlock::interrupted (a timeout returns false). A stop
+/// requested before the call throws at once; one requested after the lock was obtained has no
+/// effect on that call.
 class SQLOCK_API mutex {
  public:
   mutex(mutex&&) noexcept;
@@ -120,23 +127,26 @@ class SQLOCK_API mutex {
   /// Releases holds this handle's thread still has (never throws).
   ~mutex();
 
-  /// Blocks until acquired. Throws connection_error / backend_error when the backend fails.
-  void lock();
+  /// Blocks until acquired or `stop` (interrupted). Throws connection_error / backend_error
+  /// when the backend fails.
+  void lock(std::stop_token stop = {});
   /// One attempt; false when held elsewhere.
   bool try_lock();
-  /// Waits at most `d`.
+  /// Waits at most `d` (or until `stop`: interrupted).
   template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d, std::stop_token stop = {}) {
     return try_lock_until_steady(std::chrono::steady_clock::now() +
-                                 std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+                                     std::chrono::ceil<std::chrono::steady_clock::duration>(d),
+                                 std::move(stop));
   }
-  /// Waits until `t` (any clock; converted to steady_clock once).
+  /// Waits until `t` (any clock; converted to steady_clock once) or `stop` (interrupted).
   template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_lock_for(t - Clock::now());
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t,
+                      std::stop_token stop = {}) {
+    return try_lock_for(t - Clock::now(), std::move(stop));
   }
-  /// Waits until a steady_clock time point.
-  bool try_lock_until_steady(steady_time deadline);
+  /// Waits until a steady_clock time point or `stop` (interrupted).
+  bool try_lock_until_steady(steady_time deadline, std::stop_token stop = {});
   /// Drops one level of hold; the last one releases on the backend. Never throws: failures are
   /// counted in statistics and reported by last_error().
   void unlock() noexcept;
@@ -161,7 +171,7 @@ class SQLOCK_API mutex {
  private:
   friend class client;
   mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts);
-  bool acquire(steady_time deadline, bool wait);
+  bool acquire(steady_time deadline, bool wait, const std::stop_token& stop);
   void release_all() noexcept;
   void free_queue() noexcept;
   void unlock_level(bool check_thread, std::uint64_t expect_hold = 0) noexcept;

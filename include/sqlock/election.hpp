@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 #include "sqlock/client.hpp"
@@ -64,24 +65,29 @@ class SQLOCK_API election {
   ~election();
 
   /// Blocks until this participant leads with `value` (non-empty; config_error otherwise).
-  /// usage_error when it already leads or campaigns; after a lost term it campaigns anew.
-  void campaign(const std::string& value);
+  /// usage_error when it already leads or campaigns; after a lost term it campaigns anew. A
+  /// campaign ends on `stop` as a timeout would and throws interrupted (see sqlock::mutex).
+  void campaign(const std::string& value, std::stop_token stop = {});
   /// One attempt: true when it now leads.
   bool try_campaign(const std::string& value);
   /// Waits at most `d` to lead.
   template <class Rep, class Period>
-  bool campaign_for(const std::string& value, const std::chrono::duration<Rep, Period>& d) {
+  bool campaign_for(const std::string& value, const std::chrono::duration<Rep, Period>& d,
+                    std::stop_token stop = {}) {
     return campaign_until_steady(value,
                                  std::chrono::steady_clock::now() +
-                                     std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+                                     std::chrono::ceil<std::chrono::steady_clock::duration>(d),
+                                 std::move(stop));
   }
   /// Waits until `t` (any clock) to lead.
   template <class Clock, class Duration>
-  bool campaign_until(const std::string& value, const std::chrono::time_point<Clock, Duration>& t) {
-    return campaign_for(value, t - Clock::now());
+  bool campaign_until(const std::string& value, const std::chrono::time_point<Clock, Duration>& t,
+                      std::stop_token stop = {}) {
+    return campaign_for(value, t - Clock::now(), std::move(stop));
   }
-  /// Waits until a steady_clock time point to lead.
-  bool campaign_until_steady(const std::string& value, steady_time deadline);
+  /// Waits until a steady_clock time point to lead (or `stop`: interrupted).
+  bool campaign_until_steady(const std::string& value, steady_time deadline,
+                             std::stop_token stop = {});
   /// Stops leading (releases the hold at once); does nothing when not leading.
   void resign() noexcept;
 

@@ -68,4 +68,14 @@ class SQLOCK_API usage_error : public error {
   using error::error;
 };
 
+/// A waiting acquire (lock(), try_lock_for(), lock_shared(), semaphore::acquire(), a campaign,
+/// run_exclusive()) was stopped through the std::stop_token it was given before it obtained
+/// the lock. It ended as a timeout would: nothing is held and its waiter's place in the
+/// store's queue (a ZooKeeper node, an etcd key, a server-side wait) is gone. A timeout
+/// returns false or an empty hold; a stop throws this, so the two stay apart.
+class SQLOCK_API interrupted : public error {
+ public:
+  using error::error;
+};
+
 }  // namespace sqlock

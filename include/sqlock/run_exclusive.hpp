@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <type_traits>
 
@@ -28,6 +29,8 @@ struct run_options {
   milliseconds wait{0};       ///< how long to wait for the lock; 0 = one attempt,
                               ///< milliseconds::max() = until obtained
   milliseconds lease{30000};  ///< the renewed lease when `at_most` is 0 (> 0)
+  std::stop_token stop{};     ///< ends the wait for the lock: run_exclusive() throws
+                              ///< interrupted (the job does not run)
 };
 
 /// Runs `job(h)` (h: the job's hold: its fence, lost(), on_lost()) if the lock `name` is

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "sqlock/client.hpp"
@@ -23,24 +24,27 @@ using permit = hold;
 /// thread-safe.
 class SQLOCK_API semaphore {
  public:
-  /// Blocks until a permit is free. Throws unsupported when the backend has no permits,
-  /// config_error when the name's holders use another number of permits.
-  permit acquire();
+  /// Blocks until a permit is free (or `stop`: interrupted, as for sqlock::mutex). Throws
+  /// unsupported when the backend has no permits, config_error when the name's holders use
+  /// another number of permits.
+  permit acquire(std::stop_token stop = {});
   /// One attempt; an empty permit when none is free.
   permit try_acquire();
-  /// Waits at most `d`; an empty permit when none became free.
+  /// Waits at most `d`; an empty permit when none became free (interrupted on `stop`).
   template <class Rep, class Period>
-  permit try_acquire_for(const std::chrono::duration<Rep, Period>& d) {
+  permit try_acquire_for(const std::chrono::duration<Rep, Period>& d, std::stop_token stop = {}) {
     return try_acquire_until_steady(std::chrono::steady_clock::now() +
-                                    std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+                                        std::chrono::ceil<std::chrono::steady_clock::duration>(d),
+                                    std::move(stop));
   }
-  /// Waits until `t` (any clock).
+  /// Waits until `t` (any clock) or `stop` (interrupted).
   template <class Clock, class Duration>
-  permit try_acquire_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_acquire_for(t - Clock::now());
+  permit try_acquire_until(const std::chrono::time_point<Clock, Duration>& t,
+                           std::stop_token stop = {}) {
+    return try_acquire_for(t - Clock::now(), std::move(stop));
   }
-  /// Waits until a steady_clock time point.
-  permit try_acquire_until_steady(steady_time deadline);
+  /// Waits until a steady_clock time point or `stop` (interrupted).
+  permit try_acquire_until_steady(steady_time deadline, std::stop_token stop = {});
 
   /// How many permits the name has.
   std::uint32_t permits() const noexcept { return permits_; }
@@ -51,7 +55,7 @@ class SQLOCK_API semaphore {
   friend class client;
   semaphore(std::shared_ptr<detail::client_impl> c, std::string name, std::uint32_t permits,
             lock_options opts);
-  permit take(steady_time deadline, bool wait);
+  permit take(steady_time deadline, bool wait, const std::stop_token& stop);
 
   std::shared_ptr<detail::client_impl> client_;
   std::string name_;

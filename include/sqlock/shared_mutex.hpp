@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "sqlock/client.hpp"
@@ -28,41 +29,47 @@ class SQLOCK_API shared_mutex {
   /// Releases every hold of this handle, in any thread (never throws).
   ~shared_mutex();
 
-  /// Blocks until held exclusively. Throws unsupported when the backend has no shared locks.
-  void lock();
+  // Every waiting call takes an optional std::stop_token: a stop ends the wait as a timeout
+  // would and throws interrupted (see sqlock::mutex).
+
+  /// Blocks until held exclusively (or `stop`: interrupted). Throws unsupported when the
+  /// backend has no shared locks.
+  void lock(std::stop_token stop = {});
   /// One attempt at an exclusive hold.
   bool try_lock();
   /// Waits at most `d` for an exclusive hold.
   template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until_steady(after(d));
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d, std::stop_token stop = {}) {
+    return try_lock_until_steady(after(d), std::move(stop));
   }
   /// Waits until `t` (any clock) for an exclusive hold.
   template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_lock_for(t - Clock::now());
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t,
+                      std::stop_token stop = {}) {
+    return try_lock_for(t - Clock::now(), std::move(stop));
   }
   /// Waits until a steady_clock time point for an exclusive hold.
-  bool try_lock_until_steady(steady_time deadline);
+  bool try_lock_until_steady(steady_time deadline, std::stop_token stop = {});
   /// Releases this thread's exclusive hold (never throws; misuse is kept in last_error()).
   void unlock() noexcept;
 
-  /// Blocks until held shared.
-  void lock_shared();
+  /// Blocks until held shared (or `stop`: interrupted).
+  void lock_shared(std::stop_token stop = {});
   /// One attempt at a shared hold.
   bool try_lock_shared();
   /// Waits at most `d` for a shared hold.
   template <class Rep, class Period>
-  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_shared_until_steady(after(d));
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d, std::stop_token stop = {}) {
+    return try_lock_shared_until_steady(after(d), std::move(stop));
   }
   /// Waits until `t` (any clock) for a shared hold.
   template <class Clock, class Duration>
-  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return try_lock_shared_for(t - Clock::now());
+  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t,
+                             std::stop_token stop = {}) {
+    return try_lock_shared_for(t - Clock::now(), std::move(stop));
   }
   /// Waits until a steady_clock time point for a shared hold.
-  bool try_lock_shared_until_steady(steady_time deadline);
+  bool try_lock_shared_until_steady(steady_time deadline, std::stop_token stop = {});
   /// Releases this thread's shared hold (never throws; misuse is kept in last_error()).
   void unlock_shared() noexcept;
 
@@ -93,7 +100,7 @@ class SQLOCK_API shared_mutex {
     return std::chrono::steady_clock::now() +
            std::chrono::ceil<std::chrono::steady_clock::duration>(d);
   }
-  bool acquire(lock_kind kind, steady_time deadline, bool wait);
+  bool acquire(lock_kind kind, steady_time deadline, bool wait, const std::stop_token& stop);
   void drop(lock_kind kind) noexcept;
 
   std::shared_ptr<state> st_;

@@ -12,7 +12,8 @@ namespace {
 
 // `run --at-least/--at-most`: CMD is run_exclusive()'s job.
 int run_scheduled(session& s, const run_args& a) {
-  run_options o{.wait = s.wait() ? *s.wait() : milliseconds::max(), .lease = s.lease()};
+  run_options o{
+      .wait = s.wait() ? *s.wait() : milliseconds::max(), .lease = s.lease(), .stop = s.stop()};
   if (!a.at_least.empty()) o.at_least = parse_duration(a.at_least);
   if (!a.at_most.empty()) o.at_most = parse_duration(a.at_most);
   if (!a.at_most.empty() && o.at_most < milliseconds(500))
@@ -30,16 +31,23 @@ int run_scheduled(session& s, const run_args& a) {
 int run_shared(session& s, const run_args& a) {
   auto m = s.store().make_shared_mutex(a.name, {.lease = s.lease()});
   m.on_lost(s.on_lost());
-  if (!(s.wait() ? m.try_lock_shared_for(*s.wait()) : (m.lock_shared(), true)))
+  if (!(s.wait() ? m.try_lock_shared_for(*s.wait(), s.stop()) : (m.lock_shared(s.stop()), true)))
     return s.not_obtained();
   int code = s.run(fence_text(m), m.owner());
   m.unlock_shared();
   return code;
 }
 
+// Waits for the exclusive lock as --wait says; a signal stops the wait (interrupted).
+bool lock_for(session& s, mutex& l) {
+  if (s.wait()) return l.try_lock_for(*s.wait(), s.stop());
+  l.lock(s.stop());
+  return true;
+}
+
 int run_permit(session& s, const run_args& a) {
   auto sem = s.store().make_semaphore(a.name, a.permits, {.lease = s.lease()});
-  permit p = s.wait() ? sem.try_acquire_for(*s.wait()) : sem.acquire();
+  permit p = s.wait() ? sem.try_acquire_for(*s.wait(), s.stop()) : sem.acquire(s.stop());
   if (!p) return s.not_obtained();
   auto lost = s.on_lost();
   p.on_lost(lost);
@@ -53,25 +61,29 @@ int run_command(const run_args& a) {
   if (a.command.empty() && a.shell_command.empty())
     throw config_error("run needs a command after -- (or -c STRING)");
   session s(a);
-  if (!a.at_least.empty() || !a.at_most.empty()) return run_scheduled(s, a);
-  if (a.shared) return run_shared(s, a);
-  if (a.permits > 0) return run_permit(s, a);
-  auto l = s.store().make_lock(a.name, {.lease = s.lease()});
-  l.on_lost(s.on_lost());
-  if (!(s.wait() ? l.try_lock_for(*s.wait()) : (l.lock(), true))) return s.not_obtained();
-  int code = s.run(fence_text(l), l.owner());
-  l.unlock();
-  return code;
+  return s.waiting([&] {
+    if (!a.at_least.empty() || !a.at_most.empty()) return run_scheduled(s, a);
+    if (a.shared) return run_shared(s, a);
+    if (a.permits > 0) return run_permit(s, a);
+    auto l = s.store().make_lock(a.name, {.lease = s.lease()});
+    l.on_lost(s.on_lost());
+    if (!lock_for(s, l)) return s.not_obtained();
+    int code = s.run(fence_text(l), l.owner());
+    l.unlock();
+    return code;
+  });
 }
 
 int hold_command(const run_args& a) {
   session s(a);
-  auto l = s.store().make_lock(a.name, {.lease = s.lease()});
-  l.on_lost(s.on_lost());
-  if (!(s.wait() ? l.try_lock_for(*s.wait()) : (l.lock(), true))) return s.not_obtained();
-  int code = s.hold_until_signal(fence_text(l));
-  l.unlock();
-  return code;
+  return s.waiting([&] {
+    auto l = s.store().make_lock(a.name, {.lease = s.lease()});
+    l.on_lost(s.on_lost());
+    if (!lock_for(s, l)) return s.not_obtained();
+    int code = s.hold_until_signal(fence_text(l));
+    l.unlock();
+    return code;
+  });
 }
 
 int elect_command(const run_args& a) {
@@ -79,19 +91,22 @@ int elect_command(const run_args& a) {
     throw config_error("elect needs a command after -- (or -c STRING)");
   if (a.value.empty()) throw config_error("elect needs --value (what `sqlock leader` shows)");
   session s(a);
-  auto e = s.store().make_election(a.name, {.lease = s.lease()});
-  e.on_lost(s.on_lost());
-  if (!(s.wait() ? e.campaign_for(a.value, *s.wait()) : (e.campaign(a.value), true)))
-    return s.not_obtained();
-  std::string term;
-  try {
-    term = std::to_string(e.term());
-  } catch (const unsupported&) {
-    // No fencing on this backend: no term either.
-  }
-  int code = s.run(term, "");
-  e.resign();
-  return code;
+  return s.waiting([&] {
+    auto e = s.store().make_election(a.name, {.lease = s.lease()});
+    e.on_lost(s.on_lost());
+    if (!(s.wait() ? e.campaign_for(a.value, *s.wait(), s.stop())
+                   : (e.campaign(a.value, s.stop()), true)))
+      return s.not_obtained();
+    std::string term;
+    try {
+      term = std::to_string(e.term());
+    } catch (const unsupported&) {
+      // No fencing on this backend: no term either.
+    }
+    int code = s.run(term, "");
+    e.resign();
+    return code;
+  });
 }
 
 int leader_command(const std::string& url_text, const std::string& name, bool json) {

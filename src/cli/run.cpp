@@ -27,11 +27,47 @@ constexpr milliseconds min_lease{500};
 // The time a first connection always gets under --wait, even --wait 0 (-n).
 constexpr milliseconds connect_floor{1000};
 
-// 0: waiting for the lock; > 0: CMD's pid (= its process group); -1: CMD reaped;
-// holding: `sqlock hold` has the lock and waits for a signal.
+// connecting: nothing asked of the store yet; 0: waiting for the lock; > 0: CMD's pid (= its
+// process group); -1: CMD reaped; holding: `sqlock hold` has the lock and waits for a signal.
 constexpr pid_t holding = -2;
-std::atomic<pid_t> child_pid{0};
+constexpr pid_t connecting = -3;
+std::atomic<pid_t> child_pid{connecting};
 std::atomic<bool> lease_lost{false};
+
+// A signal while waiting stops the wait (the backend removes the waiter's queue node, key or
+// server-side wait, as at a timeout); sqlock then exits 128 + the signal. If that cleanup has
+// not ended the wait within cleanup_bound, sqlock exits anyway.
+constexpr milliseconds cleanup_bound{2000};
+std::stop_source wait_stop;
+std::atomic<int> wait_signal{0};
+std::mutex settle_m;
+std::condition_variable settle_cv;
+bool settled = false;  // the wait is over (guarded by settle_m)
+
+void interrupted_message() {
+  std::cerr << "sqlock: interrupted while waiting for the lock\n";
+}
+
+// The wait is over, whichever way: the cleanup bound no longer applies.
+void settle() {
+  {
+    std::lock_guard g(settle_m);
+    settled = true;
+  }
+  settle_cv.notify_all();
+}
+
+// First signal while waiting: start the cleanup bound, then ask the wait to stop.
+void stop_waiting(int sig) {
+  if (wait_signal.exchange(sig) != 0) return;  // a stop is under way
+  std::thread([sig] {
+    std::unique_lock lk(settle_m);
+    if (settle_cv.wait_for(lk, cleanup_bound, [] { return settled; })) return;
+    interrupted_message();
+    ::_exit(128 + sig);
+  }).detach();
+  wait_stop.request_stop();  // may cancel a server-side wait from this thread
+}
 
 // What ends `sqlock hold`: a signal or the loss of the lease.
 std::mutex hold_m;
@@ -108,9 +144,9 @@ class stopper {
 
 namespace {
 
-// Signals are blocked in every thread and handled here: before CMD starts they end sqlock
-// (nothing is held yet: the wait is simply abandoned); while CMD runs they go to its group;
-// `sqlock hold` is told and releases.
+// Signals are blocked in every thread and handled here: while connecting they end sqlock at
+// once (nothing was asked of the store yet); while waiting they stop the wait (stop_waiting);
+// while CMD runs they go to its group; `sqlock hold` is told and releases.
 void signal_thread(sigset_t set) {
   for (;;) {
     int sig = 0;
@@ -123,7 +159,9 @@ void signal_thread(sigset_t set) {
       hold_signal = sig;
       hold_cv.notify_all();
     } else if (pid == 0) {
-      std::cerr << "sqlock: interrupted while waiting for the lock\n";
+      stop_waiting(sig);
+    } else if (pid == connecting) {
+      interrupted_message();
       ::_exit(128 + sig);
     }
   }
@@ -194,7 +232,9 @@ session::session(const run_args& a)
       // --wait covers connecting too: a store that does not answer costs no more than --wait
       // (at least connect_floor: a healthy store's first connection, even with -n).
       client_(connect_for(a, old_,
-                          wait_ ? start_ + std::max(*wait_, connect_floor) : steady_time::max())) {}
+                          wait_ ? start_ + std::max(*wait_, connect_floor) : steady_time::max())) {
+  child_pid = 0;  // connected: from here a signal stops the wait
+}
 
 session::~session() = default;
 
@@ -219,12 +259,34 @@ std::function<void(const std::string&)> session::on_lost() {
   };
 }
 
+std::stop_token session::stop() const {
+  return wait_stop.get_token();
+}
+
+int session::waiting(const std::function<int()>& body) const {
+  try {
+    return body();
+  } catch (const interrupted&) {
+    settle();
+    interrupted_message();
+    return 128 + wait_signal.load();
+  }
+}
+
+int session::wait_over() const {
+  settle();
+  if (!wait_stop.stop_requested()) return 0;
+  interrupted_message();  // obtained as the signal came: given back at once
+  return 128 + wait_signal.load();
+}
+
 int session::not_obtained() const {
   std::cerr << "sqlock: lock '" << a_.name << "' not obtained within " << a_.wait << "\n";
   return a_.conflict_exit;
 }
 
 int session::run(const std::string& fence, const std::string& owner) {
+  if (int code = wait_over()) return code;
   std::vector<std::string> args = a_.command;
   if (!a_.shell_command.empty()) args = {"sh", "-c", a_.shell_command};
   auto& stop = *stop_;
@@ -307,6 +369,7 @@ int session::run(const std::string& fence, const std::string& owner) {
 }
 
 int session::hold_until_signal(const std::string& fence) {
+  if (int code = wait_over()) return code;
   child_pid = holding;
   std::cout << fence << std::endl;  // flushed: a script reads it while sqlock holds
   std::unique_lock g(hold_m);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -36,15 +37,23 @@ class session {
   /// The loss path: marks the lease lost and stops CMD's group if it runs (`run`), or ends
   /// `sqlock hold`.
   std::function<void(const std::string& name)> on_lost();
+  /// The stop of the wait for the lock: a signal while waiting requests it.
+  std::stop_token stop() const;
+  /// Runs `body` (the wait for the lock and what follows); when the wait was stopped by a
+  /// signal (interrupted), prints so and returns 128 + the signal.
+  int waiting(const std::function<int()>& body) const;
   /// Prints that the lock was not obtained within --wait; returns the conflict exit code.
   int not_obtained() const;
   /// Runs CMD (the command or -c string of `a`) with SQLOCK_NAME/FENCE/OWNER; its exit code
-  /// by the contract (70 when the lease was lost meanwhile).
+  /// by the contract (70 when the lease was lost meanwhile; 128 + the signal, without running
+  /// CMD, when a signal came as the lock was obtained).
   int run(const std::string& fence, const std::string& owner);
   /// `sqlock hold`: prints the fence, waits for a signal (0) or the loss (70).
   int hold_until_signal(const std::string& fence);
 
  private:
+  // The wait is over with the lock held: 0, or 128 + the signal when one came meanwhile.
+  int wait_over() const;
   const run_args& a_;
   milliseconds lease_{};
   std::optional<milliseconds> wait_;

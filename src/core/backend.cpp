@@ -1,6 +1,10 @@
 #include "sqlock/backend.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -60,7 +64,7 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
       if (now >= deadline || now - failing_since >= policy.retry_for) throw;
       if (policy.on_retry) policy.on_retry(req.name, ex.what());
       auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
-      std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
+      if (!sleep_until(std::min<steady_time>(now + delay, deadline), req.stop)) return std::nullopt;
       continue;
     }
     if (l) {
@@ -69,15 +73,17 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
       return l;
     }
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return std::nullopt;
+    if (now >= deadline || req.stop.stop_requested()) return std::nullopt;
     // With a wait state the wait ends early on a release; the timeout is only a bounded
-    // re-check in case a notification was missed. Without it: capped jittered backoff.
+    // re-check in case a notification was missed. Without it: capped jittered backoff. Both
+    // end at once on a stop.
     if (ws) {
-      ws->wait(std::min<steady_time>(now + policy.notify_recheck, deadline));
+      ws->wait(std::min<steady_time>(now + policy.notify_recheck, deadline), req.stop);
     } else {
       auto delay = backoff_delay(busy, policy.initial, policy.cap);
-      std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
+      sleep_until(std::min<steady_time>(now + delay, deadline), req.stop);
     }
+    if (req.stop.stop_requested()) return std::nullopt;
     ++busy;
   }
 }
@@ -123,6 +129,33 @@ void backend::report_lost(const std::string& name, const std::string& owner) {
       // A listener's failure must not stop the backend's watcher.
     }
   }
+}
+
+bool sleep_until(steady_time until, const std::stop_token& stop) {
+  if (!stop.stop_possible()) {
+    std::this_thread::sleep_until(until);
+    return true;
+  }
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lk(m);
+  return !cv.wait_until(lk, stop, until, [] { return false; }) && !stop.stop_requested();
+}
+
+stop_fd::stop_fd(const std::stop_token& stop) {
+  if (!stop.stop_possible()) return;
+  fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd_ < 0) throw error("eventfd failed: cannot wait for a stop");
+  on_stop_ = std::make_unique<std::stop_callback<std::function<void()>>>(
+      stop, std::function<void()>([fd = fd_] {
+        std::uint64_t one = 1;
+        (void)!::write(fd, &one, sizeof one);
+      }));
+}
+
+stop_fd::~stop_fd() {
+  on_stop_.reset();  // waits for a callback that is running: the descriptor outlives it
+  if (fd_ >= 0) ::close(fd_);
 }
 
 steady_time exchange_bound(steady_time deadline, milliseconds io_timeout) {

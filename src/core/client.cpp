@@ -106,19 +106,19 @@ const std::string& mutex::name() const {
   return entry_->name;
 }
 
-void mutex::lock() {
-  acquire(steady_time::max(), true);
+void mutex::lock(std::stop_token stop) {
+  acquire(steady_time::max(), true, stop);
 }
 
 bool mutex::try_lock() {
-  return acquire(clock::now(), false);
+  return acquire(clock::now(), false, {});
 }
 
-bool mutex::try_lock_until_steady(steady_time deadline) {
-  return acquire(deadline, true);
+bool mutex::try_lock_until_steady(steady_time deadline, std::stop_token stop) {
+  return acquire(deadline, true, stop);
 }
 
-bool mutex::acquire(steady_time deadline, bool wait) {
+bool mutex::acquire(steady_time deadline, bool wait, const std::stop_token& stop) {
   if (!entry_) throw usage_error("lock handle was moved from");
   auto& e = *entry_;
   auto& c = *client_;
@@ -140,9 +140,11 @@ bool mutex::acquire(steady_time deadline, bool wait) {
       c.observe.timeout(e.name, started);
       return false;
     }
-    if (deadline == steady_time::max()) {
-      e.cv.wait(lk);
-    } else if (e.cv.wait_until(lk, deadline) == std::cv_status::timeout && e.busy) {
+    auto free = [&] { return !e.busy; };
+    bool got = deadline == steady_time::max() ? e.cv.wait(lk, stop, free)
+                                              : e.cv.wait_until(lk, stop, deadline, free);
+    if (!got) {
+      if (stop.stop_requested()) throw detail::interrupted_error(e.name);
       c.stats.timeouts++;
       c.observe.timeout(e.name, started);
       return false;
@@ -154,8 +156,9 @@ bool mutex::acquire(steady_time deadline, bool wait) {
 
   bool got = false;
   try {
-    got = c.take(entry_, {e.name, random_token(), opts_.lease, c.opts().holder}, opts_, deadline,
-                 wait, started);
+    lock_request req{e.name, random_token(), opts_.lease, c.opts().holder};
+    req.stop = stop;
+    got = c.take(entry_, req, opts_, deadline, wait, started);
   } catch (...) {
     free_queue();
     throw;

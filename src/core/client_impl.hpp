@@ -59,11 +59,14 @@ struct hold_slot {
 /// lets one thread at a time talk to the backend, the reentrancy count and the current hold.
 struct local_entry : hold_slot {
   using hold_slot::hold_slot;
-  std::condition_variable cv;
+  std::condition_variable_any cv;  // waits end on a caller's stop too
   bool busy = false;               // a thread of this client holds or is acquiring
   std::thread::id owner_thread{};  // thread that holds
   unsigned count = 0;              // reentrancy depth
 };
+
+/// The interrupted error of a stopped wait for lock `name`.
+interrupted interrupted_error(const std::string& name);
 
 /// Counters behind client::stats().
 struct counters {
@@ -87,7 +90,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   /// Asks the backend for a hold of `req` (waiting until `deadline` when `wait`) and makes it
   /// the current hold of `s`, renewed as `o` says; false when not obtained (counted as a
   /// timeout). `started` is observe.now() of the lock call. A hold not renewed is declared lost
-  /// when its lease runs out if `watch_expiry`. Throws what the backend throws.
+  /// when its lease runs out if `watch_expiry`. Throws what the backend throws, and
+  /// interrupted when `req.stop` ended the wait (or was requested before it began).
   bool take(const std::shared_ptr<hold_slot>& s, const lock_request& req, const lock_options& o,
             steady_time deadline, bool wait, steady_time started, bool watch_expiry = false);
   /// Releases the current hold of `s` on the backend, bounded by release_timeout and the

@@ -101,15 +101,16 @@ election::~election() {
   resign();
 }
 
-void election::campaign(const std::string& value) {
-  campaign_until_steady(value, steady_time::max());
+void election::campaign(const std::string& value, std::stop_token stop) {
+  campaign_until_steady(value, steady_time::max(), std::move(stop));
 }
 
 bool election::try_campaign(const std::string& value) {
   return campaign_until_steady(value, steady_time{});
 }
 
-bool election::campaign_until_steady(const std::string& value, steady_time deadline) {
+bool election::campaign_until_steady(const std::string& value, steady_time deadline,
+                                     std::stop_token stop) {
   if (!st_) throw usage_error("election handle was moved from");
   if (value.empty()) throw config_error("a campaign of election '" + st_->name + "' needs a value");
   auto& st = *st_;
@@ -125,7 +126,8 @@ bool election::campaign_until_steady(const std::string& value, steady_time deadl
   hold h;
   try {
     const bool once = deadline == steady_time{};
-    h = detail::hold_maker::take(st.c, st.name, {.lease = st.opts.lease}, {.holder = value},
+    h = detail::hold_maker::take(st.c, st.name, {.lease = st.opts.lease},
+                                 {.holder = value, .stop = stop},
                                  once ? std::chrono::steady_clock::now() : deadline, !once);
   } catch (...) {
     std::lock_guard g(st.m);

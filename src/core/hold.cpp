@@ -24,7 +24,7 @@ sqlock::hold hold_maker::take(const std::shared_ptr<client_impl>& c, const std::
                               bool wait) {
   auto s = std::make_shared<hold_slot>(name);
   lock_request req{name,   random_token(), o.lease, a.holder.empty() ? c->opts().holder : a.holder,
-                   a.kind, a.permits};
+                   a.kind, a.permits,      a.stop};
   if (!c->take(s, req, o, deadline, wait, c->observe.now(), a.watch_expiry)) return sqlock::hold();
   return sqlock::hold(c, std::move(s));
 }

@@ -15,9 +15,10 @@ struct hold_maker {
     std::uint32_t permits = 0;
     std::string holder{};       ///< "" = the client's holder text
     bool watch_expiry = false;  ///< declare loss when an unrenewed lease runs out
+    std::stop_token stop{};     ///< ends the wait (interrupted)
   };
   /// A hold of `name`, or an empty hold when not obtained by `deadline` (one attempt when not
-  /// `wait`). Throws what the backend throws.
+  /// `wait`). Throws what the backend throws, interrupted when `a.stop` ended the wait.
   static sqlock::hold take(const std::shared_ptr<client_impl>& c, const std::string& name,
                            const lock_options& o, const ask& a, steady_time deadline, bool wait);
   /// Shortens the hold to `left` and leaves it on the server unreleased; `h` is empty after.

@@ -9,10 +9,15 @@ namespace sqlock::detail {
 
 using clock = std::chrono::steady_clock;
 
+interrupted interrupted_error(const std::string& name) {
+  return interrupted("the wait for lock '" + name + "' was stopped; nothing is held");
+}
+
 bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& req,
                        const lock_options& o, steady_time deadline, bool wait, steady_time started,
                        bool watch_expiry) {
   require_kind(*backend_, req);
+  if (req.stop.stop_requested()) throw interrupted_error(req.name);
   auto sent = clock::now();
   observe.attempt(req.name);
   // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
@@ -20,6 +25,8 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
   auto got = wait ? backend_->acquire(req, deadline, opts_.waiting)
                   : backend_->try_acquire(req, sent + opts_.waiting.min_attempt, nullptr);
   if (!got) {
+    // The backend ended the wait as at its deadline and left nothing in the store.
+    if (req.stop.stop_requested()) throw interrupted_error(req.name);
     stats.timeouts++;
     observe.timeout(req.name, started);
     return false;

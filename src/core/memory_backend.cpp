@@ -56,7 +56,7 @@ struct name_state {
 
 struct store {
   std::mutex m;
-  std::condition_variable changed;
+  std::condition_variable_any changed;
   std::map<std::string, name_state> names;
   std::uint64_t fence = 0;
   std::uint64_t releases = 0;  // counts releases and dropped marks: waits compare it
@@ -117,9 +117,9 @@ class memory_wait final : public wait_state {
   }
   memory_wait(const memory_wait&) = delete;
   memory_wait& operator=(const memory_wait&) = delete;
-  void wait(steady_time until) override {
+  void wait(steady_time until, const std::stop_token& stop) override {
     std::unique_lock lk(s_->m);
-    s_->changed.wait_until(lk, until, [&] { return s_->releases != seen_; });
+    s_->changed.wait_until(lk, stop, until, [&] { return s_->releases != seen_; });
     seen_ = s_->releases;
   }
 

@@ -28,8 +28,8 @@ bool run_exclusive(const client& c, const std::string& name, const run_options& 
   const auto start = clock::now();
   steady_time deadline = start + std::min(o.wait, milliseconds(std::chrono::hours(24 * 365)));
   if (o.wait == milliseconds::max()) deadline = steady_time::max();
-  hold h = detail::hold_maker::take(impl, name, lo, {.watch_expiry = bounded}, deadline,
-                                    o.wait.count() > 0);
+  hold h = detail::hold_maker::take(impl, name, lo, {.watch_expiry = bounded, .stop = o.stop},
+                                    deadline, o.wait.count() > 0);
   if (!h) return false;
   steady_time sent{};
   {

@@ -15,19 +15,20 @@ semaphore::semaphore(std::shared_ptr<detail::client_impl> c, std::string name,
                      std::uint32_t permits, lock_options opts)
     : client_(std::move(c)), name_(std::move(name)), permits_(permits), opts_(opts) {}
 
-permit semaphore::acquire() {
-  return take(steady_time::max(), true);
+permit semaphore::acquire(std::stop_token stop) {
+  return take(steady_time::max(), true, stop);
 }
 permit semaphore::try_acquire() {
-  return take(std::chrono::steady_clock::now(), false);
+  return take(std::chrono::steady_clock::now(), false, {});
 }
-permit semaphore::try_acquire_until_steady(steady_time deadline) {
-  return take(deadline, true);
+permit semaphore::try_acquire_until_steady(steady_time deadline, std::stop_token stop) {
+  return take(deadline, true, stop);
 }
 
-permit semaphore::take(steady_time deadline, bool wait) {
+permit semaphore::take(steady_time deadline, bool wait, const std::stop_token& stop) {
   return detail::hold_maker::take(client_, name_, opts_,
-                                  {.kind = lock_kind::permit, .permits = permits_}, deadline, wait);
+                                  {.kind = lock_kind::permit, .permits = permits_, .stop = stop},
+                                  deadline, wait);
 }
 
 }  // namespace sqlock

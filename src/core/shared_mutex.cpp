@@ -55,32 +55,33 @@ shared_mutex::~shared_mutex() {
   // The holds release as `all` goes.
 }
 
-void shared_mutex::lock() {
-  acquire(lock_kind::exclusive, steady_time::max(), true);
+void shared_mutex::lock(std::stop_token stop) {
+  acquire(lock_kind::exclusive, steady_time::max(), true, stop);
 }
 bool shared_mutex::try_lock() {
-  return acquire(lock_kind::exclusive, std::chrono::steady_clock::now(), false);
+  return acquire(lock_kind::exclusive, std::chrono::steady_clock::now(), false, {});
 }
-bool shared_mutex::try_lock_until_steady(steady_time deadline) {
-  return acquire(lock_kind::exclusive, deadline, true);
+bool shared_mutex::try_lock_until_steady(steady_time deadline, std::stop_token stop) {
+  return acquire(lock_kind::exclusive, deadline, true, stop);
 }
 void shared_mutex::unlock() noexcept {
   drop(lock_kind::exclusive);
 }
-void shared_mutex::lock_shared() {
-  acquire(lock_kind::shared, steady_time::max(), true);
+void shared_mutex::lock_shared(std::stop_token stop) {
+  acquire(lock_kind::shared, steady_time::max(), true, stop);
 }
 bool shared_mutex::try_lock_shared() {
-  return acquire(lock_kind::shared, std::chrono::steady_clock::now(), false);
+  return acquire(lock_kind::shared, std::chrono::steady_clock::now(), false, {});
 }
-bool shared_mutex::try_lock_shared_until_steady(steady_time deadline) {
-  return acquire(lock_kind::shared, deadline, true);
+bool shared_mutex::try_lock_shared_until_steady(steady_time deadline, std::stop_token stop) {
+  return acquire(lock_kind::shared, deadline, true, stop);
 }
 void shared_mutex::unlock_shared() noexcept {
   drop(lock_kind::shared);
 }
 
-bool shared_mutex::acquire(lock_kind kind, steady_time deadline, bool wait) {
+bool shared_mutex::acquire(lock_kind kind, steady_time deadline, bool wait,
+                           const std::stop_token& stop) {
   if (!st_) throw usage_error("shared_mutex handle was moved from");
   auto& st = *st_;
   lock_request shared;  // both kinds of a shared_mutex need a backend with shared locks
@@ -94,7 +95,8 @@ bool shared_mutex::acquire(lock_kind kind, steady_time deadline, bool wait) {
       throw usage_error("this thread already holds shared_mutex '" + st.name +
                         "' (it is not reentrant)");
   }
-  hold h = detail::hold_maker::take(st.c, st.name, st.opts, {.kind = kind}, deadline, wait);
+  hold h = detail::hold_maker::take(st.c, st.name, st.opts, {.kind = kind, .stop = stop}, deadline,
+                                    wait);
   if (!h) return false;
   detail::relay_lost(h, st_);
   std::lock_guard g(st.m);

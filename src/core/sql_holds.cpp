@@ -32,11 +32,10 @@ class writer_wait final : public wait_state {
   writer_wait(const writer_wait&) = delete;
   writer_wait& operator=(const writer_wait&) = delete;
 
-  void wait(steady_time until) override {
-    if (inner_) return inner_->wait(until);
+  void wait(steady_time until, const std::stop_token& stop) override {
+    if (inner_) return inner_->wait(until, stop);
     auto delay = backoff_delay(waits_++, milliseconds(2), milliseconds(100));
-    std::this_thread::sleep_until(
-        std::min<steady_time>(std::chrono::steady_clock::now() + delay, until));
+    sleep_until(std::min<steady_time>(std::chrono::steady_clock::now() + delay, until), stop);
   }
 
   wait_state* inner() const noexcept { return inner_.get(); }

@@ -9,7 +9,7 @@
 //
 // What a backend declares it cannot do (capabilities) is checked to fail with `unsupported`
 // instead of being tested for behaviour. The lock kinds (shared, permits, run_exclusive,
-// election) are in conformance_kinds.hpp.
+// election) are in conformance_kinds.hpp, stopped waits in conformance_interrupt.hpp.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -464,6 +464,7 @@ TYPED_TEST_P(conformance, list_and_force_release) {
 
 }  // namespace sqlock::test
 
+#include "conformance_interrupt.hpp"
 #include "conformance_kinds.hpp"
 
 namespace sqlock::test {
@@ -479,6 +480,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     waiting_writer_is_not_starved_by_arriving_readers, one_shared_holders_expiry_leaves_the_others,
     shared_timeouts_end_on_time, permits_are_never_exceeded_across_threads_and_processes,
     permits_agree_expire_alone_and_time_out, run_exclusive_runs_once_with_at_least_and_at_most,
-    election_terms_rise_and_the_leader_is_read);
+    election_terms_rise_and_the_leader_is_read, stopped_wait_leaves_nothing_behind,
+    stopped_waits_of_every_kind_leave_nothing_behind);
 
 }  // namespace sqlock::test

@@ -23,7 +23,8 @@ namespace sqlock::etcd::detail {
 /// tells about the key a read saw only when its revision is later than that read's.
 struct deletions {
   std::mutex m;                              ///< guards keys
-  std::condition_variable cv;                ///< notified on every delivery
+  std::condition_variable_any cv;            ///< notified on every delivery (a waiter's stop
+                                             ///< ends its wait too)
   std::map<std::string, std::int64_t> keys;  ///< deleted key (full) -> its latest deletion
 };
 

@@ -244,7 +244,7 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
     auto next_keepalive = sent + keepalive_every;
     unsigned failures = 0;
     for (;;) {
-      if (clock::now() >= deadline) break;
+      if (clock::now() >= deadline || req.stop.stop_requested()) break;
       try {
         if (clock::now() >= next_keepalive) {
           auto ka_sent = clock::now();
@@ -268,7 +268,7 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
           return t.all ? std::all_of(t.watch.begin(), t.watch.end(), deleted)
                        : std::any_of(t.watch.begin(), t.watch.end(), deleted);
         };
-        gone.cv.wait_until(lk, std::min(deadline, next_keepalive),
+        gone.cv.wait_until(lk, req.stop, std::min(deadline, next_keepalive),
                            [&] { return moved() || !feed_.live(feed_at.generation); });
         // Deletions arrive in revision order: when the head's (or every earlier key's) deletion
         // is seen and ours is not, no key precedes ours any more (later keys have later create
@@ -283,7 +283,7 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
         // A member stopped or the leader changed: try again within the deadline; the key keeps
         // its place while its lease lives.
         auto pause = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
-        std::this_thread::sleep_until(std::min(deadline, clock::now() + pause));
+        sleep_until(std::min(deadline, clock::now() + pause), req.stop);
       }
     }
   } catch (...) {

@@ -41,7 +41,8 @@ class queue {
   /// retried call with the same owner finds the key its lost reply created.
   std::optional<taken> try_take(const lock_request& req, steady_time deadline);
   /// etcd's Lock: queues a key, then waits fairly (watching the keys it waits for, keeping the
-  /// waiting key's lease alive) until it holds or `deadline`; removes the key when it gives up.
+  /// waiting key's lease alive) until it holds, `deadline` or a stop of `req.stop`; removes the
+  /// key (revokes its lease) when it gives up.
   /// Throws lock_lost when the waiting key's lease dies, config_error for a permit count that
   /// disagrees with a permit key ahead.
   std::optional<taken> wait_take(const lock_request& req, steady_time deadline,

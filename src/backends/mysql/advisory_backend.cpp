@@ -27,6 +27,9 @@ using clock = std::chrono::steady_clock;
 constexpr milliseconds watch_period(100);
 /// Margin kept between a server-side wait's end and the caller's deadline or the read timeout.
 constexpr milliseconds wait_margin(100);
+/// Longest wait in GET_LOCK of a call that can be stopped: a stop is noticed when the slice
+/// ends (nothing wakes GET_LOCK early short of KILL QUERY from another session).
+constexpr milliseconds stop_slice(200);
 /// Longest pause of a waiter that got no slot to wait in the server (it polls).
 constexpr milliseconds poll_cap(50);
 
@@ -39,12 +42,13 @@ struct server_wait final : wait_state {
   }
   server_wait(const server_wait&) = delete;
   server_wait& operator=(const server_wait&) = delete;
-  void wait(steady_time until) override {
+  void wait(steady_time until, const std::stop_token& stop) override {
     if (!slot && !starved) slot = pool->reserve_wait();
     if (slot) return;  // the next attempt waits in the server
     starved = false;
-    std::this_thread::sleep_until(std::min<steady_time>(
-        clock::now() + backoff_delay(polls++, milliseconds(2), poll_cap), until));
+    sleep_until(std::min<steady_time>(
+                    clock::now() + backoff_delay(polls++, milliseconds(2), poll_cap), until),
+                stop);
   }
   std::shared_ptr<session_pool> pool;
   bool slot = false;     // reserved: the next attempt waits in the server
@@ -110,7 +114,8 @@ class advisory_backend final : public sql::engine_backend {
     milliseconds wait(0);
     if (sw != nullptr && sw->slot) {
       auto left = std::chrono::floor<milliseconds>(deadline - clock::now()) - wait_margin;
-      wait = std::clamp(left, milliseconds(0), wait_chunk_);
+      wait = std::clamp(left, milliseconds(0),
+                        req.stop.stop_possible() ? std::min(wait_chunk_, stop_slice) : wait_chunk_);
       if (wait > milliseconds(0)) t = pool_->take_for_wait();
       sw->starved = !t.s;
       sw->slot = false;

@@ -146,6 +146,10 @@ std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c
   auto p = params_for(req);
   p.lease_ms = std::max<std::int64_t>(wait.count(), 1);  // :lease_ms carries the wait here
   const auto& op = req.kind == lock_kind::exclusive ? wait_ : kinds_.wait;
+  // A stop cancels the wait in the server (PQcancel from the stopping thread); the cancelled
+  // call then fails and its session is closed below, which ends anything it registered.
+  std::stop_callback cancel_on_stop(req.stop, c.conn().canceller());
+  if (req.stop.stop_requested()) return std::nullopt;
   try {
     return granted(c, req, c.conn().run(op, p, std::min(deadline, now + wait + io_timeout())));
   } catch (const config_error&) {
@@ -154,7 +158,8 @@ std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c
     // The wait's outcome is unknown: closing the session ends whatever it may hold (nothing
     // but, perhaps, this lock). At the caller's deadline that is a plain timeout.
     c.kill();
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (std::chrono::steady_clock::now() >= deadline || req.stop.stop_requested())
+      return std::nullopt;
     throw;
   }
 }

@@ -20,17 +20,17 @@ class advisory_wait final : public wait_state {
   /// `notify`: the LISTEN/NOTIFY wait of the call, or null when the backend does not listen.
   explicit advisory_wait(std::unique_ptr<notify_wait> notify) : notify_(std::move(notify)) {}
 
-  void wait(steady_time until) override {
+  void wait(steady_time until, const std::stop_token& stop) override {
     if (std::exchange(waited_in_server_, false)) return;  // that attempt was the wait
     if (notify_) {
       // Releases notify only registered waiters: until the call is, the next attempt comes at
       // once (it waits inside the server, or registers first).
-      if (registered(std::chrono::steady_clock::now())) notify_->wait(until);
+      if (registered(std::chrono::steady_clock::now())) notify_->wait(until, stop);
       return;
     }
     auto pause =
         backoff_delay(pauses_++, std::chrono::milliseconds(2), std::chrono::milliseconds(100));
-    std::this_thread::sleep_until(std::min(std::chrono::steady_clock::now() + pause, until));
+    sleep_until(std::min(std::chrono::steady_clock::now() + pause, until), stop);
   }
 
   /// Called at the start of every attempt; true for the first one of the call.

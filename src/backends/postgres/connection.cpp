@@ -29,6 +29,14 @@ link& pg_connection::ready(steady_time deadline) {
   return *link_;
 }
 
+std::function<void()> pg_connection::canceller() {
+  std::shared_ptr<PGcancel> handle(link_ ? link_->new_cancel() : nullptr, PQfreeCancel);
+  return [handle] {
+    char why[256];
+    if (handle) (void)PQcancel(handle.get(), why, sizeof why);  // best effort: see its caller
+  };
+}
+
 std::vector<std::string> pg_connection::notifications() {
   return link_ ? link_->notifications() : std::vector<std::string>{};
 }

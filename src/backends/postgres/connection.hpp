@@ -33,6 +33,7 @@ class pg_connection final : public session_connection {
   sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
   bool alive() override { return link_ && link_->alive(); }
+  std::function<void()> canceller() override;
 
   /// Runs a statement without parameters by `deadline` (LISTEN, keep-alive checks).
   void exec(const std::string& text, steady_time deadline);

@@ -52,6 +52,9 @@ class link {
   bool alive();
   /// Notification payloads received so far (after alive() or an exchange read them).
   std::vector<std::string> notifications();
+  /// A handle that cancels the statement this connection runs, usable from another thread
+  /// (PQgetCancel; free it with PQfreeCancel); null when closed.
+  PGcancel* new_cancel() const { return c_ ? PQgetCancel(c_) : nullptr; }
 
  private:
   // Waits until the socket is ready for `events` or the deadline (then closes and throws).

@@ -66,15 +66,18 @@ void notifier::ensure_started() {
   th_ = std::thread([this] { run(); });
 }
 
-void notifier::wait(std::string_view name, std::uint64_t since, steady_time until) {
+void notifier::wait(std::string_view name, std::uint64_t since, steady_time until,
+                    const std::stop_token& stop) {
   const auto h = name_hash(name);
   std::unique_lock lk(m_);
   for (;;) {
     if (!log_.empty() && log_.front().first > since + 1) return;  // some were dropped
     for (auto it = log_.rbegin(); it != log_.rend() && it->first > since; ++it)
       if (it->second == h || it->second == 0) return;
-    if (stop_) return;
-    if (cv_.wait_until(lk, until) == std::cv_status::timeout) return;
+    if (stop_ || stop.stop_requested()) return;
+    if (cv_.wait_until(lk, stop, until, [] { return false; }) ||
+        std::chrono::steady_clock::now() >= until)
+      return;
   }
 }
 

@@ -4,7 +4,7 @@
 // seen: it is taken when the wait is opened and again before every attempt, so a release that
 // lands between a busy attempt and the wait wakes the wait at once. The listener connection is
 // bounded like every other (connect and keep-alive by the I/O timeout) and waiters never wait
-// on it: they wait on a condition variable until their own deadline.
+// on it: they wait on a condition variable until their own deadline or stop.
 #pragma once
 
 #include <atomic>
@@ -34,7 +34,8 @@ class notifier {
   void ensure_started();
   /// Returns when a notification for `name` (or for anything) newer than `since` is known, or
   /// at `until`.
-  void wait(std::string_view name, std::uint64_t since, steady_time until);
+  void wait(std::string_view name, std::uint64_t since, steady_time until,
+            const std::stop_token& stop);
 
  private:
   void push(std::size_t hash);
@@ -45,7 +46,7 @@ class notifier {
   const std::string channel_;
   const milliseconds io_timeout_;
   std::mutex m_;
-  std::condition_variable cv_;
+  std::condition_variable_any cv_;  // waiters also end on their caller's stop
   std::deque<std::pair<std::uint64_t, std::size_t>> log_;
   std::atomic<std::uint64_t> seq_{0};
   bool stop_ = false;
@@ -61,7 +62,9 @@ class notify_wait final : public wait_state {
   notify_wait(notifier& n, std::string name);
   /// Called at the start of every attempt: notifications before it are seen by the attempt.
   void attempt_starts() { since_ = n_.seq(); }
-  void wait(steady_time until) override { n_.wait(name_, since_, until); }
+  void wait(steady_time until, const std::stop_token& stop) override {
+    n_.wait(name_, since_, until, stop);
+  }
 
  private:
   notifier& n_;

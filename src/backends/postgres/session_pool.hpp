@@ -32,6 +32,9 @@ class session_connection : public sql::connection {
   /// Called when the idle socket became readable: reads what arrived and says whether the
   /// session is still alive.
   virtual bool alive() = 0;
+  /// Something that asks the server, from any thread, to cancel the statement this session
+  /// runs then (a no-op when the session is closed); made before the statement is sent.
+  virtual std::function<void()> canceller() = 0;
 };
 
 /// Opens a session connection by a deadline.

@@ -323,15 +323,15 @@ interest::~interest() {
   }
 }
 
-void interest::wait(steady_time until) {
+void interest::wait(steady_time until, const std::stop_token& stop) {
   std::unique_lock lk(reg_->m);
   if (!was_ready_) {
     // No subscription stood when the attempt was sent: a release may have gone unheard, so
     // return as soon as one stands; the caller re-checks.
-    reg_->ready_cv.wait_until(lk, until, [&] { return reg_->ready > 0 || reg_->stop; });
+    reg_->ready_cv.wait_until(lk, stop, until, [&] { return reg_->ready > 0 || reg_->stop; });
     return;
   }
-  w_->cv.wait_until(lk, until, [&] { return w_->gen != gen_ || reg_->stop; });
+  w_->cv.wait_until(lk, stop, until, [&] { return w_->gen != gen_ || reg_->stop; });
 }
 
 void subscriber::on_message(std::string_view channel) {

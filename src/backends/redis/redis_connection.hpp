@@ -147,14 +147,14 @@ class node {
 struct wait_registry {
   /// The waiters of one lock (by encoded name).
   struct waiter {
-    std::condition_variable cv;  ///< notified when gen changes
-    std::uint64_t gen = 0;       ///< bumped by every release message of this lock
-    int count = 0;               ///< registrations holding this entry
+    std::condition_variable_any cv;  ///< notified when gen changes
+    std::uint64_t gen = 0;           ///< bumped by every release message of this lock
+    int count = 0;                   ///< registrations holding this entry
   };
-  std::mutex m;                      ///< guards everything below
-  std::condition_variable ready_cv;  ///< notified when `ready` or `stop` change
-  int ready = 0;                     ///< servers whose subscription stands
-  bool stop = false;                 ///< the listener is shutting down
+  std::mutex m;                          ///< guards everything below
+  std::condition_variable_any ready_cv;  ///< notified when `ready` or `stop` change
+  int ready = 0;                         ///< servers whose subscription stands
+  bool stop = false;                     ///< the listener is shutting down
   std::unordered_map<std::string, std::shared_ptr<waiter>> waiters;  ///< by encoded name
 };
 
@@ -170,8 +170,8 @@ class interest {
   interest(const interest&) = delete;
   interest& operator=(const interest&) = delete;
   /// Waits until a release of the lock arrived since registration, a resubscription happened,
-  /// or `until`. When no subscription stood at registration, returns as soon as one does.
-  void wait(steady_time until);
+  /// `until` or `stop`. When no subscription stood at registration, returns as soon as one does.
+  void wait(steady_time until, const std::stop_token& stop);
   /// The registry this interest belongs to.
   const wait_registry* registry() const { return reg_.get(); }
   /// The encoded name.

@@ -39,20 +39,19 @@ class redis_wait final : public wait_state {
 
   /// Until a release message, the other hold's expiry, a split vote's random delay or `until`.
 
-  void wait(steady_time until) override {
+  void wait(steady_time until, const std::stop_token& stop) override {
     const auto now = std::chrono::steady_clock::now();
     if (until <= now) return;
     if (split) {
       // Redlock split vote: nobody got a majority; retry after a random delay so that the
       // contenders do not collide again.
       split = false;
-      std::this_thread::sleep_until(
-          std::min<steady_time>(until, now + milliseconds(5 + jitter(30))));
+      sleep_until(std::min<steady_time>(until, now + milliseconds(5 + jitter(30))), stop);
       return;
     }
     // A hold that simply expires publishes nothing: look again when its lease runs out.
     if (expires_in >= 0) until = std::min<steady_time>(until, seen + milliseconds(expires_in + 1));
-    watching_->wait(until);
+    watching_->wait(until, stop);
   }
 
  private:

@@ -218,7 +218,7 @@ class wal_watch final : public wait_state {
   wal_watch(const wal_watch&) = delete;
   wal_watch& operator=(const wal_watch&) = delete;
 
-  void wait(steady_time until) override {
+  void wait(steady_time until, const std::stop_token& stop) override {
     if (!opened_) {  // first busy attempt: watch from now on, then let the core try again
       opened_ = true;
       fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -228,13 +228,14 @@ class wal_watch final : public wait_state {
     auto now = std::chrono::steady_clock::now();
     auto limit = std::min<steady_time>(until, now + (armed_ ? recheck_armed : recheck_unarmed));
     if (!armed_ || fd_ < 0) {
-      std::this_thread::sleep_until(limit);
+      sleep_until(limit, stop);
       arm();
       return;
     }
     auto ms = std::chrono::ceil<milliseconds>(limit - now).count();
-    pollfd pfd{fd_, POLLIN, 0};
-    if (ms > 0) ::poll(&pfd, 1, static_cast<int>(ms));
+    stop_fd stopped(stop);  // a stop wakes the poll
+    pollfd pfd[2] = {{fd_, POLLIN, 0}, {stopped.fd(), POLLIN, 0}};
+    if (ms > 0) ::poll(pfd, 2, static_cast<int>(ms));
     char buf[4096];
     while (::read(fd_, buf, sizeof buf) > 0) {
     }

@@ -290,7 +290,7 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
       // Our node vanished (force_release of a waiter, or the session died): queue again.
       book_.forget(req.owner);
       if (s_.gone()) throw session_gone("ZooKeeper session expired while waiting");
-      if (clock::now() >= deadline) return std::nullopt;
+      if (clock::now() >= deadline || req.stop.stop_requested()) return std::nullopt;
       sent = clock::now();
       fresh = true;
       rec = create(req, create_until(), &listing);
@@ -302,7 +302,7 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     if (t.holds) return holding();
     if (woken) stats_.woken_not_first++;
     woken = false;
-    if (clock::now() >= deadline) return std::nullopt;
+    if (clock::now() >= deadline || req.stop.stop_requested()) return std::nullopt;
     waited = true;
     waiter_slot slot(s_);
     auto until = io();
@@ -330,9 +330,10 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     // The re-check only bounds how long a lost watch could delay us (ZooKeeper re-registers
     // watches after a reconnect itself): at least 30 s, so a long queue does not poll.
     auto recheck = std::max(policy.notify_recheck, milliseconds(30000));
-    bool fired = slot.wait(std::min(deadline, clock::now() + recheck));
+    bool fired = slot.wait(std::min(deadline, clock::now() + recheck), req.stop);
     stats_.waiting--;
-    if (!fired && clock::now() >= deadline) return std::nullopt;  // nothing moved
+    // Stopped, or nothing moved by the deadline: the caller removes the node.
+    if (req.stop.stop_requested() || (!fired && clock::now() >= deadline)) return std::nullopt;
     woken = fired;
   }
 }

@@ -88,7 +88,8 @@ class lock_queue {
 
   /// Waits in the queue with the owner's node (created when the book has none) until it holds
   /// (returns the lease; `sent` = when the request that showed it first was sent) or
-  /// `deadline` (nullopt; the node stays in the book, the caller removes it). Each read is
+  /// `deadline` or a stop of `req.stop` (nullopt; the node stays in the book, the caller
+  /// removes it). Each read is
   /// bounded by the deadline (at least policy.min_attempt) and `io_timeout`. Throws
   /// session_gone when the node died with the session, connection_error when the store does
   /// not answer in time.

@@ -133,10 +133,10 @@ waiter_slot::~waiter_slot() {
   s_.waiters.erase(id_);
 }
 
-bool waiter_slot::wait(steady_time until) {
+bool waiter_slot::wait(steady_time until, const std::stop_token& stop) {
   std::unique_lock lk(s_.m);
   auto gen = s_.state_gen;
-  w_.cv.wait_until(lk, until, [&] { return w_.fired || s_.state_gen != gen || s_.closing; });
+  w_.cv.wait_until(lk, stop, until, [&] { return w_.fired || s_.state_gen != gen || s_.closing; });
   return w_.fired;
 }
 

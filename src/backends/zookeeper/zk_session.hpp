@@ -61,7 +61,7 @@ struct auth_state;
 
 /// A thread blocked on a watch, registered in its session under an id (the watch context).
 struct waiter {
-  std::condition_variable cv;
+  std::condition_variable_any cv;  // also ends on the waiting caller's stop
   bool fired = false;
 };
 
@@ -117,8 +117,9 @@ class waiter_slot {
   waiter_slot& operator=(const waiter_slot&) = delete;
   /// The watch context that wakes this slot.
   void* context() const { return reinterpret_cast<void*>(id_); }
-  /// Waits until the watch fired, the session state changed, or `until`; true when it fired.
-  bool wait(steady_time until);
+  /// Waits until the watch fired, the session state changed, `until` or `stop`; true when it
+  /// fired.
+  bool wait(steady_time until, const std::stop_token& stop);
 
  private:
   session& s_;

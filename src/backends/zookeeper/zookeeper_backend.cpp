@@ -141,7 +141,8 @@ class zk_backend final : public backend {
         if (failures == 0) failing_since = started;
         if (now >= deadline || now - failing_since >= policy.retry_for) throw;
         auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
-        std::this_thread::sleep_until(std::min<steady_time>(now + delay, deadline));
+        if (!sleep_until(std::min<steady_time>(now + delay, deadline), req.stop))
+          return std::nullopt;  // stopped: the guard removes what this call created
       }
     }
   }

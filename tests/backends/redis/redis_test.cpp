@@ -309,7 +309,7 @@ TEST_F(redis_single, a_wait_state_is_ended_by_the_release_message) {
   std::atomic<bool> woke{false};
   auto start = std::chrono::steady_clock::now();
   std::thread t([&] {
-    ws->wait(std::chrono::steady_clock::now() + 60s);
+    ws->wait(std::chrono::steady_clock::now() + 60s, {});
     woke = true;
   });
   std::this_thread::sleep_for(100ms);

@@ -1,0 +1,89 @@
+# A signal while `sqlock run` waits for the lock stops the wait: sqlock exits 128 + the signal
+# after the backend removed the waiter from the store's queue, so the next contender does not
+# wait behind a ghost. Per store: a waiter behind a holder gets SIGINT (exit 130); then the
+# store shows no waiter (ZooKeeper: only the holder's node under the lock; etcd: only the
+# holder's key), and `run -n` right after the holder releases gets the lock at once (a
+# leftover waiter — a node until its session times out, a key until its lease ends, a wait
+# inside PostgreSQL or MariaDB — would take it first). Needs the test servers' URLs
+# (SQLOCK_TEST_*_URL); a store whose URL is unset is skipped, or fails under
+# SQLOCK_TEST_REQUIRE_ALL=1.
+source "$(dirname "$0")/lib.sh" "$1"
+zkcli=${SQLOCK_TEST_ZKCLI:-/usr/share/zookeeper/bin/zkCli.sh}
+
+hostport() {  # the first host:port of a URL
+  local rest=${1#*://}
+  rest=${rest#*@}
+  rest=${rest%%/*}
+  echo "${rest%%,*}"
+}
+root_of() {  # the path of a URL, without its query
+  local rest=${1#*://}
+  rest=${rest#*/}
+  echo "${rest%%\?*}"
+}
+with_mode() {  # URL with mode=advisory
+  case "$1" in *\?*) echo "$1&mode=advisory" ;; *) echo "$1?mode=advisory" ;; esac
+}
+
+zk_count() {  # zk_count URL NAME: nodes in the lock's queue
+  local out
+  out=$("$zkcli" -server "$(hostport "$1")" ls "/$(root_of "$1")/locks/$2" 2>/dev/null | grep '^\[' | tail -1)
+  out=${out#[}
+  out=${out%]}
+  [ -z "$out" ] && { echo 0; return; }
+  echo "$out" | tr ',' '\n' | grep -c .
+}
+etcd_count() {  # etcd_count URL NAME: keys in the lock's queue
+  ETCDCTL_API=3 etcdctl --endpoints="$(hostport "$1")" get --prefix --keys-only \
+    "$(root_of "$1")/$2/" 2>/dev/null | grep -c .
+}
+
+# interrupted LABEL URL COUNTER: the waiter's interruption on one store (COUNTER "" = no view
+# of the store's queue: the next contender's attempt is the proof).
+interrupted() {
+  local label=$1 url=$2 counter=$3 name="intr-$$-$RANDOM"
+  "$sqlock" hold -u "$url" "$name" >"$dir/$name.fence" 2>"$dir/$name.err" &
+  local holder=$!
+  for _ in $(seq 200); do [ -s "$dir/$name.fence" ] && break; sleep 0.1; done
+  check "$label: the holder holds" yes "$([ -s "$dir/$name.fence" ] && echo yes || echo no)"
+  "$sqlock" run -u "$url" -w 60s "$name" -- true 2>"$dir/$name.waiter" &
+  local waiter=$!
+  sleep 1  # the waiter queues behind the holder (no time is asserted)
+  [ -n "$counter" ] && check "$label: the waiter is queued" 2 "$($counter "$url" "$name")"
+  kill -INT $waiter
+  wait $waiter
+  check "$label: SIGINT while waiting exits 130" 130 $?
+  check "$label: the message says so" "sqlock: interrupted while waiting for the lock" \
+    "$(cat "$dir/$name.waiter")"
+  [ -n "$counter" ] && check "$label: no waiter is left in the store" 1 "$($counter "$url" "$name")"
+  kill -TERM $holder
+  wait $holder
+  check "$label: the holder releases on SIGTERM" 0 $?
+  "$sqlock" run -u "$url" -n "$name" -- true
+  check "$label: the next run -n gets the lock at once" 0 $?
+}
+
+# store LABEL BACKEND VARIABLE COUNTER [advisory]: the case on the store of $VARIABLE, when
+# set and BACKEND is built.
+store() {
+  local label=$1 backend=$2 var=$3 counter=$4 mode=${5:-}
+  case ",${SQLOCK_CLI_BACKENDS:-$backend}," in *",$backend,"*) ;; *)
+    echo "skip: $label (not built)"
+    return
+    ;;
+  esac
+  local url=${!var:-}
+  if [ -z "$url" ]; then
+    if [ "${SQLOCK_TEST_REQUIRE_ALL:-0}" = 1 ]; then check "$var is set" set unset; else echo "skip: $label ($var unset)"; fi
+    return
+  fi
+  [ "$mode" = advisory ] && url=$(with_mode "$url")
+  interrupted "$label" "$url" "$counter"
+}
+
+store zookeeper zookeeper SQLOCK_TEST_ZOOKEEPER_URL zk_count
+store etcd etcd SQLOCK_TEST_ETCD_URL etcd_count
+store "postgresql advisory" postgres SQLOCK_TEST_POSTGRES_URL "" advisory
+store "mariadb advisory" mysql SQLOCK_TEST_MYSQL_URL "" advisory
+
+finish interrupt

@@ -2,7 +2,8 @@
 # after the backend removed the waiter from the store's queue, so the next contender does not
 # wait behind a ghost. Per store: a waiter behind a holder gets SIGINT (exit 130); then the
 # store shows no waiter (ZooKeeper: only the holder's node under the lock; etcd: only the
-# holder's key), and `run -n` right after the holder releases gets the lock at once (a
+# holder's key; PostgreSQL: no session waiting for the advisory lock; MariaDB shows no GET_LOCK
+# waiter by name), and `run -n` right after the holder releases gets the lock at once (a
 # leftover waiter — a node until its session times out, a key until its lease ends, a wait
 # inside PostgreSQL or MariaDB — would take it first). Needs the test servers' URLs
 # (SQLOCK_TEST_*_URL); a store whose URL is unset is skipped, or fails under
@@ -25,17 +26,22 @@ with_mode() {  # URL with mode=advisory
   case "$1" in *\?*) echo "$1&mode=advisory" ;; *) echo "$1?mode=advisory" ;; esac
 }
 
-zk_count() {  # zk_count URL NAME: nodes in the lock's queue
+# Waiters of lock NAME as the store shows them (URL NAME): nodes in the ZooKeeper queue and keys
+# in the etcd queue but the holder's, sessions waiting in PostgreSQL for the advisory lock.
+zk_waiters() {
   local out
   out=$("$zkcli" -server "$(hostport "$1")" ls "/$(root_of "$1")/locks/$2" 2>/dev/null | grep '^\[' | tail -1)
   out=${out#[}
   out=${out%]}
-  [ -z "$out" ] && { echo 0; return; }
-  echo "$out" | tr ',' '\n' | grep -c .
+  echo $(($(echo "$out" | tr ',' '\n' | grep -c .) - 1))
 }
-etcd_count() {  # etcd_count URL NAME: keys in the lock's queue
-  ETCDCTL_API=3 etcdctl --endpoints="$(hostport "$1")" get --prefix --keys-only \
-    "$(root_of "$1")/$2/" 2>/dev/null | grep -c .
+etcd_waiters() {
+  echo $(($(ETCDCTL_API=3 etcdctl --endpoints="$(hostport "$1")" get --prefix --keys-only \
+    "$(root_of "$1")/$2/" 2>/dev/null | grep -c .) - 1))
+}
+pg_waiters() {
+  psql "${1%%\?*}" -Atc "select count(*) from pg_locks where locktype = 'advisory' and not granted
+    and objsubid = 1 and ((classid::bigint << 32) | objid::bigint) = sqlock.lock_key('$2')"
 }
 
 # interrupted LABEL URL COUNTER: the waiter's interruption on one store (COUNTER "" = no view
@@ -49,13 +55,13 @@ interrupted() {
   "$sqlock" run -u "$url" -w 60s "$name" -- true 2>"$dir/$name.waiter" &
   local waiter=$!
   sleep 1  # the waiter queues behind the holder (no time is asserted)
-  [ -n "$counter" ] && check "$label: the waiter is queued" 2 "$($counter "$url" "$name")"
+  [ -n "$counter" ] && check "$label: the waiter is queued" 1 "$($counter "$url" "$name")"
   kill -INT $waiter
   wait $waiter
   check "$label: SIGINT while waiting exits 130" 130 $?
   check "$label: the message says so" "sqlock: interrupted while waiting for the lock" \
     "$(cat "$dir/$name.waiter")"
-  [ -n "$counter" ] && check "$label: no waiter is left in the store" 1 "$($counter "$url" "$name")"
+  [ -n "$counter" ] && check "$label: no waiter is left in the store" 0 "$($counter "$url" "$name")"
   kill -TERM $holder
   wait $holder
   check "$label: the holder releases on SIGTERM" 0 $?
@@ -81,9 +87,9 @@ store() {
   interrupted "$label" "$url" "$counter"
 }
 
-store zookeeper zookeeper SQLOCK_TEST_ZOOKEEPER_URL zk_count
-store etcd etcd SQLOCK_TEST_ETCD_URL etcd_count
-store "postgresql advisory" postgres SQLOCK_TEST_POSTGRES_URL "" advisory
+store zookeeper zookeeper SQLOCK_TEST_ZOOKEEPER_URL zk_waiters
+store etcd etcd SQLOCK_TEST_ETCD_URL etcd_waiters
+store "postgresql advisory" postgres SQLOCK_TEST_POSTGRES_URL pg_waiters advisory
 store "mariadb advisory" mysql SQLOCK_TEST_MYSQL_URL "" advisory
 
 finish interrupt

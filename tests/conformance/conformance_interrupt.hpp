@@ -54,6 +54,9 @@ TYPED_TEST_P(conformance, stopped_wait_leaves_nothing_behind) {
   EXPECT_FALSE(lb.owns_lock());
   expect_stopped(until, [&](std::stop_token st) { lb.lock(st); });  // no deadline at all
   EXPECT_FALSE(lb.owns_lock());
+  // A thread of the holder's own client waits in the client's local queue: stopped there.
+  auto la2 = a.make_lock(n);
+  expect_stopped(until, [&](std::stop_token st) { la2.lock(st); });
   la.unlock();
   auto lc = c.make_lock(n);
   EXPECT_TRUE(lc.try_lock()) << "a stopped waiter still stands in the queue";

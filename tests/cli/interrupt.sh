@@ -1,6 +1,7 @@
-# A signal while `sqlock run` waits for the lock stops the wait: sqlock exits 128 + the signal
-# after the backend removed the waiter from the store's queue, so the next contender does not
-# wait behind a ghost. Per store: a waiter behind a holder gets SIGINT (exit 130); then the
+# A signal while `sqlock run`, `hold` or `elect` waits for the lock stops the wait: sqlock exits
+# 128 + the signal after the backend removed the waiter from the store's queue, so the next
+# contender does not wait behind a ghost. Per store: a waiter behind a holder gets SIGINT
+# (`run`, exit 130), SIGTERM (`hold`, 143) or SIGHUP (`elect`, 129); then the
 # store shows no waiter (ZooKeeper: only the holder's node under the lock; etcd: only the
 # holder's key; PostgreSQL: no session waiting for the advisory lock; MariaDB shows no GET_LOCK
 # waiter by name), and `run -n` right after the holder releases gets the lock at once (a
@@ -44,24 +45,37 @@ pg_waiters() {
     and objsubid = 1 and ((classid::bigint << 32) | objid::bigint) = sqlock.lock_key('$2')"
 }
 
-# interrupted LABEL URL COUNTER: the waiter's interruption on one store (COUNTER "" = no view
-# of the store's queue: the next contender's attempt is the proof).
+# stopped LABEL SIGNAL COUNTER URL NAME COMMAND...: COMMAND waits behind the holder of NAME,
+# gets SIGNAL, exits 128 + SIGNAL's number and leaves no waiter in the store.
+stopped() {
+  local label=$1 sig=$2 counter=$3 url=$4 name=$5
+  shift 5
+  "$@" 2>"$dir/$name.waiter" &
+  local waiter=$!
+  sleep 1  # the waiter queues behind the holder (no time is asserted)
+  [ -n "$counter" ] && check "$label: the waiter is queued" 1 "$($counter "$url" "$name")"
+  kill -s "$sig" $waiter
+  wait $waiter
+  local code=$? number
+  number=$(kill -l "$sig")
+  check "$label: SIG$sig while waiting exits $((128 + number))" $((128 + number)) $code
+  check "$label: the message says so" "sqlock: interrupted while waiting for the lock" \
+    "$(cat "$dir/$name.waiter")"
+  [ -n "$counter" ] && check "$label: no waiter is left in the store" 0 "$($counter "$url" "$name")"
+}
+
+# interrupted LABEL URL COUNTER: waiters of `run`, `hold` and `elect` interrupted on one store
+# (COUNTER "" = no view of the store's queue: the next contender's attempt is the proof).
 interrupted() {
   local label=$1 url=$2 counter=$3 name="intr-$$-$RANDOM"
   "$sqlock" hold -u "$url" "$name" >"$dir/$name.fence" 2>"$dir/$name.err" &
   local holder=$!
   for _ in $(seq 200); do [ -s "$dir/$name.fence" ] && break; sleep 0.1; done
   check "$label: the holder holds" yes "$([ -s "$dir/$name.fence" ] && echo yes || echo no)"
-  "$sqlock" run -u "$url" -w 60s "$name" -- true 2>"$dir/$name.waiter" &
-  local waiter=$!
-  sleep 1  # the waiter queues behind the holder (no time is asserted)
-  [ -n "$counter" ] && check "$label: the waiter is queued" 1 "$($counter "$url" "$name")"
-  kill -INT $waiter
-  wait $waiter
-  check "$label: SIGINT while waiting exits 130" 130 $?
-  check "$label: the message says so" "sqlock: interrupted while waiting for the lock" \
-    "$(cat "$dir/$name.waiter")"
-  [ -n "$counter" ] && check "$label: no waiter is left in the store" 0 "$($counter "$url" "$name")"
+  stopped "$label: run" INT "$counter" "$url" "$name" "$sqlock" run -u "$url" -w 60s "$name" -- true
+  stopped "$label: hold" TERM "$counter" "$url" "$name" "$sqlock" hold -u "$url" "$name"
+  stopped "$label: elect" HUP "$counter" "$url" "$name" \
+    "$sqlock" elect -u "$url" --value here -w 60s "$name" -- true
   kill -TERM $holder
   wait $holder
   check "$label: the holder releases on SIGTERM" 0 $?

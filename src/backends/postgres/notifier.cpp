@@ -69,16 +69,15 @@ void notifier::ensure_started() {
 void notifier::wait(std::string_view name, std::uint64_t since, steady_time until,
                     const std::stop_token& stop) {
   const auto h = name_hash(name);
-  std::unique_lock lk(m_);
-  for (;;) {
-    if (!log_.empty() && log_.front().first > since + 1) return;  // some were dropped
+  auto heard = [&] {
+    if (stop_) return true;
+    if (!log_.empty() && log_.front().first > since + 1) return true;  // some were dropped
     for (auto it = log_.rbegin(); it != log_.rend() && it->first > since; ++it)
-      if (it->second == h || it->second == 0) return;
-    if (stop_ || stop.stop_requested()) return;
-    if (cv_.wait_until(lk, stop, until, [] { return false; }) ||
-        std::chrono::steady_clock::now() >= until)
-      return;
-  }
+      if (it->second == h || it->second == 0) return true;
+    return false;
+  };
+  std::unique_lock lk(m_);
+  cv_.wait_until(lk, stop, until, heard);  // or the caller's stop
 }
 
 void notifier::push(std::size_t h) {

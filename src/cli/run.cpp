@@ -275,7 +275,7 @@ int session::waiting(const std::function<int()>& body) const {
 
 int session::wait_over() const {
   settle();
-  if (!wait_stop.stop_requested()) return 0;
+  if (wait_signal.load() == 0) return 0;
   interrupted_message();  // obtained as the signal came: given back at once
   return 128 + wait_signal.load();
 }
@@ -341,6 +341,8 @@ int session::run(const std::string& fence, const std::string& owner) {
   ::setpgid(pid, pid);
   tty.give(pid);
   child_pid = pid;
+  // A signal taken for the wait after wait_over() looked: CMD's group gets it instead.
+  if (int sig = wait_signal.load()) ::kill(-pid, sig);
   if (lease_lost) stop.start(pid);  // lost between acquiring and starting CMD
   int status = 0;
   for (;;) {
@@ -373,6 +375,7 @@ int session::hold_until_signal(const std::string& fence) {
   child_pid = holding;
   std::cout << fence << std::endl;  // flushed: a script reads it while sqlock holds
   std::unique_lock g(hold_m);
+  if (hold_signal == 0) hold_signal = wait_signal.load();  // one that came after wait_over()
   hold_cv.wait(g, [] { return hold_signal != 0 || lease_lost; });  // until told: no deadline
   return lease_lost ? software : ok;
 }

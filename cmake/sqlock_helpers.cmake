@@ -150,3 +150,14 @@ endfunction()
 function(sqlock_pc_requires module)
   set_property(GLOBAL APPEND PROPERTY SQLOCK_PC_REQUIRES "${module}")
 endfunction()
+
+# Stops the configure with what to do when a backend's library is missing: the Debian package
+# that has it, or the option that leaves the backend out. `found` is the variable the find call
+# set (a <PREFIX>_FOUND or a find_path/find_library result).
+function(sqlock_require_found found what package backend)
+  if(NOT ${found})
+    string(TOUPPER ${backend} B)
+    message(FATAL_ERROR "${what} not found (Debian: ${package}); install it, or configure with "
+                        "-DSQLOCK_WITH_${B}=OFF")
+  endif()
+endfunction()

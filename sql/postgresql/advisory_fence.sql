@@ -14,16 +14,9 @@ CREATE OR REPLACE FUNCTION sqlock.advisory_fence() RETURNS bigint
   LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  v_n     bigint := pg_catalog.nextval('sqlock.advisory_fence_seq');
-  v_epoch bigint;
+  v_n bigint := pg_catalog.nextval('sqlock.advisory_fence_seq');
 BEGIN
-  v_epoch := sqlock.fence_epoch_now();  -- fence_epoch.sql
-  IF v_n OPERATOR(pg_catalog.>=) 17592186044416 THEN  -- 2^44 holds in one epoch
-    RAISE EXCEPTION 'sqlock: advisory fence counter exhausted in epoch %', v_epoch
-      USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE '
-                   'sqlock.advisory_fence_seq RESTART, with no advisory lock being taken';
-  END IF;
-  RETURN (v_epoch OPERATOR(pg_catalog.<<) 44) OPERATOR(pg_catalog.|) v_n;
+  RETURN sqlock.epoch_fence(sqlock.fence_epoch_now(), v_n, 'advisory_fence_seq');
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.advisory_fence() FROM PUBLIC;

@@ -26,6 +26,23 @@ END
 $$;
 REVOKE ALL ON FUNCTION sqlock.fence_epoch_now() FROM PUBLIC;
 
+-- A fencing token from an epoch and a counter value: (p_epoch << 44) | p_n; an error naming the
+-- fix once the counter p_seq has spent its 44 bits (1.7e13 holds in one epoch).
+CREATE OR REPLACE FUNCTION sqlock.epoch_fence(p_epoch bigint, p_n bigint, p_seq text)
+  RETURNS bigint
+  LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+  IF p_n OPERATOR(pg_catalog.>=) 17592186044416 THEN
+    RAISE EXCEPTION 'sqlock: fence counter sqlock.% exhausted in epoch %', p_seq, p_epoch
+      USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE sqlock.' || p_seq
+                   || ' RESTART, with no lock being taken';
+  END IF;
+  RETURN (p_epoch OPERATOR(pg_catalog.<<) 44) OPERATOR(pg_catalog.|) p_n;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.epoch_fence(bigint, bigint, text) FROM PUBLIC;
+
 -- The fencing token of a new row-mode hold (pessimistic, optimistic, shared, permit):
 -- (epoch << 44) | n, n from the logged sequence sqlock.fence_seq. The sequence alone rises on
 -- one server and across its crashes, but a replica promoted before it received the newest values
@@ -37,15 +54,9 @@ CREATE OR REPLACE FUNCTION sqlock.row_fence() RETURNS bigint
   LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  v_n     bigint := pg_catalog.nextval('sqlock.fence_seq');
-  v_epoch bigint := sqlock.fence_epoch_now();
+  v_n bigint := pg_catalog.nextval('sqlock.fence_seq');
 BEGIN
-  IF v_n OPERATOR(pg_catalog.>=) 17592186044416 THEN  -- 2^44 holds in one epoch
-    RAISE EXCEPTION 'sqlock: fence counter exhausted in epoch %', v_epoch
-      USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE '
-                   'sqlock.fence_seq RESTART, with no lock being taken';
-  END IF;
-  RETURN (v_epoch OPERATOR(pg_catalog.<<) 44) OPERATOR(pg_catalog.|) v_n;
+  RETURN sqlock.epoch_fence(sqlock.fence_epoch_now(), v_n, 'fence_seq');
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.row_fence() FROM PUBLIC;

@@ -26,22 +26,25 @@ END
 $$;
 REVOKE ALL ON FUNCTION sqlock.fence_epoch_now() FROM PUBLIC;
 
--- A fencing token from an epoch and a counter value: (p_epoch << 44) | p_n; an error naming the
--- fix once the counter p_seq has spent its 44 bits (1.7e13 holds in one epoch).
-CREATE OR REPLACE FUNCTION sqlock.epoch_fence(p_epoch bigint, p_n bigint, p_seq text)
-  RETURNS bigint
-  LANGUAGE plpgsql IMMUTABLE
+-- The next fencing token drawn from the sequence p_seq: (epoch << 44) | nextval(p_seq), the
+-- epoch from fence_epoch_now(); an error naming the fix once the sequence has spent its 44 bits
+-- (1.7e13 holds in one epoch). Every mode's token comes from here (row_fence, advisory_fence).
+CREATE OR REPLACE FUNCTION sqlock.next_fence(p_seq regclass) RETURNS bigint
+  LANGUAGE plpgsql VOLATILE
 AS $$
+DECLARE
+  v_n     bigint := pg_catalog.nextval(p_seq);
+  v_epoch bigint := sqlock.fence_epoch_now();
 BEGIN
-  IF p_n OPERATOR(pg_catalog.>=) 17592186044416 THEN
-    RAISE EXCEPTION 'sqlock: fence counter sqlock.% exhausted in epoch %', p_seq, p_epoch
-      USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE sqlock.' || p_seq
+  IF v_n OPERATOR(pg_catalog.>=) 17592186044416 THEN
+    RAISE EXCEPTION 'sqlock: fence counter % exhausted in epoch %', p_seq, v_epoch
+      USING HINT = 'DELETE FROM sqlock.fence_epoch_live; then ALTER SEQUENCE ' || p_seq::text
                    || ' RESTART, with no lock being taken';
   END IF;
-  RETURN (p_epoch OPERATOR(pg_catalog.<<) 44) OPERATOR(pg_catalog.|) p_n;
+  RETURN (v_epoch OPERATOR(pg_catalog.<<) 44) OPERATOR(pg_catalog.|) v_n;
 END
 $$;
-REVOKE ALL ON FUNCTION sqlock.epoch_fence(bigint, bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sqlock.next_fence(regclass) FROM PUBLIC;
 
 -- The fencing token of a new row-mode hold (pessimistic, optimistic, shared, permit):
 -- (epoch << 44) | n, n from the logged sequence sqlock.fence_seq. The sequence alone rises on
@@ -51,12 +54,22 @@ REVOKE ALL ON FUNCTION sqlock.epoch_fence(bigint, bigint, text) FROM PUBLIC;
 -- 6 and before (the bare sequence, below 2^44) stay below every token made here.
 --   SELECT sqlock.row_fence();
 CREATE OR REPLACE FUNCTION sqlock.row_fence() RETURNS bigint
-  LANGUAGE plpgsql VOLATILE
+  LANGUAGE sql VOLATILE
 AS $$
-DECLARE
-  v_n bigint := pg_catalog.nextval('sqlock.fence_seq');
-BEGIN
-  RETURN sqlock.epoch_fence(sqlock.fence_epoch_now(), v_n, 'fence_seq');
-END
+  SELECT sqlock.next_fence('sqlock.fence_seq')
 $$;
 REVOKE ALL ON FUNCTION sqlock.row_fence() FROM PUBLIC;
+
+-- The fencing token of a new advisory hold: (epoch << 44) | n, n from the UNLOGGED sequence
+-- sqlock.advisory_fence_seq (no WAL, so no durable write per hold; the server resets it after a
+-- crash or on a promoted replica, together with fence_epoch_live, so the epoch rises then).
+-- Tokens therefore strictly rise across clean restarts and crashes alike, provided the epoch's
+-- commit is durable (synchronous_commit on). See docs/backends/postgres.md for what a failover
+-- to an asynchronous replica does to them. acquire_advisory inlines its common case.
+--   SELECT sqlock.advisory_fence();
+CREATE OR REPLACE FUNCTION sqlock.advisory_fence() RETURNS bigint
+  LANGUAGE sql VOLATILE
+AS $$
+  SELECT sqlock.next_fence('sqlock.advisory_fence_seq')
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_fence() FROM PUBLIC;

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "freeze.hpp"
 #include "sqlock/etcd/etcd.hpp"
 #include "sqlock/url.hpp"
 #include "test_env.hpp"
@@ -144,7 +145,7 @@ class private_etcd {
   std::filesystem::path dir() const { return dir_.path; }
   /// True while the member runs.
   bool running() const { return pid_ > 0; }
-  void freeze() { ::kill(pid_, SIGSTOP); }
+  void freeze() { ASSERT_TRUE(freeze_process(pid_)) << "etcd did not stop"; }
   void thaw() { ::kill(pid_, SIGCONT); }
 
  private:

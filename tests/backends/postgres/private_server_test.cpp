@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "freeze.hpp"
 #include "pg_env.hpp"
 
 namespace sqlock::test {
@@ -66,7 +67,7 @@ class pg_private : public ::testing::Test {
   void freeze() {
     frozen_ = processes();
     ASSERT_FALSE(frozen_.empty());
-    for (auto p : frozen_) ::kill(p, SIGSTOP);
+    for (auto p : frozen_) ASSERT_TRUE(freeze_process(p)) << "backend " << p << " did not stop";
   }
   void thaw() {
     for (auto p : frozen_) ::kill(p, SIGCONT);

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "freeze.hpp"
 #include "sqlock/url.hpp"
 #include "test_env.hpp"
 
@@ -138,10 +139,12 @@ class own_server {
     ::waitpid(pid_, &st, 0);
     pid_ = -1;
   }
-  /// Sends `sig` to the server (SIGSTOP freezes it, SIGCONT thaws it).
+  /// Sends `sig` to the server (SIGCONT thaws it).
   void signal(int sig) const {
     if (pid_ > 0) ::kill(pid_, sig);
   }
+  /// Stops the server and returns once every thread of it is stopped.
+  [[nodiscard]] bool freeze() const { return freeze_process(pid_); }
   int port() const { return port_; }
 
  private:

@@ -63,7 +63,7 @@ TEST_F(redis_private, a_frozen_server_holds_no_call_past_its_deadline) {
   // A short lease: an attempt that timed out while frozen may still be granted when the server
   // thaws and reads it (its owner gave up on it), and then lasts until this lease ends.
   auto w = waiter.make_lock(name, {.lease = 3s});
-  srv_->signal(SIGSTOP);
+  ASSERT_TRUE(srv_->freeze());
 
   // A wait: try_lock_for(1s) returns (false or connection_error) by its deadline.
   const auto wait_deadline = clock::now() + 1s;

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <thread>
 
+#include "freeze.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
@@ -24,6 +25,7 @@
 using namespace sqlock;
 using namespace std::chrono_literals;
 using sqlock::test::eventually;
+using sqlock::test::freeze_process;
 using sqlock::test::unique_name;
 
 namespace {
@@ -104,7 +106,7 @@ class private_zookeeper {
     ASSERT_TRUE(::kill(pid_, 0) == 0 && serving())
         << "private ZooKeeper did not start: " << (dir_ / "stdout.log").string();
   }
-  void freeze() { ASSERT_EQ(::kill(pid_, SIGSTOP), 0); }
+  void freeze() { ASSERT_TRUE(freeze_process(pid_)) << "ZooKeeper did not stop"; }
   void thaw() { ASSERT_EQ(::kill(pid_, SIGCONT), 0); }
   void stop() {
     ::kill(pid_, SIGKILL);

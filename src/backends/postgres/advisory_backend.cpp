@@ -146,12 +146,16 @@ std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c
   auto p = params_for(req);
   p.lease_ms = std::max<std::int64_t>(wait.count(), 1);  // :lease_ms carries the wait here
   const auto& op = req.kind == lock_kind::exclusive ? wait_ : kinds_.wait;
-  // A stop cancels the wait in the server (PQcancel from the stopping thread); the cancelled
-  // call then fails and its session is closed below, which ends anything it registered.
-  std::stop_callback cancel_on_stop(req.stop, c.conn().canceller());
   if (req.stop.stop_requested()) return std::nullopt;
   try {
-    return granted(c, req, c.conn().run(op, p, std::min(deadline, now + wait + io_timeout())));
+    sql::rows r;
+    {
+      // A stop ends the wait in the server (statement_stopper.hpp); the call then fails and its
+      // session is closed below, which ends anything it registered.
+      auto stopper = c.conn().stop_on(req.stop);
+      r = c.conn().run(op, p, std::min(deadline, now + wait + io_timeout()));
+    }
+    return granted(c, req, r);
   } catch (const config_error&) {
     throw;
   } catch (const error&) {

@@ -29,12 +29,8 @@ link& pg_connection::ready(steady_time deadline) {
   return *link_;
 }
 
-std::function<void()> pg_connection::canceller() {
-  std::shared_ptr<PGcancel> handle(link_ ? link_->new_cancel() : nullptr, PQfreeCancel);
-  return [handle] {
-    char why[256];
-    if (handle) (void)PQcancel(handle.get(), why, sizeof why);  // best effort: see its caller
-  };
+std::unique_ptr<statement_stopper> pg_connection::stop_on(const std::stop_token& stop) {
+  return std::make_unique<statement_stopper>(link_.get(), stop);
 }
 
 std::vector<std::string> pg_connection::notifications() {

@@ -12,6 +12,7 @@
 
 #include "link.hpp"
 #include "session_pool.hpp"
+#include "statement_stopper.hpp"
 
 namespace sqlock::postgres {
 
@@ -33,7 +34,7 @@ class pg_connection final : public session_connection {
   sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
   bool alive() override { return link_ && link_->alive(); }
-  std::function<void()> canceller() override;
+  std::unique_ptr<statement_stopper> stop_on(const std::stop_token& stop) override;
 
   /// Runs a statement without parameters by `deadline` (LISTEN, keep-alive checks).
   void exec(const std::string& text, steady_time deadline);

@@ -90,20 +90,29 @@ void link::fail(const std::string& what) {
   throw connection_error(what + ": " + msg);
 }
 
+void link::watch_stop(int fd, milliseconds grace) {
+  call_stop_fd_ = fd;
+  stop_grace_ = grace;
+  stop_seen_.reset();
+}
+
 void link::wait_socket(short events, steady_time deadline, const std::string& what) {
   for (;;) {
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
+    // After a stop the statement has `grace` to end (the server cancels it), then it is closed.
+    const auto until = stop_seen_ ? std::min(deadline, *stop_seen_ + stop_grace_) : deadline;
+    if (now >= until) {
       close();
-      throw connection_error(what +
-                             ": no answer from the server in time (the connection is "
-                             "closed)");
+      throw connection_error(what + (stop_seen_ ? ": stopped, and the server did not end the "
+                                                  "statement in time (the connection is closed)"
+                                                : ": no answer from the server in time (the "
+                                                  "connection is closed)"));
     }
     // Round up so that a wait never ends just before its deadline and spins.
-    auto left = std::chrono::ceil<milliseconds>(deadline - now).count();
-    pollfd fds[2] = {{PQsocket(c_), events, 0}, {stop_fd_, POLLIN, 0}};
-    int rc =
-        ::poll(fds, stop_fd_ >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
+    auto left = std::chrono::ceil<milliseconds>(until - now).count();
+    const int call_stop = stop_seen_ ? -1 : call_stop_fd_;
+    pollfd fds[3] = {{PQsocket(c_), events, 0}, {stop_fd_, POLLIN, 0}, {call_stop, POLLIN, 0}};
+    int rc = ::poll(fds, 3, static_cast<int>(std::min<long long>(left, 1 << 30)));
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) {
       std::string why = std::strerror(errno);
@@ -114,6 +123,7 @@ void link::wait_socket(short events, steady_time deadline, const std::string& wh
       close();
       throw connection_error(what + ": stopping");
     }
+    if (call_stop >= 0 && fds[2].revents != 0) stop_seen_ = now;
     if (fds[0].revents != 0) return;  // ready, or an error libpq will report
   }
 }

@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ class link {
   /// A handle that cancels the statement this connection runs, usable from another thread
   /// (PQgetCancel; free it with PQfreeCancel); null when closed.
   PGcancel* new_cancel() const { return c_ ? PQgetCancel(c_) : nullptr; }
+  /// From now on, `fd` (if >= 0) becoming readable means the caller was stopped: the exchange
+  /// under way may go on for `grace` (the server is being asked to cancel the statement), then
+  /// the connection is closed and the call fails with connection_error. -1 ends the watch.
+  void watch_stop(int fd, milliseconds grace);
 
  private:
   // Waits until the socket is ready for `events` or the deadline (then closes and throws).
@@ -70,6 +75,9 @@ class link {
 
   PGconn* c_ = nullptr;
   int stop_fd_;
+  int call_stop_fd_ = -1;                 // see watch_stop()
+  milliseconds stop_grace_{};             // how long a stopped statement may still run
+  std::optional<steady_time> stop_seen_;  // when call_stop_fd_ became readable
   scrubber scrub_;
   bool fatal_ = false;  // the server sent a FATAL notice while idle: the session is ending
 };

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,8 @@
 
 namespace sqlock::postgres {
 
+class statement_stopper;
+
 /// A connection the pool can watch while it is idle.
 class session_connection : public sql::connection {
  public:
@@ -32,9 +35,9 @@ class session_connection : public sql::connection {
   /// Called when the idle socket became readable: reads what arrived and says whether the
   /// session is still alive.
   virtual bool alive() = 0;
-  /// Something that asks the server, from any thread, to cancel the statement this session
-  /// runs then (a no-op when the session is closed); made before the statement is sent.
-  virtual std::function<void()> canceller() = 0;
+  /// While the returned object lives, a stop of `stop` ends the statement this session runs
+  /// (statement_stopper.hpp); made before the statement is sent.
+  virtual std::unique_ptr<statement_stopper> stop_on(const std::stop_token& stop) = 0;
 };
 
 /// Opens a session connection by a deadline.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stop_token>
 #include <thread>
 
 #include "pg_env.hpp"
@@ -182,6 +183,39 @@ TEST_F(postgres, advisory_holds_and_waiters_of_one_process_use_at_most_8_connect
   for (auto& l : busy) l.unlock();
   for (auto& t : waiting) t.join();
   for (auto& l : held) l.unlock();
+}
+
+// A stop at any moment of a wait ends it long before its deadline: in the server (whose
+// cancel can reach the server before the statement does, and is then dropped), in the first
+// try, or between the two. 100 stops, spread over the first 5 ms of the wait.
+TEST_F(postgres, advisory_a_stop_at_any_moment_of_a_wait_ends_it) {
+  auto name = unique_name("stop-any");
+  auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto b = sqlock::connect(pg::with(app_, "mode=advisory&waiters=1"));
+  auto la = a.make_lock(name);
+  ASSERT_TRUE(la.try_lock());
+  auto lb = b.make_lock(name);
+  int ran_out = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::stop_source stop;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    std::thread stopper([&stop, i] {
+      std::this_thread::sleep_for(std::chrono::microseconds(i * 50));
+      stop.request_stop();
+    });
+    try {
+      EXPECT_FALSE(lb.try_lock_until_steady(deadline, stop.get_token()));
+    } catch (const interrupted&) {
+    }
+    stopper.join();
+    // Half the wait is a bound with seconds of slack: a dropped cancel waits it all.
+    if (std::chrono::steady_clock::now() >= deadline - 5s) ++ran_out;
+  }
+  EXPECT_EQ(ran_out, 0) << "stopped waits that ran (nearly) to their deadline";
+  la.unlock();
+  auto c = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto lc = c.make_lock(name);
+  EXPECT_TRUE(lc.try_lock()) << "a stopped waiter still stands in the queue";
 }
 
 }  // namespace

@@ -1,0 +1,38 @@
+// Ending the statement a session runs when its caller is stopped (std::stop_token). PostgreSQL
+// drops a cancel request that reaches the session before the statement does, so one PQcancel
+// at the stop is not enough: from the stop on, a thread of its own asks again every few
+// milliseconds until the statement has ended (this object is gone), and the link, which polls
+// the stop too, closes the connection should the statement still run a grace period after the
+// stop (a server that does not act on cancels). PQcancel blocks until the server answers, which
+// is why it runs neither on the caller's thread nor on the one that requested the stop.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+
+#include "link.hpp"
+#include "sqlock/backend.hpp"
+
+namespace sqlock::postgres {
+
+/// While it lives, a stop of its token ends the statement `l` runs (see the file comment).
+class statement_stopper {
+ public:
+  /// `l` may be null (no connection yet: nothing to stop).
+  statement_stopper(link* l, const std::stop_token& stop);
+  ~statement_stopper();
+  statement_stopper(const statement_stopper&) = delete;
+  statement_stopper& operator=(const statement_stopper&) = delete;
+
+ private:
+  struct cancels;  // shared with the cancelling thread, which may outlive this object
+
+  link* link_;
+  std::shared_ptr<cancels> cancels_;
+  stop_fd stopped_;  // readable once stopped: the link polls it
+  std::optional<std::stop_callback<std::function<void()>>> on_stop_;
+};
+
+}  // namespace sqlock::postgres

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""The zsh completion (scripts/completion/_sqlock) in an interactive zsh on a pty, as a user meets
+it: compinit finds it on $fpath, TAB completes the line or lists the choices with their
+descriptions. Each case types a line and TAB, then a key bound to a widget that prints the line
+between markers and clears it; what the terminal showed up to the marker is the listing.
+Skips when zsh is not installed (fails instead under SQLOCK_TEST_REQUIRE_ALL=1).
+Usage: zsh_completion.py SQLOCK COMPLETION_DIR"""
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+
+SHOW_KEY = b"\x14"  # ^T: bound to the widget that prints the line
+# The widget's output: @@BUF[the line]@@ (a marker no listing contains).
+MARKER = re.compile(rb"@@BUF\[(.*?)\]@@")
+ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|[()][0-9A-Za-z]|[=>78M])")
+
+SETUP = r"""
+fpath=({completion} $fpath)
+PATH={bin}:$PATH
+autoload -U compinit && compinit -u -d $ZDOTDIR/.zcompdump
+PS1='zsh%# '
+unsetopt beep
+# Group headings and messages are shown, so a test sees what kind of word zsh expects.
+zstyle ':completion:*:descriptions' format 'GROUP<%d>'
+_show_line() {{ zle -I; print -r -- "@@BUF[$BUFFER]@@"; BUFFER=; zle .accept-line }}
+zle -N _show_line
+bindkey '^T' _show_line
+print -r -- "@@BUF[ready]@@"
+"""
+
+
+class Zsh:
+    """An interactive `zsh -f -i` on a pty, in a 250×100 window; every read has a deadline."""
+
+    def __init__(self, zsh, env, cwd):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 100, 250, 0, 0))
+            os.chdir(cwd)
+            os.execve(zsh, [zsh, "-f", "-i"], env)
+        self.out = b""
+
+    def until_marker(self, seconds=20):
+        """The output up to the next marker and the line the marker holds (None at the
+        deadline or when zsh ended)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            found = MARKER.search(self.out)
+            if found:
+                before, self.out = self.out[:found.start()], self.out[found.end():]
+                return before.decode(errors="replace"), found.group(1).decode(errors="replace")
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    break
+                self.out += chunk
+        return self.out.decode(errors="replace"), None
+
+    def complete(self, line):
+        """Types `line` and TAB; returns (the line after completion, the screen text shown)."""
+        os.write(self.fd, line.encode() + b"\t" + SHOW_KEY)
+        screen, result = self.until_marker()
+        # The screen as lines: escape sequences and carriage returns dropped.
+        return result, ANSI.sub("", screen).replace("\r", "").replace("\0", "")
+
+    def close(self):
+        os.write(self.fd, b"exit\n")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def subcommands(sqlock):
+    """(name, description) of every subcommand in `sqlock --help`."""
+    text = subprocess.run([sqlock, "--help"], capture_output=True, text=True, check=True).stdout
+    section = text.split("\nSubcommands:\n", 1)[1].split("\n\n", 1)[0]
+    return [tuple(l.split(None, 1)) for l in section.splitlines() if re.match(r"  [a-z]", l)]
+
+
+def main():
+    sqlock, completion = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    zsh = shutil.which("zsh")
+    if not zsh:
+        if os.environ.get("SQLOCK_TEST_REQUIRE_ALL") == "1":
+            print("FAIL: zsh is not installed (SQLOCK_TEST_REQUIRE_ALL=1)")
+            return 1
+        print("skip: zsh completion (zsh not installed)")
+        return 0
+    fails = 0
+
+    def check(what, expected, actual):
+        nonlocal fails
+        if expected == actual:
+            print(f"ok: {what}")
+        else:
+            print(f"FAIL: {what}: expected {expected!r}, got {actual!r}")
+            fails += 1
+
+    def listed(screen, *words):
+        """Whether one line of the screen shows `words` in this order, apart from spaces."""
+        pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
+        return any(pattern.search(l) for l in screen.splitlines())
+
+    with tempfile.TemporaryDirectory() as d:
+        # On PATH: sqlock behind a wrapper that logs its arguments (to count --help runs) and
+        # a command of our own; a file to complete; the shell's setup.
+        bindir, calls = os.path.join(d, "bin"), os.path.join(d, "calls.log")
+        os.mkdir(bindir)
+        with open(os.path.join(bindir, "sqlock"), "w") as f:
+            f.write(f'#!/bin/sh\necho "$*" >>"{calls}"\nexec "{sqlock}" "$@"\n')
+        os.chmod(os.path.join(bindir, "sqlock"), 0o755)
+        os.symlink("/bin/true", os.path.join(bindir, "zsqtestcmd"))
+        open(os.path.join(d, "some-file.txt"), "w").close()
+        with open(os.path.join(d, "setup.zsh"), "w") as f:
+            f.write(SETUP.format(completion=completion, bin=bindir))
+        env = dict(os.environ, ZDOTDIR=d, HOME=d, TERM="vt100", SQLOCK_URL=f"sqlite:{d}/l.db")
+        shell = Zsh(zsh, env, d)
+        try:
+            os.write(shell.fd, b"source setup.zsh\n")
+            _, ready = shell.until_marker()
+            check("zsh started with compinit", "ready", ready)
+            if ready != "ready":
+                return 1
+
+            line, screen = shell.complete("sqlock ")
+            check("sqlock TAB: the line stays", "sqlock ", line)
+            check("sqlock TAB: the group heading", True, "GROUP<sqlock subcommand>" in screen)
+            for name, desc in subcommands(sqlock):
+                check(f"sqlock TAB lists {name} with its description", True,
+                      listed(screen, name, "--", desc))
+            line, _ = shell.complete("sqlock lis")
+            check("a subcommand completes", "sqlock list ", line)
+            line, _ = shell.complete("sqlock --ver")
+            check("a top-level option completes", "sqlock --version ", line)
+
+            line, _ = shell.complete("sqlock run --kill")
+            check("an option of run completes", "sqlock run --kill-after", line.rstrip("= "))
+            line, screen = shell.complete("sqlock run --")
+            check("run's options listed with descriptions", True,
+                  listed(screen, "--kill-after", "--", "on a lost lease: SIGTERM"))
+            line, screen = shell.complete("sqlock run -")
+            check("a short and a long name share a line", True,
+                  listed(screen, "--wait", "-w", "--", "how long to wait"))
+            check("an option whose entry wraps in --help", True,
+                  listed(screen, "--conflict-exit-code", "-E", "--", "exit code when the lock"))
+            line, _ = shell.complete("sqlock serve --renewal")
+            check("an option whose entry fills the column", "sqlock serve --renewal-interval",
+                  line.rstrip("= "))
+            line, _ = shell.complete("sqlock run -n --wa")
+            check("--wait is not offered after -n (Excludes: in --help)", "sqlock run -n --wa", line)
+            line, _ = shell.complete("sqlock release --f")
+            check("an option of release completes", "sqlock release --force ", line)
+            line, _ = shell.complete("sqlock release name --f")
+            check("release's options after the name too", "sqlock release name --force ", line)
+            line, _ = shell.complete("sqlock run name --k")
+            check("no run option after the name (the command's words)", "sqlock run name --k",
+                  line)
+            line, screen = shell.complete("sqlock lsit --")
+            check("an unknown subcommand: nothing", "sqlock lsit --", line)
+            check("an unknown subcommand: no error shown", False,
+                  bool(re.search(r"_arguments|not found|[Ee]rror", screen)))
+
+            line, screen = shell.complete("sqlock run --mode ")
+            check("--mode lists the modes", True,
+                  all(listed(screen, m) for m in ("pessimistic", "optimistic", "advisory")))
+            line, _ = shell.complete("sqlock run --mode adv")
+            check("a mode completes", "sqlock run --mode advisory ", line)
+            line, _ = shell.complete("sqlock serve --token-file some-f")
+            check("--token-file takes a file", "sqlock serve --token-file some-file.txt ", line)
+
+            line, screen = shell.complete("sqlock run or")
+            check("nothing odd for a lock name", "sqlock run or", line)
+            check("the lock name is announced", True, "GROUP<lock name>" in screen)
+            line, _ = shell.complete("sqlock run name -- zsqtest")
+            check("a command after --", "sqlock run name -- zsqtestcmd ", line)
+            line, _ = shell.complete("sqlock run name -- zsqtestcmd some-f")
+            check("then files", "sqlock run name -- zsqtestcmd some-file.txt ", line)
+            line, _ = shell.complete("sqlock run name zsqtest")
+            check("a command after the name without --", "sqlock run name zsqtestcmd ", line)
+            line, _ = shell.complete("sqlock run -c zsqtest")
+            check("a command after -c", "sqlock run -c zsqtestcmd ", line)
+            line, _ = shell.complete("sqlock run -c 'zsqtestcmd some-f")
+            check("inside -c's quoted string, files", "sqlock run -c 'zsqtestcmd some-file.txt",
+                  line.rstrip("' "))
+        finally:
+            shell.close()
+        with open(calls) as f:
+            runs = f.read().splitlines()
+        check("--help read once per shell", 1, runs.count("--help"))
+        check("run --help read once per shell", 1, runs.count("run --help"))
+    if fails:
+        print(f"{fails} failure(s)")
+        return 1
+    print("all zsh completion checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,7 +2,8 @@
 """The zsh completion (scripts/completion/_sqlock) in an interactive zsh on a pty, as a user meets
 it: compinit finds it on $fpath, TAB completes the line or lists the choices with their
 descriptions. Each case types a line and TAB, then a key bound to a widget that prints the line
-between markers and clears it; what the terminal showed up to the marker is the listing.
+between markers and accepts an empty line (a fresh prompt, no listing left below it); what the
+terminal showed up to the marker is the listing.
 Skips when zsh is not installed (fails instead under SQLOCK_TEST_REQUIRE_ALL=1).
 Usage: zsh_completion.py SQLOCK COMPLETION_DIR"""
 import fcntl
@@ -77,7 +78,10 @@ class Zsh:
         return result, ANSI.sub("", screen).replace("\r", "").replace("\0", "")
 
     def close(self):
-        os.write(self.fd, b"exit\n")
+        try:
+            os.write(self.fd, b"exit\n")
+        except OSError:
+            pass  # zsh has ended
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             done, _ = os.waitpid(self.pid, os.WNOHANG)
@@ -133,7 +137,7 @@ def main():
         open(os.path.join(d, "some-file.txt"), "w").close()
         with open(os.path.join(d, "setup.zsh"), "w") as f:
             f.write(SETUP.format(completion=completion, bin=bindir))
-        env = dict(os.environ, ZDOTDIR=d, HOME=d, TERM="vt100", SQLOCK_URL=f"sqlite:{d}/l.db")
+        env = dict(os.environ, ZDOTDIR=d, HOME=d, TERM="vt100")
         shell = Zsh(zsh, env, d)
         try:
             os.write(shell.fd, b"source setup.zsh\n")

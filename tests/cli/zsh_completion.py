@@ -19,6 +19,8 @@ import tempfile
 import termios
 import time
 
+from checks import Checks
+
 SHOW_KEY = b"\x14"  # ^T: bound to the widget that prints the line
 # The widget's output: @@BUF[the line]@@ (a marker no listing contains).
 MARKER = re.compile(rb"@@BUF\[(.*?)\]@@")
@@ -94,11 +96,59 @@ class Zsh:
         os.close(self.fd)
 
 
+# (what, the line typed before TAB, the line after it). Long options take their value after
+# `=` or in the next word; zsh completes them to `--name=`.
+LINES = [
+    ("a subcommand completes", "sqlock lis", "sqlock list "),
+    ("a top-level option completes", "sqlock --ver", "sqlock --version "),
+    ("an option of run completes", "sqlock run --kill", "sqlock run --kill-after="),
+    ("an option whose entry fills the column", "sqlock serve --renewal",
+     "sqlock serve --renewal-interval="),
+    ("--wait is not offered after -n (Excludes: in --help)", "sqlock run -n --wa",
+     "sqlock run -n --wa"),
+    ("an option of release completes", "sqlock release --f", "sqlock release --force "),
+    ("release's options after the name too", "sqlock release name --f",
+     "sqlock release name --force "),
+    ("no run option after the name (the command's words)", "sqlock run name --k",
+     "sqlock run name --k"),
+    ("an unknown subcommand: nothing", "sqlock lsit --", "sqlock lsit --"),
+    ("a mode completes", "sqlock run --mode adv", "sqlock run --mode advisory "),
+    ("--token-file takes a file", "sqlock serve --token-file some-f",
+     "sqlock serve --token-file some-file.txt "),
+    ("nothing odd for a lock name", "sqlock run or", "sqlock run or"),
+    ("a command after --", "sqlock run name -- zsqtest", "sqlock run name -- zsqtestcmd "),
+    ("then files", "sqlock run name -- zsqtestcmd some-f",
+     "sqlock run name -- zsqtestcmd some-file.txt "),
+    ("a command after the name without --", "sqlock run name zsqtest",
+     "sqlock run name zsqtestcmd "),
+    ("a command after -c", "sqlock run -c zsqtest", "sqlock run -c zsqtestcmd "),
+    ("inside -c's quoted string, files", "sqlock run -c 'zsqtestcmd some-f",
+     "sqlock run -c 'zsqtestcmd some-file.txt"),
+]
+# (what, the line typed before TAB, words one line of the listing shows in this order).
+LISTINGS = [
+    ("run's options listed with descriptions", "sqlock run --",
+     ("--kill-after", "--", "on a lost lease: SIGTERM")),
+    ("a short and a long name share a line", "sqlock run -",
+     ("--wait", "-w", "--", "how long to wait")),
+    ("an option whose entry wraps in --help", "sqlock run -",
+     ("--conflict-exit-code", "-E", "--", "exit code when the lock")),
+    ("--mode lists the modes", "sqlock run --mode ", ("advisory", "optimistic", "pessimistic")),
+    ("the lock name is announced", "sqlock run or", ("GROUP<lock name>",)),
+]
+
+
 def subcommands(sqlock):
     """(name, description) of every subcommand in `sqlock --help`."""
     text = subprocess.run([sqlock, "--help"], capture_output=True, text=True, check=True).stdout
     section = text.split("\nSubcommands:\n", 1)[1].split("\n\n", 1)[0]
     return [tuple(l.split(None, 1)) for l in section.splitlines() if re.match(r"  [a-z]", l)]
+
+
+def listed(screen, *words):
+    """Whether one line of the screen shows `words` in this order, apart from spaces."""
+    pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
+    return any(pattern.search(l) for l in screen.splitlines())
 
 
 def main():
@@ -110,21 +160,7 @@ def main():
             return 1
         print("skip: zsh completion (zsh not installed)")
         return 0
-    fails = 0
-
-    def check(what, expected, actual):
-        nonlocal fails
-        if expected == actual:
-            print(f"ok: {what}")
-        else:
-            print(f"FAIL: {what}: expected {expected!r}, got {actual!r}")
-            fails += 1
-
-    def listed(screen, *words):
-        """Whether one line of the screen shows `words` in this order, apart from spaces."""
-        pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
-        return any(pattern.search(l) for l in screen.splitlines())
-
+    check = Checks()
     with tempfile.TemporaryDirectory() as d:
         # On PATH: sqlock behind a wrapper that logs its arguments (to count --help runs) and
         # a command of our own; a file to complete; the shell's setup.
@@ -145,78 +181,26 @@ def main():
             check("zsh started with compinit", "ready", ready)
             if ready != "ready":
                 return 1
-
             line, screen = shell.complete("sqlock ")
             check("sqlock TAB: the line stays", "sqlock ", line)
             check("sqlock TAB: the group heading", True, "GROUP<sqlock subcommand>" in screen)
             for name, desc in subcommands(sqlock):
                 check(f"sqlock TAB lists {name} with its description", True,
                       listed(screen, name, "--", desc))
-            line, _ = shell.complete("sqlock lis")
-            check("a subcommand completes", "sqlock list ", line)
-            line, _ = shell.complete("sqlock --ver")
-            check("a top-level option completes", "sqlock --version ", line)
-
-            line, _ = shell.complete("sqlock run --kill")
-            check("an option of run completes", "sqlock run --kill-after", line.rstrip("= "))
-            line, screen = shell.complete("sqlock run --")
-            check("run's options listed with descriptions", True,
-                  listed(screen, "--kill-after", "--", "on a lost lease: SIGTERM"))
-            line, screen = shell.complete("sqlock run -")
-            check("a short and a long name share a line", True,
-                  listed(screen, "--wait", "-w", "--", "how long to wait"))
-            check("an option whose entry wraps in --help", True,
-                  listed(screen, "--conflict-exit-code", "-E", "--", "exit code when the lock"))
-            line, _ = shell.complete("sqlock serve --renewal")
-            check("an option whose entry fills the column", "sqlock serve --renewal-interval",
-                  line.rstrip("= "))
-            line, _ = shell.complete("sqlock run -n --wa")
-            check("--wait is not offered after -n (Excludes: in --help)", "sqlock run -n --wa", line)
-            line, _ = shell.complete("sqlock release --f")
-            check("an option of release completes", "sqlock release --force ", line)
-            line, _ = shell.complete("sqlock release name --f")
-            check("release's options after the name too", "sqlock release name --force ", line)
-            line, _ = shell.complete("sqlock run name --k")
-            check("no run option after the name (the command's words)", "sqlock run name --k",
-                  line)
-            line, screen = shell.complete("sqlock lsit --")
-            check("an unknown subcommand: nothing", "sqlock lsit --", line)
+            for what, typed, expected in LINES:
+                check(what, expected, shell.complete(typed)[0])
+            for what, typed, words in LISTINGS:
+                check(what, True, listed(shell.complete(typed)[1], *words))
+            screen = shell.complete("sqlock lsit --")[1]
             check("an unknown subcommand: no error shown", False,
                   bool(re.search(r"_arguments|not found|[Ee]rror", screen)))
-
-            line, screen = shell.complete("sqlock run --mode ")
-            check("--mode lists the modes", True,
-                  all(listed(screen, m) for m in ("pessimistic", "optimistic", "advisory")))
-            line, _ = shell.complete("sqlock run --mode adv")
-            check("a mode completes", "sqlock run --mode advisory ", line)
-            line, _ = shell.complete("sqlock serve --token-file some-f")
-            check("--token-file takes a file", "sqlock serve --token-file some-file.txt ", line)
-
-            line, screen = shell.complete("sqlock run or")
-            check("nothing odd for a lock name", "sqlock run or", line)
-            check("the lock name is announced", True, "GROUP<lock name>" in screen)
-            line, _ = shell.complete("sqlock run name -- zsqtest")
-            check("a command after --", "sqlock run name -- zsqtestcmd ", line)
-            line, _ = shell.complete("sqlock run name -- zsqtestcmd some-f")
-            check("then files", "sqlock run name -- zsqtestcmd some-file.txt ", line)
-            line, _ = shell.complete("sqlock run name zsqtest")
-            check("a command after the name without --", "sqlock run name zsqtestcmd ", line)
-            line, _ = shell.complete("sqlock run -c zsqtest")
-            check("a command after -c", "sqlock run -c zsqtestcmd ", line)
-            line, _ = shell.complete("sqlock run -c 'zsqtestcmd some-f")
-            check("inside -c's quoted string, files", "sqlock run -c 'zsqtestcmd some-file.txt",
-                  line.rstrip("' "))
         finally:
             shell.close()
         with open(calls) as f:
             runs = f.read().splitlines()
         check("--help read once per shell", 1, runs.count("--help"))
         check("run --help read once per shell", 1, runs.count("run --help"))
-    if fails:
-        print(f"{fails} failure(s)")
-        return 1
-    print("all zsh completion checks passed")
-    return 0
+    return check.finish("zsh completion")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 # docs/install.md followed by a user: this build installed into a temporary prefix; the README's
 # program (examples/lock.cpp) built with the page's CMakeLists.txt (examples/consumer) and with
-# the page's pkg-config line; the installed command, man pages and bash completion.
+# the page's pkg-config line; the installed command, man pages, bash and zsh completion.
 # Usage: install_test.sh BUILD_DIR EXAMPLES_DIR [COMPILER_LAUNCHER]
 set -uo pipefail
 build=$1
@@ -62,6 +62,17 @@ COMP_WORDS=("$prefix/bin/sqlock" "rel")
 COMP_CWORD=1
 _sqlock
 check "the installed completion completes a subcommand" release "${COMPREPLY[*]}"
+zsh_completion=$prefix/share/zsh/vendor-completions/_sqlock
+check "zsh completion installed" yes "$([ -s "$zsh_completion" ] && echo yes)"
+if command -v zsh >/dev/null; then  # compinit finds it on $fpath and binds it to sqlock
+  bound=$(zsh -f -c 'fpath=("$1" $fpath); autoload -U compinit && compinit -u -D
+                     print -r -- $_comps[sqlock]' zsh "${zsh_completion%/*}")
+  check "compinit takes the installed zsh completion for sqlock" _sqlock "$bound"
+elif [ "${SQLOCK_TEST_REQUIRE_ALL:-}" = 1 ]; then
+  check "zsh installed" yes no
+else
+  echo "skip: zsh completion bound by compinit (zsh not installed)"
+fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "docs/install.md holds for this build"

@@ -1,7 +1,7 @@
 # Bash completion for sqlock. Subcommands and options are read from the program's own --help
 # (once per shell and subcommand), so they never disagree with the installed version.
 # Installed as share/bash-completion/completions/sqlock; to try it: source this file.
-# zsh: autoload -U +X bashcompinit && bashcompinit && source this file.
+# zsh has a completion of its own: _sqlock, next to this file.
 
 declare -gA _sqlock_help_cache
 

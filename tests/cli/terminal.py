@@ -8,6 +8,8 @@ import sys
 import tempfile
 import time
 
+from checks import Checks
+
 
 def run_on_pty(argv, keys, env):
     """Runs argv as a session leader on a new pty, types `keys` once it printed READY, returns
@@ -39,16 +41,7 @@ def run_on_pty(argv, keys, env):
 
 def main():
     sqlock = sys.argv[1]
-    fails = 0
-
-    def check(what, expected, actual):
-        nonlocal fails
-        if expected == actual:
-            print(f"ok: {what}")
-        else:
-            print(f"FAIL: {what}: expected {expected!r}, got {actual!r}")
-            fails += 1
-
+    check = Checks()
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, SQLOCK_URL=f"sqlite:{d}/locks.db")
         # Fields 5 and 8 of /proc/PID/stat: process group and the terminal's foreground group.
@@ -64,11 +57,7 @@ def main():
         out, status = run_on_pty([sqlock, "run", "tty", "--", "sh", "-c", "echo READY; sleep 30"],
                                  b"\x03", env)
         check("Ctrl-C reaches CMD (exit 130)", 130, status)
-    if fails:
-        print(f"{fails} failure(s)")
-        return 1
-    print("all terminal checks passed")
-    return 0
+    return check.finish("terminal")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ namespace sqlock::detail {
 
 using clock = std::chrono::steady_clock;
 
+namespace {
+// Longest single try of an orphan release (orphan_releases.hpp).
+constexpr milliseconds orphan_try_bound{1000};
+}  // namespace
+
 steady_time loss_time(const hold& h) {
   return h.valid_until - std::min<clock::duration>(h.duration / 10, std::chrono::seconds(1));
 }
@@ -23,6 +28,10 @@ client_impl::client_impl(std::shared_ptr<backend> b, client_options o)
       w.retry_cap.count() <= 0 || w.min_attempt.count() <= 0 || w.retry_for.count() < 0)
     throw config_error("wait policy durations must be > 0");
   if (opts_.release_timeout.count() <= 0) throw config_error("release_timeout must be > 0");
+  // One try of an orphan release is short: the next one follows, and a client being destroyed
+  // waits for the try under way.
+  orphans_ = std::make_unique<orphan_releases>(
+      *backend_, std::min<milliseconds>(opts_.release_timeout, orphan_try_bound));
   observe = observe_point(opts_.observer, *backend_);
   if (!opts_.waiting.on_retry) opts_.waiting.on_retry = observe.retry_hook();
   renewer_ = std::thread([this] { renewal_loop(); });

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "observe.hpp"
+#include "orphan_releases.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::detail {
@@ -146,6 +147,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::deque<std::shared_ptr<hold_slot>> work_;  // renewals to run; null = sweep
   bool work_stop_ = false;
   std::thread worker_;
+  std::unique_ptr<orphan_releases> orphans_;  // destroyed first: its thread calls the backend
 };
 
 }  // namespace sqlock::detail

@@ -22,8 +22,17 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
   observe.attempt(req.name);
   // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
   // round trip (and no extra queue node on ZooKeeper) before the wait begins.
-  auto got = wait ? backend_->acquire(req, deadline, opts_.waiting)
-                  : backend_->try_acquire(req, sent + opts_.waiting.min_attempt, nullptr);
+  std::optional<lease_info> got;
+  try {
+    got = wait ? backend_->acquire(req, deadline, opts_.waiting)
+               : backend_->try_acquire(req, sent + opts_.waiting.min_attempt, nullptr);
+  } catch (const connection_error&) {
+    // The last request may have taken the lock with no answer back: release it in the
+    // background rather than leave it to its lease (orphan_releases.hpp). Only exclusive holds:
+    // a store tells the kinds apart by state that only a granted hold carries.
+    if (req.kind == lock_kind::exclusive) orphans_->add(req, clock::now() + req.lease);
+    throw;
+  }
   if (!got) {
     // The backend ended the wait as at its deadline and left nothing in the store.
     if (req.stop.stop_requested()) throw interrupted_error(req.name);

@@ -1,5 +1,6 @@
 // Network faults between a client and a real server, through tests/support/tcp_proxy.hpp:
-// a blackholed path while a lock is held, a reset of every connection, a server that is down.
+// a blackholed path while a lock is held, a reset of every connection, an acquire whose answer
+// is lost, a server that is down.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -93,6 +94,28 @@ TEST_P(faults, reset_connections_do_not_lose_a_lease) {
   la.unlock();
   auto lb = b.make_lock(n);
   EXPECT_TRUE(lb.try_lock_for(5s));
+  lb.unlock();
+}
+
+// A request that takes the lock on the server while its answer is lost leaves a hold that no
+// caller has: the client releases it in the background once the server answers again, long
+// before its 60 s lease would end.
+TEST_P(faults, a_hold_whose_answer_was_lost_is_released_in_the_background) {
+  auto a = sqlock::connect(via_);
+  auto b = sqlock::connect(base_);
+  {  // a's connection is open before the answers stop
+    auto warm = a.make_lock(unique_name("warm"));
+    ASSERT_TRUE(warm.try_lock());
+    warm.unlock();
+  }
+  auto n = unique_name("lost-answer");
+  auto la = a.make_lock(n, {.lease = 60s});
+  proxy_->drop_replies(true);
+  EXPECT_THROW(la.try_lock_for(1s), connection_error);
+  EXPECT_FALSE(la.owns_lock());
+  proxy_->drop_replies(false);
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(20s)) << "the hold taken for the lost answer was never released";
   lb.unlock();
 }
 

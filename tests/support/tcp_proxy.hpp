@@ -1,7 +1,7 @@
 // A small TCP proxy for fault tests (the kernel here has no netem): clients connect to
 // 127.0.0.1:port() and are forwarded to the real server; a test can blackhole every connection
-// (nothing is forwarded, connections stay open, as with a dead network path), reset them all, or
-// delay every chunk it forwards.
+// (nothing is forwarded, connections stay open, as with a dead network path), drop only the
+// server's answers, reset them all, or delay every chunk it forwards.
 #pragma once
 
 #include <arpa/inet.h>
@@ -53,6 +53,9 @@ class tcp_proxy {
   void blackhole(bool on) { blackhole_ = on; }
   /// Resets (RST) every open connection; new connections are still accepted.
   void reset_all() { ++reset_generation_; }
+  /// Forwards requests but drops every answer (true), on every connection, new ones included:
+  /// the server acts on what it is sent and the client hears nothing back.
+  void drop_replies(bool on) { drop_replies_ = on; }
   /// Holds every chunk this long before forwarding it (0 = no delay).
   void delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
 
@@ -112,6 +115,7 @@ class tcp_proxy {
           ::close(b);
           return;
         }
+        if (i == 1 && drop_replies_) continue;  // from the server
         if (int d = delay_ms_; d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
         for (ssize_t off = 0; off < n;) {
           ssize_t w = ::send(to, buf + off, static_cast<std::size_t>(n - off), MSG_NOSIGNAL);
@@ -132,7 +136,7 @@ class tcp_proxy {
   int up_port_ = 0;
   int port_ = 0;
   int listen_fd_ = -1;
-  std::atomic<bool> stop_{false}, blackhole_{false};
+  std::atomic<bool> stop_{false}, blackhole_{false}, drop_replies_{false};
   std::atomic<unsigned> reset_generation_{0};
   std::atomic<int> delay_ms_{0};
   std::mutex m_;

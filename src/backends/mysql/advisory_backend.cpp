@@ -17,6 +17,7 @@
 #include "sqlock/mysql/dialect.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
+#include "wait_stopper.hpp"
 
 namespace sqlock::mysql::detail {
 namespace {
@@ -27,9 +28,6 @@ using clock = std::chrono::steady_clock;
 constexpr milliseconds watch_period(100);
 /// Margin kept between a server-side wait's end and the caller's deadline or the read timeout.
 constexpr milliseconds wait_margin(100);
-/// Longest wait in GET_LOCK of a call that can be stopped: a stop is noticed when the slice
-/// ends (nothing wakes GET_LOCK early short of KILL QUERY from another session).
-constexpr milliseconds stop_slice(200);
 /// Longest pause of a waiter that got no slot to wait in the server (it polls).
 constexpr milliseconds poll_cap(50);
 
@@ -80,6 +78,7 @@ class advisory_backend final : public sql::engine_backend {
       : engine_backend(
             sql_bundle(), make_dialect(o.mode), [o] { return open_connection(o); },
             std::move(url_text), o.pool),
+        opts_(o),
         wait_chunk_(std::max(o.timeout / 2 - wait_margin, milliseconds(100))),
         pool_(std::make_shared<session_pool>(o, o.pool, o.waiters)),
         watch_(std::make_shared<watch_state>()) {
@@ -114,8 +113,7 @@ class advisory_backend final : public sql::engine_backend {
     milliseconds wait(0);
     if (sw != nullptr && sw->slot) {
       auto left = std::chrono::floor<milliseconds>(deadline - clock::now()) - wait_margin;
-      wait = std::clamp(left, milliseconds(0),
-                        req.stop.stop_possible() ? std::min(wait_chunk_, stop_slice) : wait_chunk_);
+      wait = std::clamp(left, milliseconds(0), wait_chunk_);
       if (wait > milliseconds(0)) t = pool_->take_for_wait();
       sw->starved = !t.s;
       sw->slot = false;
@@ -130,11 +128,20 @@ class advisory_backend final : public sql::engine_backend {
     p.lease_ms = wait.count();  // advisory: the server-side wait
     sql::rows r;
     hold_list lost;
+    bool stopped = false;  // the caller was stopped during a wait in the server
     try {
-      // `wait` ends before the deadline and within half the I/O timeout: the exchange fits.
-      r = s.conn->run(dialect_.acquire, p, deadline);
+      std::optional<wait_stopper> stopper;
+      if (wait > milliseconds(0) && req.stop.stop_possible())
+        stopper.emplace(opts_, s.conn->server_id(deadline), s.conn->socket(), req.stop);
+      try {
+        // `wait` ends before the deadline and within half the I/O timeout: the exchange fits.
+        r = s.conn->run(dialect_.acquire, p, deadline);
+      } catch (...) {
+        if (!stopper || !stopper->fired()) throw;  // a killed or cut-off wait: stopped below
+      }
+      stopped = stopper && stopper->fired();
       s.waiting = false;
-      note_socket(s);
+      if (!stopped) note_socket(s);
     } catch (const sql::transient_error&) {
       // The procedure released what it took before failing: the session is clean.
       s.waiting = false;
@@ -145,6 +152,14 @@ class advisory_backend final : public sql::engine_backend {
       t.lock.unlock();
       report(lost);
       throw;
+    }
+    if (stopped) {
+      // Closed whatever the wait returned (a lock it just got goes with it): a kill still on
+      // its way must meet no later statement of this session (wait_stopper.hpp).
+      lost = s.close();
+      t.lock.unlock();
+      report(lost);
+      return std::nullopt;
     }
     if (r.empty() || r[0].empty() || !r[0][0]) return std::nullopt;
     std::uint64_t fence = 0;
@@ -294,6 +309,7 @@ class advisory_backend final : public sql::engine_backend {
   }
 
   const sql::operation release_lock_{"release_lock", {"SELECT RELEASE_LOCK(:name)"}};
+  const options opts_;  // a stopped wait's killer session opens with them
   milliseconds wait_chunk_;
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<watch_state> watch_;

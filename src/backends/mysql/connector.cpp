@@ -167,6 +167,14 @@ class connector_connection final : public connection {
 
   int socket() const noexcept override { return fd_; }
 
+  std::uint64_t server_id(steady_time deadline) override {
+    if (id_ == 0) {
+      auto r = query("SELECT CONNECTION_ID()", deadline);
+      id_ = sql::decode_u64(r.empty() || r[0].empty() ? std::nullopt : r[0][0], "CONNECTION_ID()");
+    }
+    return id_;
+  }
+
   bool alive() noexcept override {
     ensure_thread();
     if (!conn_) return false;
@@ -323,6 +331,7 @@ class connector_connection final : public connection {
   options opts_;
   int fd_ = -1;
   bool opened_ = false;
+  std::uint64_t id_ = 0;  // CONNECTION_ID() once asked (0: not yet)
 };
 
 }  // namespace

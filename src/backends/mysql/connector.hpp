@@ -3,6 +3,7 @@
 // sqlock::sql outside that file.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -27,6 +28,9 @@ class connection : public sql::connection {
   /// The socket of the open session, to poll while it is idle; -1 when closed, not yet opened,
   /// or not told apart (socket_deadline.hpp).
   virtual int socket() const noexcept = 0;
+  /// The server's id of this session (CONNECTION_ID(), asked once, by `deadline`): what
+  /// `KILL QUERY` names.
+  virtual std::uint64_t server_id(steady_time deadline) = 0;
 };
 
 /// Opens one connection (autocommit, utf8mb4, no auto-reconnect). Throws connection_error when

@@ -1,7 +1,8 @@
 // The MySQL advisory mode's session model and schema version 2: many holds on a few sessions,
 // waits in the server that never hold up a release, waiters beyond the bound polling, the
 // MEMORY hold records (stale after a plain release, ignored), force_release ending a shared
-// session, and `sqlock migrate` from version 1 with a hold of the old routines live.
+// session, `sqlock migrate` from version 1 with a hold of the old routines live, and a stop
+// ending a wait in the server at once.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 #include "mysql_env.hpp"
@@ -185,6 +187,40 @@ TEST_F(mysql_server, migration_from_version_1_keeps_a_live_hold_of_the_old_routi
     l.unlock();
     drop_everything(*admin);
   });
+}
+
+// A stop at any moment of a wait ends it long before its deadline — in GET_LOCK (woken by
+// KILL QUERY from a second session, which the server forgets when it arrives before the
+// statement), in the first try, or between the two — and leaves no waiter in the server.
+// 100 stops spread over the first 5 ms; waits in the server of up to ~15 s (timeout=30s).
+TEST_F(mysql_server, a_stop_at_any_moment_of_a_wait_ends_it) {
+  auto name = unique_name("stop-any");
+  auto a = connect(mode_url("advisory"));
+  auto b = connect(with_param(mode_url("advisory"), "timeout", "30s"));
+  auto la = a.make_lock(name);
+  ASSERT_TRUE(la.try_lock());
+  auto lb = b.make_lock(name);
+  int ran_out = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::stop_source stop;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    std::thread stopper([&stop, i] {
+      std::this_thread::sleep_for(std::chrono::microseconds(i * 50));
+      stop.request_stop();
+    });
+    try {
+      EXPECT_FALSE(lb.try_lock_until_steady(deadline, stop.get_token()));
+    } catch (const interrupted&) {
+    }
+    stopper.join();
+    // Half the wait is a bound with seconds of slack: a stop that missed waits it all.
+    if (std::chrono::steady_clock::now() >= deadline - 5s) ++ran_out;
+  }
+  EXPECT_EQ(ran_out, 0) << "stopped waits that ran (nearly) to their deadline";
+  la.unlock();
+  auto c = connect(mode_url("advisory"));
+  auto lc = c.make_lock(name);
+  EXPECT_TRUE(lc.try_lock()) << "a stopped waiter still stands in the server's queue";
 }
 
 }  // namespace

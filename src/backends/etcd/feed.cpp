@@ -70,7 +70,7 @@ std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
   try {
     stream_ = gw_.open_stream(
         "watch", {{"create_request", create}}, [this, gen](const json& msg) { deliver(msg, gen); },
-        deadline, confirm);
+        [this] { ended(); }, deadline, confirm);
   } catch (...) {
     if (old) old->stop();
     throw;
@@ -123,6 +123,17 @@ void feed::deliver(const json& msg, std::uint64_t generation) {
       }
     }
     on_delete_(key);
+  }
+}
+
+void feed::ended() {
+  // Waiters wait on their own deletions' condition with the feed's liveness in the predicate:
+  // wake them all, so that they watch again (confirmed()) and read what they may have missed.
+  cv_.notify_all();
+  std::lock_guard g(subs_m_);
+  for (auto& [pfx, into] : subs_) {
+    { std::lock_guard k(into->m); }  // a waiter between its check and its wait sees the wake
+    into->cv.notify_all();
   }
 }
 

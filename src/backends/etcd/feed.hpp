@@ -72,6 +72,8 @@ class feed {
   // returns for the caller to stop once m_ is released.
   std::shared_ptr<stream> open(steady_time deadline, bool confirm);
   void deliver(const json& msg, std::uint64_t generation);
+  // The stream ended by itself (its reader thread calls this).
+  void ended();
 
   gateway& gw_;
   std::string base_;  // "<prefix>/"

@@ -97,8 +97,9 @@ std::chrono::microseconds left(steady_time deadline) {
 class http_stream final : public stream {
  public:
   http_stream(std::unique_ptr<httplib::Client> cli, std::string path, std::string body,
-              httplib::Headers headers, std::function<void(const json&)> on_message)
-      : cli_(std::move(cli)), on_message_(std::move(on_message)) {
+              httplib::Headers headers, std::function<void(const json&)> on_message,
+              std::function<void()> on_end)
+      : cli_(std::move(cli)), on_message_(std::move(on_message)), on_end_(std::move(on_end)) {
     th_ = std::thread([this, path = std::move(path), body = std::move(body),
                        headers = std::move(headers)] { run(path, body, headers); });
   }
@@ -167,10 +168,12 @@ class http_stream final : public stream {
       ended_ = true;
     }
     cv_.notify_all();
+    if (!stopping_ && on_end_) on_end_();
   }
 
   std::unique_ptr<httplib::Client> cli_;
   std::function<void(const json&)> on_message_;
+  std::function<void()> on_end_;
   std::string buffer_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> ended_{false};
@@ -396,7 +399,8 @@ std::string gateway::token(steady_time deadline, bool refresh) {
 
 std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& body,
                                              std::function<void(const json&)> on_message,
-                                             steady_time deadline, bool confirm) {
+                                             std::function<void()> on_end, steady_time deadline,
+                                             bool confirm) {
   const std::size_t n = members_.size();
   const std::size_t first = preferred_.load();
   for (std::size_t i = 0; i < n && clock::now() < deadline; ++i) {
@@ -406,10 +410,14 @@ std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& 
     cli->set_connection_timeout(t);
     cli->set_write_timeout(t);
     cli->set_read_timeout(stream_read_timeout);
-    httplib::Headers headers{{"Content-Type", "application/json"}};
+    // require-leader (etcd's "hasleader" gRPC metadata, which the gateway forwards): a member
+    // without a leader refuses the stream, and ends it once it has had none for three
+    // election timeouts, instead of keeping it open and silent.
+    httplib::Headers headers{{"Content-Type", "application/json"},
+                             {"Grpc-Metadata-hasleader", "true"}};
     if (!opts_.user.empty()) headers.emplace("Authorization", token(deadline, false));
     auto s = std::make_unique<http_stream>(std::move(cli), "/v3/" + std::string(path), body.dump(),
-                                           std::move(headers), on_message);
+                                           std::move(headers), on_message, on_end);
     if (!confirm || s->wait_started(deadline)) return s;
     s->stop();
   }

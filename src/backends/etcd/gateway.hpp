@@ -72,12 +72,14 @@ class gateway {
   json call(std::string_view path, const json& body, steady_time deadline);
 
   /// Starts a streaming POST /v3/`path` on its own connection: `on_message` gets every
-  /// message (the gateway's `result` object) from a reader thread until stop(). With
-  /// `confirm`, waits for the first message and throws connection_error when no member sends
-  /// one by `deadline`; without, returns at once (the stream may end by itself: see ended()).
+  /// message (the gateway's `result` object) from a reader thread until stop(), and `on_end`
+  /// (if set) is called from that thread when the call ends by itself (the member closed it,
+  /// the connection broke; not after stop()). With `confirm`, waits for the first message and
+  /// throws connection_error when no member sends one by `deadline`; without, returns at once.
   std::unique_ptr<stream> open_stream(std::string_view path, const json& body,
                                       std::function<void(const json&)> on_message,
-                                      steady_time deadline, bool confirm = true);
+                                      std::function<void()> on_end, steady_time deadline,
+                                      bool confirm = true);
 
   /// The I/O bound of one request (URL `timeout=`).
   milliseconds timeout() const { return opts_.timeout; }

@@ -9,6 +9,8 @@
 
 #include "etcd_env.hpp"
 #include "sqlock/client.hpp"
+#include "sqlock/url.hpp"
+#include "tcp_proxy.hpp"
 #include "test_env.hpp"
 
 using namespace std::chrono_literals;
@@ -142,6 +144,32 @@ TEST(etcd_frozen, a_waiter_gets_the_lock_after_the_server_comes_back) {
   la.unlock();
   EXPECT_TRUE(got.get());
   lb.unlock();
+}
+
+// A waiter whose watch connection breaks (here: every connection through a proxy reset) learns
+// it at once and watches again, instead of at its next keepalive (a third of its 30 s lease):
+// a release right after the break hands it the lock well within its 5 s wait.
+TEST(etcd_feed, a_waiter_whose_watch_broke_watches_again_at_once) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
+  auto u = url::parse(shared);
+  ASSERT_FALSE(u.hosts.empty());
+  tcp_proxy proxy("127.0.0.1", u.hosts[0].port);
+  const std::string via =
+      with_host_port(shared, u.hosts[0].host, u.hosts[0].port, proxy.port());
+  auto name = unique_name("feed-reset");
+  auto a = sqlock::connect(shared);
+  auto la = a.make_lock(name);
+  la.lock();
+  auto b = sqlock::connect(via);
+  auto lb = b.make_lock(name, {.lease = 30s});
+  auto got = std::async(std::launch::async, [&] { return lb.try_lock_for(5s); });
+  std::this_thread::sleep_for(500ms);  // b queues and watches (not a bound)
+  proxy.reset_all();
+  std::this_thread::sleep_for(100ms);
+  la.unlock();
+  EXPECT_TRUE(got.get()) << "the waiter did not see the release after its watch broke";
+  if (lb.owns_lock()) lb.unlock();
 }
 
 TEST(etcd_tls, a_member_that_requires_client_certificates) {

@@ -9,12 +9,11 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <optional>
 #include <stop_token>
 
 #include "sqlock/mysql/mysql.hpp"
+#include "sqlock/stop_repeater.hpp"
 
 namespace sqlock::mysql::detail {
 
@@ -28,13 +27,10 @@ class wait_stopper {
   wait_stopper& operator=(const wait_stopper&) = delete;
 
   /// True once the stop came: the session must be closed whatever the wait returned.
-  bool fired() const;
+  bool fired() const { return kills_->fired(); }
 
  private:
-  struct kills;  // shared with the killing thread, which may outlive this object
-
-  std::shared_ptr<kills> kills_;
-  std::optional<std::stop_callback<std::function<void()>>> on_stop_;
+  std::optional<sql::stop_repeater> kills_;
 };
 
 }  // namespace sqlock::mysql::detail

@@ -7,13 +7,12 @@
 // is why it runs neither on the caller's thread nor on the one that requested the stop.
 #pragma once
 
-#include <functional>
-#include <memory>
 #include <optional>
 #include <stop_token>
 
 #include "link.hpp"
 #include "sqlock/backend.hpp"
+#include "sqlock/stop_repeater.hpp"
 
 namespace sqlock::postgres {
 
@@ -27,12 +26,9 @@ class statement_stopper {
   statement_stopper& operator=(const statement_stopper&) = delete;
 
  private:
-  struct cancels;  // shared with the cancelling thread, which may outlive this object
-
   link* link_;
-  std::shared_ptr<cancels> cancels_;
   stop_fd stopped_;  // readable once stopped: the link polls it
-  std::optional<std::stop_callback<std::function<void()>>> on_stop_;
+  std::optional<sql::stop_repeater> cancels_;
 };
 
 }  // namespace sqlock::postgres

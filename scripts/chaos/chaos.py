@@ -5,8 +5,9 @@ lists what is left at the end and runs tests/chaos/check_history.py over the his
   chaos.py --backend postgres --build build --out /tmp/chaos-pg \
            --procs 3 --threads 4 --seconds 20 --faults kill,stop,freeze-long,restart
 
-Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble, and postgres-sync /
-postgres-async (a primary with a synchronous / asynchronous streaming standby). Without a server
+Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble etcd etcd-cluster
+(3 members), and postgres-sync / postgres-async (a primary with a synchronous / asynchronous
+streaming standby). Without a server
 fault the shared test server named by SQLOCK_TEST_*_URL is used (exit 77 = skipped when it is
 unset); a server fault (freeze-short, freeze-long, restart, minority, majority, member-kill,
 leader-kill, promote: crash the primary and promote the standby; promote-lagging: the same after
@@ -42,6 +43,8 @@ SHARED_URL = {
     "redlock": ("SQLOCK_TEST_REDLOCK_URL", None),
     "zookeeper": ("SQLOCK_TEST_ZOOKEEPER_URL", None),
     "zk-ensemble": ("SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_URL", None),
+    "etcd": ("SQLOCK_TEST_ETCD_URL", None),
+    "etcd-cluster": ("SQLOCK_TEST_ETCD_CLUSTER_URL", None),
     "postgres-sync": ("SQLOCK_TEST_POSTGRES_URL", None),
     "postgres-async": ("SQLOCK_TEST_POSTGRES_URL", None),
 }
@@ -49,6 +52,7 @@ PRIVATE = {
     "postgres": servers.Postgres, "mysql": servers.Mysql, "redis": servers.Redis,
     "redlock": servers.Redlock, "zookeeper": servers.ZooKeeper,
     "zk-ensemble": lambda d: servers.ZooKeeper(d, members=3),
+    "etcd": servers.Etcd, "etcd-cluster": lambda d: servers.Etcd(d, members=3),
     "postgres-sync": lambda d: servers.PostgresPair(d, synchronous=True),
     "postgres-async": lambda d: servers.PostgresPair(d, synchronous=False),
 }
@@ -208,7 +212,9 @@ class Run:
             self.server.restart()
             self.log(kind, t, mono())
         elif kind in ("minority", "majority"):
-            nodes = random.sample(self.server.nodes, 2 if kind == "minority" else 3)
+            n = len(self.server.nodes)  # Redlock: 2 or 3 of 5; an etcd cluster: 1 or 2 of 3
+            count = (n - 1) // 2 if kind == "minority" else n // 2 + 1
+            nodes = random.sample(self.server.nodes, count)
             t = mono()
             for n in nodes:
                 n.kill()

@@ -7,17 +7,16 @@ lists what is left at the end and runs tests/chaos/check_history.py over the his
 
 Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble etcd etcd-cluster
 (3 members), and postgres-sync / postgres-async (a primary with a synchronous / asynchronous
-streaming standby). Without a server
-fault the shared test server named by SQLOCK_TEST_*_URL is used (exit 77 = skipped when it is
-unset); a server fault (freeze-short, freeze-long, restart, minority, majority, member-kill,
-leader-kill, promote: crash the primary and promote the standby; promote-lagging: the same after
-the primary's WAL sender was stopped for one lease) starts a private instance
-(scripts/chaos/servers.py). Network faults (blackhole, reset, delay) put sqlock_chaos_proxy
-between the workers and a single-host server. Holder faults: kill (SIGKILL a worker; a new one
-takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew (workers run under
-libfaketime at +10 min and -10 min, monotonic clock real). Every fault is written to
-OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for the workers
-(e.g. mode=advisory)."""
+streaming standby). Without a server fault the shared test server named by SQLOCK_TEST_*_URL is
+used (exit 77 = skipped when it is unset); a server fault (freeze-short, freeze-long, restart,
+minority, majority, member-kill, leader-kill, promote: crash the primary and promote the standby;
+promote-lagging: the same after the primary's WAL sender was stopped for one lease) starts a
+private instance (scripts/chaos/servers.py, etcd_servers.py). Network faults (blackhole, reset,
+delay) put sqlock_chaos_proxy between the workers and a single-host server. Holder faults: kill
+(SIGKILL a worker; a new one takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew
+(workers run under libfaketime at +10 min and -10 min, monotonic clock real). Every fault is
+written to OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for
+the workers (e.g. mode=advisory)."""
 import argparse
 import json
 import os
@@ -30,6 +29,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import etcd_servers  # noqa: E402
 import servers  # noqa: E402
 
 HOLDER = {"kill", "stop", "skew"}
@@ -52,7 +52,7 @@ PRIVATE = {
     "postgres": servers.Postgres, "mysql": servers.Mysql, "redis": servers.Redis,
     "redlock": servers.Redlock, "zookeeper": servers.ZooKeeper,
     "zk-ensemble": lambda d: servers.ZooKeeper(d, members=3),
-    "etcd": servers.Etcd, "etcd-cluster": lambda d: servers.Etcd(d, members=3),
+    "etcd": etcd_servers.Etcd, "etcd-cluster": lambda d: etcd_servers.Etcd(d, members=3),
     "postgres-sync": lambda d: servers.PostgresPair(d, synchronous=True),
     "postgres-async": lambda d: servers.PostgresPair(d, synchronous=False),
 }

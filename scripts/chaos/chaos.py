@@ -337,6 +337,11 @@ def main():
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
     r = Run(a)
+
+    def ended(sig, _frame):  # a CTest timeout or a closed terminal: still stop what was started
+        raise SystemExit(128 + sig)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, ended)
     try:
         r.setup()
         r.run()

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import urllib.request
 
-from servers import free_port, log_tails, wait_until
+from servers import free_port, log_tails, make_twice, wait_until
 
 
 def etcd_status(port):
@@ -71,15 +71,7 @@ class Etcd:
     faults, leader() / kill_member() / restart_member() the leader and member kills."""
 
     def __init__(self, run_dir, members=1):
-        for attempt in (1, 2):
-            try:
-                self.make(os.path.join(run_dir, f"try{attempt}"), members)
-                break
-            except RuntimeError as e:
-                print(f"chaos: {e}; member logs:\n{self.log_tails()}", flush=True)
-                self.stop()
-                if attempt == 2:
-                    raise
+        make_twice(self, run_dir, members)
         hosts = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
         self.url = self.admin_url = f"etcd://{hosts}/chaos"
 

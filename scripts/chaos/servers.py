@@ -220,6 +220,20 @@ def log_tails(dirs, names, lines=15):
     return "\n".join(out)
 
 
+def make_twice(server, run_dir, members):
+    """server.make(run_dir, members); when a member does not come up, shows each member's log
+    tail (server.log_tails()), stops what was started and makes it once more on fresh ports."""
+    for attempt in (1, 2):
+        try:
+            server.make(os.path.join(run_dir, f"try{attempt}") if attempt > 1 else run_dir, members)
+            return
+        except RuntimeError as e:
+            print(f"chaos: {e}; member logs:\n{server.log_tails()}", flush=True)
+            server.stop()
+            if attempt == 2:
+                raise
+
+
 def zk_serving(port):
     with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
         s.sendall(b"srvr")
@@ -236,15 +250,7 @@ class ZooKeeper:
     and made once more on fresh ports before the run gives up."""
 
     def __init__(self, run_dir, members=1):
-        for attempt in (1, 2):
-            try:
-                self.make(os.path.join(run_dir, f"try{attempt}") if attempt > 1 else run_dir, members)
-                break
-            except RuntimeError as e:
-                print(f"chaos: {e}; member logs:\n{self.log_tails()}", flush=True)
-                self.stop()
-                if attempt == 2:
-                    raise
+        make_twice(self, run_dir, members)
         hosts = ",".join(f"127.0.0.1:{p}" for p in self.ports)
         self.url = self.admin_url = f"zookeeper://{hosts}/chaos"
 

@@ -212,8 +212,8 @@ class Run:
             self.server.restart()
             self.log(kind, t, mono())
         elif kind in ("minority", "majority"):
-            n = len(self.server.nodes)  # Redlock: 2 or 3 of 5; an etcd cluster: 1 or 2 of 3
-            count = (n - 1) // 2 if kind == "minority" else n // 2 + 1
+            size = len(self.server.nodes)  # Redlock: 2 or 3 of 5; an etcd cluster: 1 or 2 of 3
+            count = (size - 1) // 2 if kind == "minority" else size // 2 + 1
             nodes = random.sample(self.server.nodes, count)
             t = mono()
             for n in nodes:

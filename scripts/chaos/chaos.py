@@ -5,18 +5,18 @@ lists what is left at the end and runs tests/chaos/check_history.py over the his
   chaos.py --backend postgres --build build --out /tmp/chaos-pg \
            --procs 3 --threads 4 --seconds 20 --faults kill,stop,freeze-long,restart
 
-Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble, and postgres-sync /
-postgres-async (a primary with a synchronous / asynchronous streaming standby). Without a server
-fault the shared test server named by SQLOCK_TEST_*_URL is used (exit 77 = skipped when it is
-unset); a server fault (freeze-short, freeze-long, restart, minority, majority, member-kill,
-leader-kill, promote: crash the primary and promote the standby; promote-lagging: the same after
-the primary's WAL sender was stopped for one lease) starts a private instance
-(scripts/chaos/servers.py). Network faults (blackhole, reset, delay) put sqlock_chaos_proxy
-between the workers and a single-host server. Holder faults: kill (SIGKILL a worker; a new one
-takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew (workers run under
-libfaketime at +10 min and -10 min, monotonic clock real). Every fault is written to
-OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for the workers
-(e.g. mode=advisory)."""
+Backends: memory sqlite postgres mysql redis redlock zookeeper zk-ensemble etcd etcd-cluster
+(3 members), and postgres-sync / postgres-async (a primary with a synchronous / asynchronous
+streaming standby). Without a server fault the shared test server named by SQLOCK_TEST_*_URL is
+used (exit 77 = skipped when it is unset); a server fault (freeze-short, freeze-long, restart,
+minority, majority, member-kill, leader-kill, promote: crash the primary and promote the standby;
+promote-lagging: the same after the primary's WAL sender was stopped for one lease) starts a
+private instance (scripts/chaos/servers.py, etcd_servers.py). Network faults (blackhole, reset,
+delay) put sqlock_chaos_proxy between the workers and a single-host server. Holder faults: kill
+(SIGKILL a worker; a new one takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew
+(workers run under libfaketime at +10 min and -10 min, monotonic clock real). Every fault is
+written to OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for
+the workers (e.g. mode=advisory)."""
 import argparse
 import json
 import os
@@ -29,6 +29,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import etcd_servers  # noqa: E402
 import servers  # noqa: E402
 
 HOLDER = {"kill", "stop", "skew"}
@@ -42,6 +43,8 @@ SHARED_URL = {
     "redlock": ("SQLOCK_TEST_REDLOCK_URL", None),
     "zookeeper": ("SQLOCK_TEST_ZOOKEEPER_URL", None),
     "zk-ensemble": ("SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_URL", None),
+    "etcd": ("SQLOCK_TEST_ETCD_URL", None),
+    "etcd-cluster": ("SQLOCK_TEST_ETCD_CLUSTER_URL", None),
     "postgres-sync": ("SQLOCK_TEST_POSTGRES_URL", None),
     "postgres-async": ("SQLOCK_TEST_POSTGRES_URL", None),
 }
@@ -49,6 +52,7 @@ PRIVATE = {
     "postgres": servers.Postgres, "mysql": servers.Mysql, "redis": servers.Redis,
     "redlock": servers.Redlock, "zookeeper": servers.ZooKeeper,
     "zk-ensemble": lambda d: servers.ZooKeeper(d, members=3),
+    "etcd": etcd_servers.Etcd, "etcd-cluster": lambda d: etcd_servers.Etcd(d, members=3),
     "postgres-sync": lambda d: servers.PostgresPair(d, synchronous=True),
     "postgres-async": lambda d: servers.PostgresPair(d, synchronous=False),
 }
@@ -208,7 +212,9 @@ class Run:
             self.server.restart()
             self.log(kind, t, mono())
         elif kind in ("minority", "majority"):
-            nodes = random.sample(self.server.nodes, 2 if kind == "minority" else 3)
+            size = len(self.server.nodes)  # Redlock: 2 or 3 of 5; an etcd cluster: 1 or 2 of 3
+            count = (size - 1) // 2 if kind == "minority" else size // 2 + 1
+            nodes = random.sample(self.server.nodes, count)
             t = mono()
             for n in nodes:
                 n.kill()
@@ -331,6 +337,11 @@ def main():
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
     r = Run(a)
+
+    def ended(sig, _frame):  # a CTest timeout or a closed terminal: still stop what was started
+        raise SystemExit(128 + sig)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, ended)
     try:
         r.setup()
         r.run()

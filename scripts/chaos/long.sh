@@ -25,6 +25,8 @@ declare -A faults=(
   [redlock]="kill,stop,skew,minority,majority"
   [zookeeper]="kill,stop,skew,freeze-short,freeze-long,restart,blackhole,reset,delay"
   [zk-ensemble]="kill,stop,leader-kill,member-kill"
+  [etcd]="kill,stop,skew,freeze-short,freeze-long,restart,blackhole,reset,delay"
+  [etcd-cluster]="kill,stop,leader-kill,member-kill,minority,majority"
   [postgres-sync]="kill,stop,promote-lagging"
   # Not in the default list: an asynchronous standby loses what it had not received (measured
   # in docs/reliability.md); the checker reports it.
@@ -32,7 +34,7 @@ declare -A faults=(
 )
 backends=("$@")
 [ ${#backends[@]} -gt 0 ] || backends=(memory sqlite postgres postgres-sync mysql redis redlock zookeeper
-  zk-ensemble)
+  zk-ensemble etcd etcd-cluster)
 mkdir -p "$out"
 figures="$out/figures.jsonl"
 : >"$figures"

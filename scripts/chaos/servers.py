@@ -2,9 +2,10 @@
 never touch the shared test servers. Each instance lives in its own run directory on its own
 loopback port and is started the way scripts/servers.d/ starts the shared ones (PostgreSQL and
 MariaDB through scripts/servers.sh with a port override; ZooKeeper through the server maker in
-40-zookeeper.sh; Redis directly). Every class offers: url (what workers use), admin_url (what
-`sqlock migrate` and the end-of-run list use), pids() (processes to SIGSTOP), restart()
-(kill hard, start on the same data, wait until it serves) and stop()."""
+40-zookeeper.sh; Redis directly; etcd in etcd_servers.py). Every class offers:
+url (what workers use), admin_url (what `sqlock migrate` and the end-of-run list use), pids()
+(processes to SIGSTOP), restart() (kill hard, start on the same data, wait until it serves) and
+stop()."""
 import os
 import re
 import signal
@@ -204,6 +205,35 @@ class Mysql:
         servers_sh(self.run_dir, "stop", "mysql", {})
 
 
+def log_tails(dirs, names, lines=15):
+    """The last lines of each named log in each member directory, for a server that did not come
+    up."""
+    out = []
+    for d in dirs:
+        for name in names:
+            try:
+                with open(os.path.join(d, name), errors="replace") as f:
+                    tail = f.readlines()[-lines:]
+            except OSError:
+                continue
+            out.append(f"--- {os.path.join(d, name)}\n" + "".join(tail))
+    return "\n".join(out)
+
+
+def make_twice(server, run_dir, members):
+    """server.make(run_dir, members); when a member does not come up, shows each member's log
+    tail (server.log_tails()), stops what was started and makes it once more on fresh ports."""
+    for attempt in (1, 2):
+        try:
+            server.make(os.path.join(run_dir, f"try{attempt}") if attempt > 1 else run_dir, members)
+            return
+        except RuntimeError as e:
+            print(f"chaos: {e}; member logs:\n{server.log_tails()}", flush=True)
+            server.stop()
+            if attempt == 2:
+                raise
+
+
 def zk_serving(port):
     with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
         s.sendall(b"srvr")
@@ -220,15 +250,7 @@ class ZooKeeper:
     and made once more on fresh ports before the run gives up."""
 
     def __init__(self, run_dir, members=1):
-        for attempt in (1, 2):
-            try:
-                self.make(os.path.join(run_dir, f"try{attempt}") if attempt > 1 else run_dir, members)
-                break
-            except RuntimeError as e:
-                print(f"chaos: {e}; member logs:\n{self.log_tails()}", flush=True)
-                self.stop()
-                if attempt == 2:
-                    raise
+        make_twice(self, run_dir, members)
         hosts = ",".join(f"127.0.0.1:{p}" for p in self.ports)
         self.url = self.admin_url = f"zookeeper://{hosts}/chaos"
 
@@ -251,17 +273,8 @@ class ZooKeeper:
         for i in range(members):
             self.wait(i)
 
-    def log_tails(self, lines=15):
-        out = []
-        for d in self.dirs:
-            for name in ("server.log", "stdout.log"):
-                try:
-                    with open(os.path.join(d, name), errors="replace") as f:
-                        tail = f.readlines()[-lines:]
-                except OSError:
-                    continue
-                out.append(f"--- {os.path.join(d, name)}\n" + "".join(tail))
-        return "\n".join(out)
+    def log_tails(self):
+        return log_tails(self.dirs, ("server.log", "stdout.log"))
 
     def start(self, i):
         subprocess.run([os.path.join(self.dirs[i], "run.sh")], check=True)

@@ -88,6 +88,10 @@ void client_impl::give_back(hold_slot& s) noexcept {
     stats.releases++;
     observe.released(s.name, h->lease.fence, h->lease.sent);
   } catch (const std::exception& ex) {
+    // No answer: the hold may still be there, for nobody. Try again in the background, for as
+    // long as its lease may run (a restarted etcd gives every lease its full TTL again).
+    if (dynamic_cast<const connection_error*>(&ex))
+      orphans_->add(h->lease, std::max(h->valid_until, clock::now() + h->duration));
     stats.release_errors++;
     observe.release_failed(s.name, h->lease.fence, h->lease.sent, ex.what());
     std::lock_guard g(s.m);

@@ -26,15 +26,20 @@ orphan_releases::~orphan_releases() {
   if (thread_.joinable()) thread_.join();
 }
 
-void orphan_releases::add(const lock_request& req, steady_time until) {
-  {
+void orphan_releases::add(const lock_request& req, steady_time until) noexcept {
+  add(lease_info{req.name, req.owner, 0, nullptr}, until);
+}
+
+void orphan_releases::add(const lease_info& lease, steady_time until) noexcept {
+  try {
     std::lock_guard g(m_);
     if (stop_) return;
     // The first try after a pause too: a program that ends right after the failed call (the
     // CLI) is not held up by a try under way; its orphan then ends with its lease.
-    pending_.push_back(
-        {lease_info{req.name, req.owner, 0, nullptr}, until, clock::now() + retry_initial});
+    pending_.push_back({lease, until, clock::now() + retry_initial});
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  } catch (...) {
+    return;  // best effort: no memory or thread to spare, the lease ends it
   }
   cv_.notify_one();
 }

@@ -1,4 +1,5 @@
-// Releasing holds an acquire may have left in the store without knowing it. A request that was
+// Releasing holds an acquire may have left in the store without knowing it, and holds whose
+// release got no answer. A request that was
 // sent but whose answer never came (the connection broke, the deadline passed) may have taken
 // the lock for an owner token that no caller holds: nobody would release it before its lease
 // ran out, and every other contender would wait that long. The client hands such a request
@@ -29,7 +30,9 @@ class orphan_releases {
   orphan_releases& operator=(const orphan_releases&) = delete;
 
   /// Tries to release what `req` (an exclusive request) may hold, until `until`.
-  void add(const lock_request& req, steady_time until);
+  void add(const lock_request& req, steady_time until) noexcept;
+  /// Tries again to release `lease`, whose release failed with no answer, until `until`.
+  void add(const lease_info& lease, steady_time until) noexcept;
 
  private:
   struct pending {

@@ -119,6 +119,27 @@ TEST_P(faults, a_hold_whose_answer_was_lost_is_released_in_the_background) {
   lb.unlock();
 }
 
+// A release that gets no answer (the path is cut, then every connection reset, so the request
+// never arrives) is tried again in the background once the server answers, rather than
+// leaving the hold to its 60 s lease.
+TEST_P(faults, a_release_without_an_answer_is_tried_again) {
+  auto a = sqlock::connect(via_, {.release_timeout = 1s});
+  auto b = sqlock::connect(base_);
+  auto n = unique_name("lost-release");
+  auto la = a.make_lock(n, {.lease = 60s});
+  ASSERT_TRUE(la.try_lock());
+  proxy_->blackhole(true);
+  std::this_thread::sleep_for(100ms);  // the proxy's pumps have seen it (they poll every 20 ms)
+  la.unlock();  // never throws: the failure is counted
+  EXPECT_EQ(a.stats().release_errors, 1u);
+  proxy_->reset_all();  // the release request held in the proxy never reaches the server
+  std::this_thread::sleep_for(100ms);
+  proxy_->blackhole(false);
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(20s)) << "the hold whose release got no answer stayed";
+  lb.unlock();
+}
+
 TEST_P(faults, a_server_that_is_down_is_a_connection_error) {
   int closed_port = 0;
   {

@@ -51,6 +51,7 @@ class sigpipe_guard {
 };
 
 // gRPC status codes the gateway reports in `code`.
+constexpr int grpc_canceled = 1;  // a stopping member's gateway: "the client connection is closing"
 constexpr int grpc_invalid_argument = 3;
 constexpr int grpc_permission_denied = 7;
 constexpr int grpc_unavailable = 14;
@@ -359,8 +360,11 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
         token(deadline, true);
         continue;
       }
-      if (e.grpc_code() != grpc_unavailable) throw;
-      last = std::current_exception();  // no leader, or the member is stopping: next member
+      if (e.grpc_code() != grpc_unavailable && e.grpc_code() != grpc_canceled) throw;
+      // No leader, or the member is stopping: the next member. Should none serve it, this is
+      // the cluster out of reach for now (a connection_error: retried within the deadline),
+      // not an answer.
+      last = std::make_exception_ptr(connection_error(e.what()));
     } catch (const connection_error&) {
       last = std::current_exception();
     }

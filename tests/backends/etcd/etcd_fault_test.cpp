@@ -21,6 +21,19 @@ namespace {
 
 using namespace etcd_env;
 
+// Starts a stopped member again when it goes out of scope: a failing test leaves the shared
+// cluster whole for the tests after it.
+struct member_back {
+  std::string start;
+  bool started = false;
+  /// Starts the member now (once).
+  void now() {
+    if (!started) sh(start);
+    started = true;
+  }
+  ~member_back() { now(); }
+};
+
 class etcd_cluster_test : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,14 +60,14 @@ TEST_F(etcd_cluster_test, a_leader_change_grants_no_lock_twice_and_fences_keep_r
   auto leader = this->leader();
   ASSERT_FALSE(leader.empty());
   sh(ctl_ + " stop " + leader);
-  std::this_thread::sleep_for(3s);  // a new leader is elected; a held lock stays held
+  member_back back{ctl_ + " start " + leader};  // also when the test fails or throws
+  std::this_thread::sleep_for(3s);              // a new leader is elected; a held lock stays held
   EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout);
   EXPECT_FALSE(la.lost());
   la.unlock();
   EXPECT_TRUE(waiting.get());
   EXPECT_GT(lb.fence(), first);
   lb.unlock();
-  sh(ctl_ + " start " + leader);
 }
 
 TEST_F(etcd_cluster_test, a_lost_quorum_makes_renewals_unknown_then_the_hold_lost) {
@@ -72,7 +85,9 @@ TEST_F(etcd_cluster_test, a_lost_quorum_makes_renewals_unknown_then_the_hold_los
   ASSERT_FALSE(first.empty());
   std::string other = first == "1" ? "2" : "1";
   sh(ctl_ + " stop " + first);
+  member_back first_back{ctl_ + " start " + first};
   sh(ctl_ + " stop " + other);
+  member_back other_back{ctl_ + " start " + other};
   for (int i = 0; i < 400 && !told; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(told);  // lost when the lease ran out with no renewal answered
   // The renewal in flight when the loss was declared (a tenth of the lease early) fails by its
@@ -81,8 +96,8 @@ TEST_F(etcd_cluster_test, a_lost_quorum_makes_renewals_unknown_then_the_hold_los
     std::this_thread::sleep_for(20ms);
   EXPECT_GT(a.stats().renewal_failures, before.renewal_failures);  // unknown, not refused
   la.unlock();
-  sh(ctl_ + " start " + first);
-  sh(ctl_ + " start " + other);
+  first_back.now();
+  other_back.now();
   // The cluster is back: the lock is free again once the old lease expired on the server.
   auto b = sqlock::connect(url_);
   auto lb = b.make_lock(n);
@@ -155,8 +170,7 @@ TEST(etcd_feed, a_waiter_whose_watch_broke_watches_again_at_once) {
   auto u = url::parse(shared);
   ASSERT_FALSE(u.hosts.empty());
   tcp_proxy proxy("127.0.0.1", u.hosts[0].port);
-  const std::string via =
-      with_host_port(shared, u.hosts[0].host, u.hosts[0].port, proxy.port());
+  const std::string via = with_host_port(shared, u.hosts[0].host, u.hosts[0].port, proxy.port());
   auto name = unique_name("feed-reset");
   auto a = sqlock::connect(shared);
   auto la = a.make_lock(name);

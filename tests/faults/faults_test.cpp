@@ -130,7 +130,7 @@ TEST_P(faults, a_release_without_an_answer_is_tried_again) {
   ASSERT_TRUE(la.try_lock());
   proxy_->blackhole(true);
   std::this_thread::sleep_for(100ms);  // the proxy's pumps have seen it (they poll every 20 ms)
-  la.unlock();  // never throws: the failure is counted
+  la.unlock();                         // never throws: the failure is counted
   EXPECT_EQ(a.stats().release_errors, 1u);
   proxy_->reset_all();  // the release request held in the proxy never reaches the server
   std::this_thread::sleep_for(100ms);

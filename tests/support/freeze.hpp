@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,13 +16,22 @@
 
 namespace sqlock::test {
 
-/// State letter of /proc/<pid>/task/<tid>/stat ("tid (comm) S ..."), or 0 when unreadable.
-inline char task_state(const std::filesystem::path& stat) {
+/// State letter and parent of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file
+/// ("pid (comm) S ppid ..."); state 0 when unreadable.
+struct proc_stat {
+  char state = 0;
+  pid_t ppid = 0;
+};
+inline proc_stat read_proc_stat(const std::filesystem::path& stat) {
   std::ifstream in(stat);
   std::string line;
-  if (!std::getline(in, line)) return 0;
-  auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? 0 : line[close + 2];
+  proc_stat out;
+  if (!std::getline(in, line)) return out;
+  auto close = line.rfind(')');  // comm may hold spaces and parentheses
+  if (close == std::string::npos ||
+      std::sscanf(line.c_str() + close + 1, " %c %d", &out.state, &out.ppid) != 2)
+    return {};
+  return out;
 }
 
 /// True when every thread of `pid` is stopped (state T or t); false when one runs or the
@@ -32,7 +42,7 @@ inline bool all_threads_stopped(pid_t pid) {
   if (ec) return false;
   bool any = false;
   for (const auto& task : it) {
-    char s = task_state(task.path() / "stat");
+    char s = read_proc_stat(task.path() / "stat").state;
     if (s != 'T' && s != 't') return false;
     any = true;
   }

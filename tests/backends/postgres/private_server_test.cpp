@@ -52,14 +52,8 @@ class pg_private : public ::testing::Test {
     if (!(pidfile >> postmaster)) return out;
     out.push_back(postmaster);
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      std::ifstream stat(e.path() / "stat");
-      std::string line;
-      if (!std::getline(stat, line)) continue;
-      auto close = line.rfind(')');  // "pid (comm) state ppid ..."
-      if (close == std::string::npos) continue;
-      char state = 0;
-      pid_t ppid = 0;
-      if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == postmaster)
+      auto st = read_proc_stat(e.path() / "stat");
+      if (st.state != 0 && st.ppid == postmaster)
         out.push_back(static_cast<pid_t>(std::stol(e.path().filename().string())));
     }
     return out;

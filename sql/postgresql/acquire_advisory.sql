@@ -21,7 +21,6 @@ AS $$
 #variable_conflict use_column
 DECLARE
   v_key     bigint;
-  v_epoch   bigint;
   v_new     bigint;
   v_fence   bigint;
 BEGIN
@@ -36,21 +35,34 @@ BEGIN
     END IF;
   END IF;
   -- The session holds the lock now (perhaps one level more, if it held it already).
-  -- sqlock.advisory_fence(), its common case inline: the live epoch and the next counter.
-  SELECT e.epoch, nextval('sqlock.advisory_fence_seq') INTO v_epoch, v_new
-    FROM sqlock.fence_epoch_live e;
-  IF v_epoch IS NULL OR v_new >= 17592186044416 THEN
-    v_new := sqlock.advisory_fence();  -- a new epoch (or the error of a spent counter)
-  ELSE
-    v_new := (v_epoch << 44) | v_new;
-  END IF;
+  -- Common case in one statement: the name's row exists and the live epoch is there, so the
+  -- fence is sqlock.advisory_fence() inline (the epoch and the next counter) and the row is
+  -- rewritten in place. Each statement a routine runs costs an executor start, so the rare
+  -- cases (first hold of a name, no live epoch after a crash or promotion, a spent counter, the
+  -- same owner again on this session) fall through to the statements below.
+  v_new := nextval('sqlock.advisory_fence_seq');
   UPDATE sqlock.advisory_holds h
-     SET key = v_key, owner = p_owner, fence = v_new, backend_pid = pg_backend_pid(),
-         acquired_at = clock_timestamp(), holder = coalesce(p_holder, ''),
-         client_addr = inet_client_addr(),
+     SET key = v_key, owner = p_owner, fence = (e.epoch << 44) | v_new,
+         backend_pid = pg_backend_pid(), acquired_at = clock_timestamp(),
+         holder = coalesce(p_holder, ''), client_addr = inet_client_addr(),
          application = coalesce(current_setting('application_name', true), '')
+    FROM sqlock.fence_epoch_live e
    WHERE h.name = p_name AND NOT (h.owner = p_owner AND h.backend_pid = pg_backend_pid())
+     AND v_new < 17592186044416
   RETURNING h.fence INTO v_fence;
+  IF FOUND THEN
+    v_new := v_fence;
+  ELSE
+    v_new := sqlock.advisory_fence();  -- the epoch raised if need be (or a spent counter's error)
+    v_fence := NULL;
+    UPDATE sqlock.advisory_holds h
+       SET key = v_key, owner = p_owner, fence = v_new, backend_pid = pg_backend_pid(),
+           acquired_at = clock_timestamp(), holder = coalesce(p_holder, ''),
+           client_addr = inet_client_addr(),
+           application = coalesce(current_setting('application_name', true), '')
+     WHERE h.name = p_name AND NOT (h.owner = p_owner AND h.backend_pid = pg_backend_pid())
+    RETURNING h.fence INTO v_fence;
+  END IF;
   IF NOT FOUND THEN
     INSERT INTO sqlock.advisory_holds (name, key, owner, fence, backend_pid, acquired_at, holder,
                                        client_addr, application)

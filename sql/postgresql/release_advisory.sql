@@ -2,7 +2,7 @@
 -- name's row names this owner and this session; the row stays (stale once unlocked: readers
 -- check pg_locks; the next acquire of the name overwrites it), so a release writes nothing.
 -- NOTIFY is sent only while a notification-path waiter is registered for the name
--- (advisory_wait_notify, advisory_released); waiters inside the server need none.
+-- (advisory_wait_notify); waiters inside the server need none.
 -- true = released; false = nothing of this owner was held by this session (idempotent).
 --   SELECT sqlock.release_advisory('orders:42', 'owner-token');
 CREATE OR REPLACE FUNCTION sqlock.release_advisory(p_name text, p_owner text) RETURNS boolean
@@ -21,7 +21,17 @@ BEGIN
   IF v_done IS NOT TRUE THEN
     RETURN false;
   END IF;
-  PERFORM sqlock.advisory_released(p_name, p_owner, v_fence, v_holder);
+  -- sqlock.advisory_released() inline (a nested call with its own search_path costs a settings
+  -- switch on every release). The look for registered waiters is a statement of its own, after the
+  -- unlock: its snapshot then includes every registration made before the unlock, so a waiter
+  -- that registered and then found the lock busy is always woken.
+  PERFORM 1 FROM sqlock.advisory_waits w WHERE w.name = p_name AND w.until > clock_timestamp();
+  IF FOUND THEN
+    PERFORM sqlock.wake(p_name);
+  END IF;
+  IF sqlock.audit_on() THEN
+    PERFORM sqlock.log_event('release', p_name, p_owner, v_fence, 'advisory', v_holder);
+  END IF;
   RETURN true;
 END
 $$;

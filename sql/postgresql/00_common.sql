@@ -5,8 +5,10 @@
 --   SELECT sqlock.lock_key('orders:42');
 --   SELECT * FROM pg_locks WHERE locktype = 'advisory'
 --      AND (classid::bigint << 32 | objid::bigint) = sqlock.lock_key('orders:42');
+-- STABLE, as convert_to() is: the planner then inlines the expression into every caller (an
+-- IMMUTABLE function over a STABLE one is run as a function of its own on each call).
 CREATE OR REPLACE FUNCTION sqlock.lock_key(p_name text) RETURNS bigint
-  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  LANGUAGE sql STABLE STRICT PARALLEL SAFE
 AS $$
   SELECT ('x' || pg_catalog.encode(pg_catalog.substr(
             pg_catalog.sha256(pg_catalog.convert_to(p_name, 'UTF8')), 1, 8), 'hex'))::bit(64)::bigint

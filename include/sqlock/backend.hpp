@@ -64,6 +64,8 @@ struct lease_info {
   bool waited = false;          ///< acquire() had to wait for it (contention statistics)
   steady_time sent{};           ///< when the winning request was sent (epoch = not known):
                                 ///< the lease is valid from here, not from when acquire() returned
+  lock_kind kind = lock_kind::exclusive;  ///< what the request asked for (set by the core): a
+                                          ///< backend releases by it a hold it has no state of
 };
 
 /// One row of `list()`: a lock as the backend sees it.

@@ -28,9 +28,9 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
                : backend_->try_acquire(req, sent + opts_.waiting.min_attempt, nullptr);
   } catch (const connection_error&) {
     // The last request may have taken the lock with no answer back: release it in the
-    // background rather than leave it to its lease (orphan_releases.hpp). Only exclusive holds:
-    // a store tells the kinds apart by state that only a granted hold carries.
-    if (req.kind == lock_kind::exclusive) orphans_->add(req, clock::now() + req.lease);
+    // background rather than leave it to its lease (orphan_releases.hpp), by name, owner and
+    // kind (the one thing a store needs to find a hold it sent no state of).
+    orphans_->add(req, clock::now() + req.lease);
     throw;
   }
   if (!got) {
@@ -45,6 +45,7 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
   if (got->sent != steady_time{}) sent = got->sent;
   hold h;
   h.lease = std::move(*got);
+  h.lease.kind = req.kind;
   h.lease.sent = sent;  // when this hold began (the observer's hold time)
   h.duration = o.lease;
   h.renew_every = o.renew_every.count() > 0 ? o.renew_every : o.lease / 3;

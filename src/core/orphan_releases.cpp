@@ -27,7 +27,9 @@ orphan_releases::~orphan_releases() {
 }
 
 void orphan_releases::add(const lock_request& req, steady_time until) noexcept {
-  add(lease_info{req.name, req.owner, 0, nullptr}, until);
+  lease_info l{req.name, req.owner, 0, nullptr};
+  l.kind = req.kind;
+  add(l, until);
 }
 
 void orphan_releases::add(const lease_info& lease, steady_time until) noexcept {

@@ -29,7 +29,7 @@ class orphan_releases {
   orphan_releases(const orphan_releases&) = delete;
   orphan_releases& operator=(const orphan_releases&) = delete;
 
-  /// Tries to release what `req` (an exclusive request) may hold, until `until`.
+  /// Tries to release what `req` may hold, until `until`.
   void add(const lock_request& req, steady_time until) noexcept;
   /// Tries again to release `lease`, whose release failed with no answer, until `until`.
   void add(const lease_info& lease, steady_time until) noexcept;

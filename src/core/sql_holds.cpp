@@ -128,7 +128,9 @@ bool engine_backend::renew(const lease_info& l, milliseconds d, steady_time dead
 }
 
 bool engine_backend::release(const lease_info& l, steady_time deadline) {
-  const bool shared = dialect_.kinds && l.state;
+  // A hold of the shared-holders table: one granted here (its state), or one whose grant was
+  // never answered (only its kind is known; orphan_releases).
+  const bool shared = dialect_.kinds && (l.state || l.kind != lock_kind::exclusive);
   return says_true(
       run(shared ? dialect_.release_shared : dialect_.release, params_for(l), deadline));
 }

@@ -119,6 +119,45 @@ TEST_P(faults, a_hold_whose_answer_was_lost_is_released_in_the_background) {
   lb.unlock();
 }
 
+// The same for a reader's hold and a permit: the background release names the kind, which the
+// SQL stores need to find the hold in their shared-holders table.
+TEST_P(faults, a_shared_hold_or_permit_whose_answer_was_lost_is_released_in_the_background) {
+  auto a = sqlock::connect(via_);
+  auto b = sqlock::connect(base_);
+  // Each lost request is sent on a connection that is open before the answers stop (a first
+  // hold of the same kind opens it): a connection opened while they are dropped never gets
+  // as far as sending it.
+  auto lose = [&](auto&& warm, auto&& attempt) {
+    warm();
+    proxy_->drop_replies(true);
+    EXPECT_THROW(attempt(), connection_error);
+    proxy_->drop_replies(false);
+  };
+  auto readers = unique_name("lost-answer-shared");
+  auto ra = a.make_shared_mutex(readers, {.lease = 60s});
+  lose(
+      [&] {
+        auto warm = a.make_shared_mutex(unique_name("warm-shared"));
+        ASSERT_TRUE(warm.try_lock_shared());
+        warm.unlock_shared();
+      },
+      [&] { (void)ra.try_lock_shared_for(1s); });
+  auto permits = unique_name("lost-answer-permit");
+  auto pa = a.make_semaphore(permits, 1, {.lease = 60s});
+  lose(
+      [&] {
+        auto warm = a.make_semaphore(unique_name("warm-permit"), 1);
+        ASSERT_TRUE(warm.try_acquire());
+      },
+      [&] { (void)pa.try_acquire_for(1s); });
+  auto writer = b.make_shared_mutex(readers);
+  EXPECT_TRUE(writer.try_lock_for(20s)) << "the reader's hold taken for the lost answer stayed";
+  writer.unlock();
+  auto pb = b.make_semaphore(permits, 1);
+  auto got = pb.try_acquire_for(20s);
+  EXPECT_TRUE(got) << "the permit taken for the lost answer stayed";
+}
+
 // A release that gets no answer (the path is cut, then every connection reset, so the request
 // never arrives) is tried again in the background once the server answers, rather than
 // leaving the hold to its 60 s lease.

@@ -342,6 +342,7 @@ def main():
         "worst_takeover_s": round(worst / 1e9, 3),
         "orphans": orphans,
         "violations": len(out),
+        "violations_by_rule": dict(collections.Counter(v.split(":")[0] for v in out)),
     }
     if a.json:
         print(json.dumps(figures))

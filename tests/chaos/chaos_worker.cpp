@@ -53,7 +53,12 @@ class worker {
       : s_(s), h_(h), store_(s.store_dir), kind_(sqlock::chaos::parse_run_kind(s.kind)) {
     int n = s.clients > 0 ? s.clients : s.threads;
     for (int i = 0; i < n; ++i) clients_.push_back(sqlock::connect(s.url));
-    fencing_ = clients_[0].caps().fencing;
+    const auto caps = clients_[0].caps();
+    fencing_ = caps.fencing;
+    if ((kind_ == sqlock::chaos::run_kind::shared && !caps.shared) ||
+        (kind_ == sqlock::chaos::run_kind::semaphore && !caps.permits))
+      throw std::runtime_error("the " + clients_[0].get_backend().kind() + " backend offers no " +
+                               s.kind + " locks (caps)");
   }
 
   void run() {

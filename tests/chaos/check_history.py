@@ -3,8 +3,9 @@
 
 Usage: check_history.py RUN_DIR [--json] [--writer-mark-ms MS]
 RUN_DIR holds h-*.txt (one history per worker process), store/ (the fenced store's per-name
-logs), faults.jsonl (the faults the driver injected, CLOCK_MONOTONIC ns) and list.txt (the
-locks left at the end, from `sqlock_chaos_worker --list`). Prints the figures and every
+logs), faults.jsonl (the faults the driver injected, CLOCK_MONOTONIC ns), list.txt (the
+locks left at the end, from `sqlock_chaos_worker --list`) and run.json (the driver's settings
+the checker uses: writer_mark_ms, the default of --writer-mark-ms). Prints the figures and every
 violation; exits 1 when there is one.
 
 Holds are of three kinds (the G line's last field; "exclusive" when absent): exclusive (a
@@ -33,7 +34,8 @@ Rules:
              request that was waiting (readers; every other kind); a server fault that begins
              within that bound moves its start to its own end. With readers in the run the
              bound is max(lease, --writer-mark-ms) + 1 s: a writer that dies while waiting
-             keeps new readers out for its mark's life (Redis 3 s, SQL rows 5 s).
+             keeps new readers out for its mark's life (Redis 3 s, SQL rows 5 s), and a
+             waiting reader notices its end up to notify_recheck (1 s) later.
   orphans    no locks left under the run's prefix at the end.
 """
 import argparse
@@ -295,11 +297,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--writer-mark-ms", type=int, default=0,
+    ap.add_argument("--writer-mark-ms", type=int,
                     help="how long the backend's mark of a waiting writer keeps new readers out "
-                         "after that writer died (0: none beyond the lease)")
+                         "after that writer died, with the readers' longest sleep before they "
+                         "notice (default: run.json's, else 0: none)")
     a = ap.parse_args()
     run = a.run
+    if a.writer_mark_ms is None:
+        a.writer_mark_ms = 0
+        settings = os.path.join(run, "run.json")
+        if os.path.exists(settings):
+            with open(settings) as f:
+                a.writer_mark_ms = json.load(f).get("writer_mark_ms", 0)
     holds, attempts, losses, procs, failed = read_histories(run)
     faults = read_faults(run)
     lease_ns = max((p["lease"] for p in procs.values() if p["lease"]), default=0)

@@ -144,8 +144,12 @@ def mark_lost(holds, losses, faults):
                 h.lost = True
 
 
+def kind_of(h):
+    return h.kind + (f"/{h.permits}" if h.permits else "")
+
+
 def holder(h):
-    return f"{h.pid}.{h.thread} ({h.kind}{'/' + str(h.permits) if h.permits else ''}, fence {h.fence})"
+    return f"{h.pid}.{h.thread} ({kind_of(h)}, fence {h.fence})"
 
 
 def check_bounds(holds, out):
@@ -336,8 +340,7 @@ def main():
     figures = {
         "processes": len(procs),
         "holds": len(holds),
-        "kinds": dict(collections.Counter(
-            h.kind + (f"/{h.permits}" if h.permits else "") for h in holds)),
+        "kinds": dict(collections.Counter(kind_of(h) for h in holds)),
         "most_at_once": most,
         "acquire_timeouts": attempts["timeouts"],
         "acquire_errors": attempts["errors"],

@@ -16,7 +16,8 @@ delay) put sqlock_chaos_proxy between the workers and a single-host server. Hold
 (SIGKILL a worker; a new one takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew
 (workers run under libfaketime at +10 min and -10 min, monotonic clock real). Every fault is
 written to OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for
-the workers (e.g. mode=advisory)."""
+the workers (e.g. mode=advisory). --kind shared (with --writers-percent) or semaphore (with
+--permits) makes the workers take a shared_mutex or a semaphore's permits instead of a mutex."""
 import argparse
 import json
 import os
@@ -56,6 +57,13 @@ PRIVATE = {
     "postgres-sync": lambda d: servers.PostgresPair(d, synchronous=True),
     "postgres-async": lambda d: servers.PostgresPair(d, synchronous=False),
 }
+# How long a waiting writer's mark keeps new readers out after the writer died (the backends'
+# documented marks: docs/backends/redis.md, engine_backend::writer_mark); none on ZooKeeper and
+# etcd (a dead writer's queue entry ends with its session or lease) nor in advisory mode. A
+# reader notices the mark's end at its next attempt: up to wait_policy::notify_recheck later.
+WRITER_MARK_MS = {"redis": 3000, "sqlite": 5000, "postgres": 5000, "postgres-sync": 5000,
+                  "postgres-async": 5000, "mysql": 5000}
+NOTIFY_RECHECK_MS = 1000
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
@@ -141,6 +149,8 @@ class Run:
                "--threads", str(a.threads), "--clients", str(a.clients), "--cycles",
                str(a.cycles), "--seconds", str(seconds), "--lease-ms", str(a.lease_ms),
                "--hold-us", str(a.hold_us), "--acquire-timeout-ms", str(a.acquire_timeout_ms),
+               "--kind", a.kind, "--permits", str(a.permits),
+               "--writers-percent", str(a.writers_percent),
                "--history", os.path.join(a.out, f"h-{self.spawned:03d}.txt"),
                "--store", os.path.join(a.out, "store")]
         env = dict(os.environ)
@@ -163,7 +173,7 @@ class Run:
                     f.seek(0, os.SEEK_END)
                     f.seek(max(0, f.tell() - 300))
                     last = f.read().splitlines()[-1].split()
-                if len(last) > 4 and last[4] in (b"G", b"W"):
+                if len(last) > 4 and last[4] in (b"G", b"W", b"O"):
                     holding.append(p)
             except (OSError, IndexError):
                 pass
@@ -294,6 +304,11 @@ class Run:
             with open(os.path.join(a.out, "list.txt"), "w") as f:
                 f.write("rows 0\n")
         self.faults.close()
+        # What the checker needs beyond the histories (read again by any later check).
+        mark = 0 if "mode=advisory" in a.param else WRITER_MARK_MS.get(a.backend, 0)
+        mark += NOTIFY_RECHECK_MS if mark else 0
+        with open(os.path.join(a.out, "run.json"), "w") as f:
+            json.dump({"backend": a.backend, "kind": a.kind, "writer_mark_ms": mark}, f)
         check = os.path.join(servers.REPO, "tests", "chaos", "check_history.py")
         return subprocess.run([sys.executable, check, a.out]).returncode
 
@@ -319,6 +334,12 @@ def main():
     ap.add_argument("--lease-ms", type=int, default=2000)
     ap.add_argument("--hold-us", type=int, default=2000)
     ap.add_argument("--acquire-timeout-ms", type=int, default=30000)
+    ap.add_argument("--kind", choices=["exclusive", "shared", "semaphore"], default="exclusive",
+                    help="what the workers take: a mutex, a shared_mutex (readers and writers) "
+                         "or a semaphore's permits")
+    ap.add_argument("--permits", type=int, default=2, help="--kind semaphore: permits per name")
+    ap.add_argument("--writers-percent", type=int, default=20,
+                    help="--kind shared: share of cycles that take the lock exclusively")
     ap.add_argument("--faults", default="")
     ap.add_argument("--rounds", type=int, default=1, help="times the fault list is applied")
     ap.add_argument("--private", action="store_true", help="private server even without faults")
@@ -348,13 +369,15 @@ def main():
         rc = r.finish()
         if a.figures:
             with open(a.figures, "a") as f:
-                f.write(json.dumps({"backend": a.backend, "faults": a.faults, "procs": a.procs,
+                f.write(json.dumps({"backend": a.backend, "kind": a.kind, "permits": a.permits,
+                                    "faults": a.faults, "procs": a.procs,
                                     "threads": a.threads, "cycles": a.cycles, "params": a.param,
                                     "out": a.out, "rc": rc}) + "\n")
     finally:
         r.cleanup()
     params = "".join(f" {kv}" for kv in a.param)
-    print(f"chaos: {a.backend}{params} faults={','.join(a.faults) or 'none'} -> {a.out}")
+    kind = a.kind + (f"/{a.permits}" if a.kind == "semaphore" else "")
+    print(f"chaos: {a.backend}{params} {kind} faults={','.join(a.faults) or 'none'} -> {a.out}")
     return rc
 
 

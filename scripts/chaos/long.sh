@@ -3,8 +3,9 @@
 # 16 threads × CYCLES cycles each (100000 by default), then a table of the checker's figures.
 #   scripts/chaos/long.sh BUILD_DIR OUT_DIR [backend...]
 # Environment: CYCLES (per thread), SECONDS_MAX (a run's time bound, faults spread over it),
-# ROUNDS (times each backend's fault list is applied), THREADS, PROCS, NAMES. Needs the shared
-# test servers' URLs (source $SQLOCK_RUN_DIR/env.sh); server faults start private instances.
+# ROUNDS (times each backend's fault list is applied), THREADS, PROCS, NAMES, KIND (exclusive,
+# shared or semaphore: name backends that offer the kind), PERMITS, WRITERS_PERCENT. Needs the
+# shared test servers' URLs (source $SQLOCK_RUN_DIR/env.sh); server faults start private instances.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: long.sh BUILD_DIR OUT_DIR [backend...]}
@@ -16,6 +17,9 @@ rounds=${ROUNDS:-20}
 threads=${THREADS:-16}
 procs=${PROCS:-3}
 names=${NAMES:-4}
+kind=${KIND:-exclusive}
+permits=${PERMITS:-4}
+writers_percent=${WRITERS_PERCENT:-20}
 declare -A faults=(
   [memory]=""
   [sqlite]="kill,stop,skew"
@@ -44,6 +48,7 @@ for b in "${backends[@]}"; do
   python3 "$here/chaos.py" --backend "$b" --build "$build" --out "$out/$b" --procs "$procs" \
     --threads "$threads" --names "$names" --cycles "$cycles" --seconds "$seconds" \
     --rounds "$rounds" --lease-ms 2000 --hold-us 2000 --faults "${faults[$b]}" \
+    --kind "$kind" --permits "$permits" --writers-percent "$writers_percent" \
     --figures "$figures" | tee "$out/$b.txt" || status=1
 done
 python3 "$here/table.py" "$figures"

@@ -21,7 +21,9 @@ def main():
                              text=True).stdout.splitlines()[0]
         c = json.loads(out)
         faults = ", ".join(f"{k} {v}" for k, v in sorted(c["faults"].items())) or "none"
-        backend = " ".join([r["backend"], *r.get("params", [])])
+        kind = {"exclusive": [], "shared": ["shared"]}.get(r.get("kind", "exclusive"),
+                                                           [f"semaphore/{r.get('permits')}"])
+        backend = " ".join([r["backend"], *r.get("params", []), *kind])
         print(f"| {backend} | {c['processes']} × {r['threads']} | {c['holds']} | "
               f"{c['writes_accepted']} / {c['writes_rejected']} | {c['holds_lost']} | {faults} | "
               f"{c['worst_takeover_s']} s | {c['orphans']} | {c['violations']} |")

@@ -1,25 +1,44 @@
 #!/usr/bin/env python3
 """Checks the histories of one chaos run (tests/chaos/history.hpp has the line format).
 
-Usage: check_history.py RUN_DIR [--json]
+Usage: check_history.py RUN_DIR [--json] [--writer-mark-ms MS]
 RUN_DIR holds h-*.txt (one history per worker process), store/ (the fenced store's per-name
-logs), faults.jsonl (the faults the driver injected, CLOCK_MONOTONIC ns) and list.txt (the
-locks left at the end, from `sqlock_chaos_worker --list`). Prints the figures and every
+logs), faults.jsonl (the faults the driver injected, CLOCK_MONOTONIC ns), list.txt (the
+locks left at the end, from `sqlock_chaos_worker --list`) and run.json (the driver's settings
+the checker uses: writer_mark_ms, the default of --writer-mark-ms). Prints the figures and every
 violation; exits 1 when there is one.
 
+Holds are of three kinds (the G line's last field; "exclusive" when absent): exclusive (a
+mutex, or a shared_mutex's writer), shared (a shared_mutex's reader) and permit/N (one of a
+semaphore's N permits). A hold is *confirmed* when it was never found lost: the verify step
+(renew(), or the loss signal for a shared_mutex) said held, no loss callback, its release did
+not find it lost, and its process was not faulted during it. Its interval is [acquired, verify
+started] - a sub-interval of the real hold on every backend.
+
 Rules:
-  exclusion  two holds of a name that were never found lost (renew() confirmed them before
-             release, no loss callback, their process was not faulted) must not overlap on
-             [acquired, verify started] - a sub-interval of the real hold on every backend.
-  fences     a hold acquired after another hold of the name was granted has a higher fence.
+  exclusion  a confirmed exclusive hold overlaps no other confirmed hold of its name, of any
+             kind; a confirmed shared hold overlaps no confirmed permit (kinds on one name
+             exclude each other).
+  permits    at no instant more than N confirmed permit/N holds of one name.
+  fences     a hold acquired after another hold of the name was granted has a higher fence
+             (every kind: each grant takes a new fence of the name), and no two holds of a
+             name (two owners) share a fence.
   writes     the store's log of accepted writes never goes down in fence; every accepted write
              in a history is in the store log and vice versa (bar a writer killed mid-line).
+             Only exclusive holds write.
+  reads      a confirmed shared hold's read of the store saw no fence at or above its own (a
+             write of a writer granted after it, while it held).
   takeover   a hold ended by a fault (holder SIGKILL/SIGSTOP past its lease; server freeze,
-             restart or network cut) is followed by another holder within lease + 1 s of the
-             fault (holder faults) or of the fault's end (server faults), when one was waiting;
-             a server fault that begins within that bound moves its start to its own end.
+             restart or network cut) is followed by another holder within lease + 1 s of
+             the fault (holder faults) or of the fault's end (server faults), for each class of
+             request that was waiting (readers; every other kind); a server fault that begins
+             within that bound moves its start to its own end. With readers in the run the
+             bound is max(lease, --writer-mark-ms) + 1 s: a writer that dies while waiting
+             keeps new readers out for its mark's life (Redis 3 s, SQL rows 5 s), and a
+             waiting reader notices its end up to notify_recheck (1 s) later.
   orphans    no locks left under the run's prefix at the end.
 """
+import argparse
 import bisect
 import collections
 import glob
@@ -32,12 +51,15 @@ GRACE_NS = 1_000_000_000
 
 class Hold:
     __slots__ = ("pid", "thread", "client", "name", "fence", "owner", "acq_start", "acq_end",
-                 "write", "verify_start", "verified", "rel_start", "rel_end", "rel_lost", "lost")
+                 "kind", "permits", "write", "read", "verify_start", "verified", "rel_start",
+                 "rel_end", "rel_lost", "lost")
 
-    def __init__(self, pid, thread, client, name, fence, owner, start, end):
+    def __init__(self, pid, thread, client, name, fence, owner, start, end, kind="exclusive"):
         self.pid, self.thread, self.client, self.name = pid, thread, client, name
         self.fence, self.owner, self.acq_start, self.acq_end = fence, owner, start, end
-        self.write = None
+        self.kind, _, n = kind.partition("/")  # exclusive | shared | permit (of n)
+        self.permits = int(n) if n else 0
+        self.write = self.read = None
         self.verify_start = self.rel_start = self.rel_end = None
         self.verified = False
         self.rel_lost = False
@@ -46,7 +68,7 @@ class Hold:
 
 def read_histories(run):
     holds, attempts, losses, procs = [], collections.Counter(), [], {}
-    failed_attempts = []  # (name, pid, start, end) of attempts that timed out or failed
+    failed_attempts = []  # (name, pid, start, end, shared) of attempts that timed out or failed
     for path in sorted(glob.glob(os.path.join(run, "h-*.txt"))):
         pid, ended, lease = None, False, None
         open_hold = {}
@@ -66,17 +88,19 @@ def read_histories(run):
                                                         int(p[3]), p[4], p[5])
                 key = (thread, name)
                 if ev == "G":
-                    h = Hold(pid, thread, client, name, int(p[6]), p[7], start, end)
+                    h = Hold(pid, thread, client, name, int(p[6]), p[7], start, end, *p[8:9])
                     holds.append(h)
                     open_hold[key] = h
                     attempts["granted"] += 1
                 elif ev in "TE":
                     attempts["timeouts" if ev == "T" else "errors"] += 1
-                    if key not in open_hold:
-                        failed_attempts.append((name, pid, start, end))
+                    if key not in open_hold:  # a writer's unless the line says shared
+                        failed_attempts.append((name, pid, start, end, p[6:7] == ["shared"]))
                 elif ev == "W" and key in open_hold:
                     open_hold[key].write = (start, end, int(p[6]), p[7] == "accepted",
                                             int(p[9]))
+                elif ev == "O" and key in open_hold:
+                    open_hold[key].read = (start, end, int(p[7]))
                 elif ev == "V" and key in open_hold:
                     open_hold[key].verify_start = start
                     open_hold[key].verified = p[6] == "ok"
@@ -120,21 +144,45 @@ def mark_lost(holds, losses, faults):
                 h.lost = True
 
 
-def check_exclusion(holds, out):
+def kind_of(h):
+    return h.kind + (f"/{h.permits}" if h.permits else "")
+
+
+def holder(h):
+    return f"{h.pid}.{h.thread} ({kind_of(h)}, fence {h.fence})"
+
+
+def check_bounds(holds, out):
+    """exclusion and permits: a sweep over the confirmed holds' intervals of each name; returns
+    the most confirmed holds of one name seen at once."""
     by_name = collections.defaultdict(list)
     for h in holds:
         if not h.lost:
             by_name[h.name].append(h)
+    most = 0
     for name, v in by_name.items():
-        v.sort(key=lambda h: h.acq_end)
-        prev = None
-        for h in v:
-            if prev is not None and h.acq_end < prev.verify_start:
-                out.append(f"exclusion: {name} held by {prev.pid}.{prev.thread} (fence "
-                           f"{prev.fence}) until {prev.verify_start} and by {h.pid}.{h.thread} "
-                           f"(fence {h.fence}) from {h.acq_end}")
-            if prev is None or h.verify_start > prev.verify_start:
-                prev = h
+        # Ends before starts at one instant: intervals that only touch do not overlap.
+        events = sorted([(h.verify_start, 0, i) for i, h in enumerate(v)] +
+                        [(h.acq_end, 1, i) for i, h in enumerate(v)])
+        active = {}
+        for t, starts, i in events:
+            if not starts:
+                active.pop(i, None)
+                continue
+            h = v[i]
+            others = list(active.values())
+            clash = next((o for o in others if "exclusive" in (h.kind, o.kind) or
+                          (h.kind != o.kind)), None)
+            if clash is not None:
+                out.append(f"exclusion: {name} held by {holder(clash)} until "
+                           f"{clash.verify_start} and by {holder(h)} from {h.acq_end}")
+            elif h.kind == "permit" and len(others) + 1 > h.permits:
+                out.append(f"permits: {name} held by {len(others) + 1} permits of "
+                           f"{h.permits} at {h.acq_end}: " +
+                           ", ".join(holder(o) for o in others + [h]))
+            active[i] = h
+            most = max(most, len(active))
+    return most
 
 
 def check_fences(holds, out):
@@ -153,6 +201,19 @@ def check_fences(holds, out):
             if best is not None and h.fence <= best.fence:
                 out.append(f"fences: {name} hold of {h.pid}.{h.thread} got fence {h.fence}, "
                            f"not above {best.fence} granted earlier to {best.pid}.{best.thread}")
+        first = {}
+        for h in v:
+            o = first.setdefault(h.fence, h)
+            if o.owner != h.owner:
+                out.append(f"fences: {name} fence {h.fence} granted to two holds: {holder(o)} "
+                           f"and {holder(h)}")
+
+
+def check_reads(holds, out):
+    for h in holds:
+        if h.read and not h.lost and h.fence and h.read[2] >= h.fence:
+            out.append(f"reads: {h.name} reader {holder(h)} saw fence {h.read[2]} written "
+                       f"at {h.read[0]}, while it held")
 
 
 def check_writes(run, holds, procs, out):
@@ -187,14 +248,17 @@ def check_writes(run, holds, procs, out):
     return len(store_writes), stale
 
 
-def check_takeover(holds, faults, failed, lease_ns, out):
+def check_takeover(holds, faults, failed, bound_ns, out):
+    """bound_ns: how long a fault may keep a waiter out (lease, or a writer mark that outlives
+    a dead waiting writer) - GRACE_NS is added."""
+    # name -> (granted, pid, shared) of every hold; (start, end, pid, shared) of every attempt
     grants = collections.defaultdict(list)
-    waits = collections.defaultdict(list)  # name -> (start, pid) of every attempt
+    waits = collections.defaultdict(list)
     for h in holds:
-        grants[h.name].append((h.acq_end, h.pid))
-        waits[h.name].append((h.acq_start, h.acq_end, h.pid))
-    for name, pid, s, e in failed:
-        waits[name].append((s, e, pid))
+        grants[h.name].append((h.acq_end, h.pid, h.kind == "shared"))
+        waits[h.name].append((h.acq_start, h.acq_end, h.pid, h.kind == "shared"))
+    for name, pid, s, e, shared in failed:
+        waits[name].append((s, e, pid, shared))
     for v in grants.values():
         v.sort()
     outages = sorted((f["start"], f["end"]) for f in faults
@@ -213,32 +277,54 @@ def check_takeover(holds, faults, failed, lease_ns, out):
                      (h.rel_end is None or h.rel_end >= f["start"])]
         # A server or network fault starting before the bound ends it: count from its end.
         for s, e in outages:
-            if t0 < s <= t0 + lease_ns + GRACE_NS:
+            if t0 < s <= t0 + bound_ns + GRACE_NS:
                 t0 = max(t0, e)
         for name in {h.name for h in ended}:
-            nxt = next((t for t, p in grants[name][bisect.bisect_right(grants[name], (t0, 1 << 62)):]
-                        if p != f.get("pid")), None)
-            waited = any(s <= t0 + lease_ns and e > t0 and p != f.get("pid")
-                         for s, e, p in waits[name])
-            if nxt is not None:
-                worst = max(worst, nxt - t0)
-            if waited and (nxt is None or nxt - t0 > lease_ns + GRACE_NS):
-                delay = "never" if nxt is None else f"after {(nxt - t0) / 1e9:.3f}s"
-                out.append(f"takeover: {name} after {f['kind']} at {t0}: next holder {delay}")
+            # Each class of request that waited (readers; writers, permits or mutex holders) is
+            # served within the bound: a dead reader must not keep writers out, and readers
+            # queued behind a writer that waits for it must not wait on either.
+            g = grants[name][bisect.bisect_right(grants[name], (t0, 1 << 62)):]
+            for shared in (False, True):
+                nxt = next((t for t, p, r in g if p != f.get("pid") and r == shared), None)
+                waited = any(s <= t0 + bound_ns and e > t0 and p != f.get("pid") and r == shared
+                             for s, e, p, r in waits[name])
+                if nxt is not None:
+                    worst = max(worst, nxt - t0)
+                if waited and (nxt is None or nxt - t0 > bound_ns + GRACE_NS):
+                    delay = "never" if nxt is None else f"after {(nxt - t0) / 1e9:.3f}s"
+                    who = "reader" if shared else "holder"
+                    out.append(f"takeover: {name} after {f['kind']} at {t0}: next {who} {delay}")
     return worst
 
 
 def main():
-    run = sys.argv[1]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("run")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--writer-mark-ms", type=int,
+                    help="how long the backend's mark of a waiting writer keeps new readers out "
+                         "after that writer died, with the readers' longest sleep before they "
+                         "notice (default: run.json's, else 0: none)")
+    a = ap.parse_args()
+    run = a.run
+    if a.writer_mark_ms is None:
+        a.writer_mark_ms = 0
+        settings = os.path.join(run, "run.json")
+        if os.path.exists(settings):
+            with open(settings) as f:
+                a.writer_mark_ms = json.load(f).get("writer_mark_ms", 0)
     holds, attempts, losses, procs, failed = read_histories(run)
     faults = read_faults(run)
     lease_ns = max((p["lease"] for p in procs.values() if p["lease"]), default=0)
     mark_lost(holds, losses, faults)
     out = []
-    check_exclusion(holds, out)
+    most = check_bounds(holds, out)
     check_fences(holds, out)
+    check_reads(holds, out)
     accepted, _ = check_writes(run, holds, procs, out)
-    worst = check_takeover(holds, faults, failed, lease_ns, out)
+    shared = any(h.kind == "shared" for h in holds)
+    bound_ns = max(lease_ns, a.writer_mark_ms * 1_000_000 if shared else 0)
+    worst = check_takeover(holds, faults, failed, bound_ns, out)
     orphans = 0
     list_path = os.path.join(run, "list.txt")
     if os.path.exists(list_path):
@@ -254,10 +340,13 @@ def main():
     figures = {
         "processes": len(procs),
         "holds": len(holds),
+        "kinds": dict(collections.Counter(kind_of(h) for h in holds)),
+        "most_at_once": most,
         "acquire_timeouts": attempts["timeouts"],
         "acquire_errors": attempts["errors"],
         "writes_accepted": sum(1 for w in writes if w[3]),
         "writes_rejected": sum(1 for w in writes if not w[3]),
+        "reads": sum(1 for h in holds if h.read),
         "store_log_writes": accepted,
         "holds_lost": sum(1 for h in holds if h.lost),
         "loss_callbacks": len(losses),
@@ -265,8 +354,9 @@ def main():
         "worst_takeover_s": round(worst / 1e9, 3),
         "orphans": orphans,
         "violations": len(out),
+        "violations_by_rule": dict(collections.Counter(v.split(":")[0] for v in out)),
     }
-    if "--json" in sys.argv:
+    if a.json:
         print(json.dumps(figures))
     else:
         for k, v in figures.items():

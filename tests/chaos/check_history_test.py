@@ -13,20 +13,30 @@ S = 1_000_000_000
 NAME = "6e"  # hex of "n"
 
 
-def hold(pid, thread, fence, start, end, write=True, verified=True, accepted=None):
+def hold(pid, thread, fence, start, end, write=True, verified=True, accepted=None, kind=None,
+         read=None):
     """History lines of one hold of process `pid` (1 or 2) from `start` to `end` seconds;
-    accepted = the time the store accepted its write."""
+    accepted = the time the store accepted its write; kind = the G line's kind (none: an older
+    history's line, exclusive); read = the highest fence a reader's read saw."""
     a, e = int(start * S), int(end * S)
     acc = accepted if accepted is not None else a + 1000
-    lines = [f"{a} {a + 10} {thread} {thread} G {NAME} {fence} owner{fence}"]
+    lines = [f"{a} {a + 10} {thread} {thread} G {NAME} {fence} owner{pid}.{thread}.{fence}" +
+             (f" {kind}" if kind else "")]
     if write:
         lines.append(f"{a + 20} {a + 30} {thread} {thread} W {NAME} {fence} accepted 0 {acc}")
+    if read is not None:
+        lines.append(f"{a + 20} {a + 30} {thread} {thread} O {NAME} {fence} {read}")
     lines.append(f"{e - 20} {e - 10} {thread} {thread} V {NAME} {'ok' if verified else 'lost'}")
     lines.append(f"{e} {e + 10} {thread} {thread} R {NAME} held")
     return lines, (acc, fence, f"{pid}.{thread}") if write else None
 
 
-def run_case(holds, faults=(), orphans=0, store_extra=(), log_writes=True, waits=()):
+def kind_hold(pid, thread, fence, start, end, kind, read=None, verified=True):
+    """A hold of a kind: exclusive ones write, shared ones read (`read`), permits do neither."""
+    return (pid, thread, fence, start, end, kind == "exclusive", verified, None, kind, read)
+
+
+def run_case(holds, faults=(), orphans=0, store_extra=(), log_writes=True, waits=(), args=()):
     d = tempfile.mkdtemp(prefix="chaos-check-")
     os.makedirs(os.path.join(d, "store"))
     lines, store = {1: [], 2: []}, []
@@ -36,8 +46,9 @@ def run_case(holds, faults=(), orphans=0, store_extra=(), log_writes=True, waits
         if w and log_writes:
             store.append(w)
     store += list(store_extra)
-    for pid, start, end in waits:  # acquire attempts of process `pid` that timed out
-        lines[pid].append(f"{int(start * S)} {int(end * S)} 9 9 T {NAME}")
+    for pid, start, end, *kind in waits:  # acquire attempts of process `pid` that timed out
+        lines[pid].append(f"{int(start * S)} {int(end * S)} 9 9 T {NAME}" +
+                          "".join(f" {k}" for k in kind))
     for pid, ls in lines.items():
         with open(os.path.join(d, f"h-00{pid}.txt"), "w") as f:
             f.write(f"# pid {pid} lease_ms 2000 threads 4 start 0\n" + "\n".join(ls) +
@@ -50,7 +61,7 @@ def run_case(holds, faults=(), orphans=0, store_extra=(), log_writes=True, waits
             f.write(json.dumps(x) + "\n")
     with open(os.path.join(d, "list.txt"), "w") as f:
         f.write(f"rows {orphans}\n")
-    r = subprocess.run([sys.executable, CHECK, d], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, CHECK, d, *args], capture_output=True, text=True)
     return r.returncode, r.stdout
 
 
@@ -84,7 +95,55 @@ def main():
                         faults=[{"kind": "kill", "pid": 1, "start": int(1.2 * S),
                                  "end": int(1.2 * S)}])),
     ]
-    return 0 if all(results) else 1
+    return 0 if all(results + kinds_cases()) else 1
+
+
+def kinds_cases():
+    """The shared_mutex and semaphore rules (kind_hold: pid, thread, fence, start, end, kind)."""
+    p2 = "permit/2"
+    permits_ok = [kind_hold(1, 0, 1, 1.0, 3.0, p2), kind_hold(2, 1, 2, 1.5, 2.5, p2),
+                  kind_hold(2, 2, 5, 2.6, 4.0, p2)]
+    readers_ok = [kind_hold(1, 0, 1, 1.0, 3.0, "shared", read=0),
+                  kind_hold(2, 1, 2, 1.5, 2.5, "shared", read=0),
+                  kind_hold(1, 2, 3, 3.5, 4.0, "exclusive"),
+                  kind_hold(2, 3, 4, 4.5, 5.0, "shared", read=3)]
+    kill_reader = {"kind": "kill", "pid": 1, "start": int(1.2 * S), "end": int(1.2 * S)}
+    return [
+        expect("permits: N overlapping permits pass", None, run_case(permits_ok)),
+        expect("permits: N + 1 overlapping permits", "permits",
+               run_case(permits_ok + [kind_hold(1, 3, 4, 2.0, 2.2, p2)])),
+        expect("permits: N + 1 overlapping, one found lost, pass", None,
+               run_case(permits_ok + [kind_hold(1, 3, 4, 2.0, 2.2, p2, verified=False)])),
+        expect("permits: a shared hold overlapping a permit", "exclusion",
+               run_case(permits_ok[:1] + [kind_hold(2, 1, 2, 1.5, 2.5, "shared", read=0)])),
+        expect("permits: two permits with one fence", "fences",
+               run_case([kind_hold(1, 0, 5, 1.0, 3.0, p2), kind_hold(2, 1, 5, 1.5, 2.5, p2)])),
+        expect("permits: a later permit with a lower fence", "fences",
+               run_case([kind_hold(1, 0, 5, 1.0, 2.0, p2), kind_hold(2, 1, 4, 2.5, 3.0, p2)])),
+        expect("shared: readers overlap, a writer alone, pass", None, run_case(readers_ok)),
+        expect("shared: a writer overlapping a reader", "exclusion",
+               run_case(readers_ok + [kind_hold(2, 4, 5, 2.0, 2.2, "exclusive")])),
+        expect("shared: a writer overlapping a reader found lost, pass", None,
+               run_case([kind_hold(2, 1, 2, 1.5, 2.5, "shared", 0, False),
+                         kind_hold(1, 4, 5, 2.0, 2.2, "exclusive")])),
+        expect("shared: a reader saw a write of a later writer", "reads",
+               run_case(readers_ok[:3] + [kind_hold(2, 3, 4, 4.5, 5.0, "shared", read=7)],
+                        store_extra=[(int(4.6 * S), 7, "1.9")])),
+        expect("shared: a writer waited long after a reader's kill", "takeover",
+               run_case([kind_hold(1, 0, 1, 1.0, 1.5, "shared", read=0),
+                         kind_hold(2, 1, 2, 1.3, 1.4, "shared", read=0),
+                         kind_hold(2, 2, 3, 6.0, 7.0, "exclusive")],
+                        waits=[(2, 1.1, 5.0, "exclusive")], faults=[kill_reader])),
+        expect("shared: readers kept out by a dead writer's mark within it pass", None,
+               run_case([kind_hold(1, 0, 1, 1.0, 1.5, "exclusive"),
+                         kind_hold(2, 1, 2, 4.5, 5.0, "shared", read=1)],
+                        waits=[(2, 1.3, 4.4, "shared")], faults=[kill_reader],
+                        args=["--writer-mark-ms", "3000"])),
+        expect("shared: readers kept out past lease + 1 s without a mark", "takeover",
+               run_case([kind_hold(1, 0, 1, 1.0, 1.5, "exclusive"),
+                         kind_hold(2, 1, 2, 4.5, 5.0, "shared", read=1)],
+                        waits=[(2, 1.3, 4.4, "shared")], faults=[kill_reader])),
+    ]
 
 
 if __name__ == "__main__":

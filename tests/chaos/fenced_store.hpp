@@ -2,8 +2,9 @@
 // name has one file holding the highest fence the store has accepted; a write carrying a lower
 // fence is rejected. Every accepted write is also appended to
 // the name's log (monotonic time, fence, writer) while the file lock is held, so the checker can
-// compare the store's own order with the workers' histories. Files are guarded by flock(2), so
-// any number of processes may write at once.
+// compare the store's own order with the workers' histories. A reader (a shared holder) reads
+// the highest accepted fence instead of writing. Files are guarded by flock(2), so any number
+// of processes may write and read at once.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,9 @@ class fenced_store {
 
   /// Writes under `fence` for lock `name`; `writer` is recorded in the log ("pid.thread").
   write_result write(const std::string& name, std::uint64_t fence, const std::string& writer);
+
+  /// The highest fence accepted for lock `name` so far (0 before any write).
+  std::uint64_t read(const std::string& name);
 
   /// File name used for a lock name (hex of its bytes, so any name is a safe file name).
   static std::string file_key(const std::string& name);

@@ -64,7 +64,10 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
       if (now >= deadline || now - failing_since >= policy.retry_for) throw;
       if (policy.on_retry) policy.on_retry(req.name, ex.what());
       auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
-      if (!sleep_until(std::min<steady_time>(now + delay, deadline), req.stop)) return std::nullopt;
+      // Stopped in the pause: the last attempt's outcome is still unknown, so this ends as it
+      // would at the deadline (the core releases what that attempt may hold, then tells the
+      // caller of the stop).
+      if (!sleep_until(std::min<steady_time>(now + delay, deadline), req.stop)) throw;
       continue;
     }
     if (l) {

@@ -31,6 +31,7 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
     // background rather than leave it to its lease (orphan_releases.hpp), by name, owner and
     // kind (the one thing a store needs to find a hold it sent no state of).
     orphans_->add(req, clock::now() + req.lease);
+    if (req.stop.stop_requested()) throw interrupted_error(req.name);  // the caller stopped it
     throw;
   }
   if (!got) {

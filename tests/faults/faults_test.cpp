@@ -158,6 +158,34 @@ TEST_P(faults, a_shared_hold_or_permit_whose_answer_was_lost_is_released_in_the_
   EXPECT_TRUE(got) << "the permit taken for the lost answer stayed";
 }
 
+// A wait stopped in the pause after an attempt whose answer never came (the proxy drops it;
+// each attempt is bounded by a 1 s I/O timeout, and the stop is requested as the retry is
+// announced): the call ends as `interrupted`, and the hold that attempt may have taken is
+// released in the background like one of a call that ended at its deadline.
+TEST_P(faults, a_wait_stopped_after_a_lost_answer_leaves_no_hold) {
+  std::stop_source stop;
+  sqlock::client_options o;
+  o.waiting.on_retry = [&](std::string_view, std::string_view) { stop.request_stop(); };
+  auto a =
+      sqlock::connect(via_ + (via_.find('?') == std::string::npos ? "?" : "&") + "timeout=1s", o);
+  auto b = sqlock::connect(base_);
+  {  // a's connection is open before the answers stop
+    auto warm = a.make_lock(unique_name("warm"));
+    ASSERT_TRUE(warm.try_lock());
+    warm.unlock();
+  }
+  auto n = unique_name("lost-answer-stopped");
+  auto la = a.make_lock(n, {.lease = 60s});
+  proxy_->drop_replies(true);
+  EXPECT_THROW(la.try_lock_for(20s, stop.get_token()), interrupted);
+  EXPECT_TRUE(stop.stop_requested()) << "the attempt did not fail before its deadline";
+  EXPECT_FALSE(la.owns_lock());
+  proxy_->drop_replies(false);
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(20s)) << "the hold taken for the lost answer was never released";
+  lb.unlock();
+}
+
 // A release that gets no answer (the path is cut, then every connection reset, so the request
 // never arrives) is tried again in the background once the server answers, rather than
 // leaving the hold to its 60 s lease.

@@ -47,6 +47,14 @@ class faults : public ::testing::TestWithParam<server> {
     return with_host_port(base_, url::parse(base_).hosts[0].host, port_, port);
   }
 
+  // Takes and gives back a hold through `c`, so that its connection is open before the proxy
+  // drops answers (a connection opened while they are dropped never sends a request).
+  static void open_before_answers_stop(client& c) {
+    auto warm = c.make_lock(unique_name("warm"));
+    ASSERT_TRUE(warm.try_lock());
+    warm.unlock();
+  }
+
   std::string base_, host_, via_;
   int port_ = 0;
   std::unique_ptr<tcp_proxy> proxy_;
@@ -103,11 +111,7 @@ TEST_P(faults, reset_connections_do_not_lose_a_lease) {
 TEST_P(faults, a_hold_whose_answer_was_lost_is_released_in_the_background) {
   auto a = sqlock::connect(via_);
   auto b = sqlock::connect(base_);
-  {  // a's connection is open before the answers stop
-    auto warm = a.make_lock(unique_name("warm"));
-    ASSERT_TRUE(warm.try_lock());
-    warm.unlock();
-  }
+  open_before_answers_stop(a);
   auto n = unique_name("lost-answer");
   auto la = a.make_lock(n, {.lease = 60s});
   proxy_->drop_replies(true);
@@ -169,11 +173,7 @@ TEST_P(faults, a_wait_stopped_after_a_lost_answer_leaves_no_hold) {
   auto a =
       sqlock::connect(via_ + (via_.find('?') == std::string::npos ? "?" : "&") + "timeout=1s", o);
   auto b = sqlock::connect(base_);
-  {  // a's connection is open before the answers stop
-    auto warm = a.make_lock(unique_name("warm"));
-    ASSERT_TRUE(warm.try_lock());
-    warm.unlock();
-  }
+  open_before_answers_stop(a);
   auto n = unique_name("lost-answer-stopped");
   auto la = a.make_lock(n, {.lease = 60s});
   proxy_->drop_replies(true);

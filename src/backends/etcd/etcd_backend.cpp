@@ -47,7 +47,9 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   explicit etcd_backend(const options& o)
       : o_(o),
         gw_(o),
-        feed_(gw_, o.prefix, [this](const std::string& key) { deleted(key); }),
+        feed_(
+            gw_, o.prefix, [this](const std::string& key) { deleted(key); },
+            [this](steady_time deadline) { recheck(deadline); }),
         q_(gw_, o.prefix, feed_) {}
   ~etcd_backend() override { feed_.stop(); }
 
@@ -76,8 +78,8 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     auto s = std::static_pointer_cast<state>(l.state);
     if (!s) return false;
     try {
-      // The feed restarts when its member went away; confirmed before the read below, which
-      // then sees any deletion it missed.
+      // The feed's restarter replaces a stream that ended; should it not have yet, this waits
+      // for it, confirmed before the read below, which then sees any deletion it missed.
       feed_.confirmed(deadline);
     } catch (const connection_error&) {
       // No member now: the renewal below finds out.
@@ -138,7 +140,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     auto s = std::make_shared<state>(t.h, t.sent);
     {
       std::lock_guard g(held_m_);
-      held_[t.h.key] = {req.name, req.owner};
+      held_[t.h.key] = {req.name, req.owner, t.h};
     }
     // The feed delivers the deletions after the revision it started at: a deletion before
     // (only possible when it started after the key was put) is found by one read.
@@ -174,23 +176,52 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   void deleted(const std::string& key) {
     auto self = weak_from_this().lock();  // alive through the report; none while destroyed
     if (!self) return;
-    std::pair<std::string, std::string> who;
+    held_key who;
     {
       std::lock_guard g(held_m_);
       auto it = held_.find(key);
       if (it == held_.end()) return;
-      who = it->second;
+      who = std::move(it->second);
       held_.erase(it);
     }
-    report_lost(who.first, who.second);
+    report_lost(who.name, who.owner);
+  }
+
+  // From the feed's restarter thread, once a stream that ended by itself was replaced by a
+  // confirmed one: the deletions in between were not delivered, so one read per held key finds
+  // them (a later deletion comes on the new stream). An error (no member answers) makes the
+  // feed call again after a pause. The destructor stops the feed, which waits for this call.
+  void recheck(steady_time deadline) {
+    if (weak_from_this().expired()) return;  // being destroyed: nobody to tell
+    std::vector<held_key> holds;
+    {
+      std::lock_guard g(held_m_);
+      for (auto& [key, who] : held_) holds.push_back(who);
+    }
+    for (const auto& who : holds) {
+      if (q_.still_holds(who.h, deadline)) continue;
+      {
+        std::lock_guard g(held_m_);
+        auto it = held_.find(who.h.key);  // not released meanwhile, nor taken again
+        if (it == held_.end() || it->second.h.revision != who.h.revision) continue;
+        held_.erase(it);
+      }
+      report_lost(who.name, who.owner);
+    }
   }
 
   options o_;
   detail::gateway gw_;
   detail::feed feed_;
   detail::queue q_;
+  // A key this client holds: whose it is, and the hold (its create revision tells a later hold
+  // of the same key name apart).
+  struct held_key {
+    std::string name, owner;
+    detail::hold h;
+  };
   std::mutex held_m_;
-  std::map<std::string, std::pair<std::string, std::string>> held_;  // key -> (name, owner)
+  std::map<std::string, held_key> held_;  // by key
 };
 
 }  // namespace

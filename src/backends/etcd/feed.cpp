@@ -4,11 +4,21 @@
 
 namespace sqlock::etcd::detail {
 
+namespace {
+
+// The restarter's pauses while no member confirms a stream: doubling from the first to the cap.
+constexpr auto restart_pause_first = std::chrono::milliseconds(50);
+constexpr auto restart_pause_cap = std::chrono::seconds(1);
+
+}  // namespace
+
 feed::feed(gateway& gw, const std::string& prefix,
-           std::function<void(const std::string&)> on_delete)
+           std::function<void(const std::string&)> on_delete,
+           std::function<void(steady_time)> on_resumed)
     : gw_(gw),
       base_(prefix.empty() ? std::string() : prefix + "/"),
-      on_delete_(std::move(on_delete)) {}
+      on_delete_(std::move(on_delete)),
+      on_resumed_(std::move(on_resumed)) {}
 
 feed::~feed() {
   stop();
@@ -18,7 +28,7 @@ void feed::start(steady_time deadline) {
   std::shared_ptr<stream> old;
   {
     std::lock_guard g(m_);
-    if (stream_ && !stream_->ended()) return;
+    if (closed_ || (stream_ && !stream_->ended())) return;
     try {
       old = open(deadline, false);
     } catch (const error&) {
@@ -35,6 +45,7 @@ confirmation feed::confirmed(steady_time deadline) {
     std::uint64_t gen = 0;
     {
       std::lock_guard g(m_);
+      if (closed_) throw connection_error("etcd: the client is closing");
       if (started_at_ > 0) return {generation_, started_at_};
       s = stream_;
       gen = generation_;
@@ -53,7 +64,7 @@ confirmation feed::confirmed(steady_time deadline) {
     std::shared_ptr<stream> old;
     {
       std::lock_guard g(m_);
-      if (stream_ == s) old = open(deadline, true);
+      if (stream_ == s && !closed_) old = open(deadline, true);
     }
     if (old) old->stop();
   }
@@ -70,7 +81,7 @@ std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
   try {
     stream_ = gw_.open_stream(
         "watch", {{"create_request", create}}, [this, gen](const json& msg) { deliver(msg, gen); },
-        [this] { ended(); }, deadline, confirm);
+        [this, gen] { ended(gen); }, deadline, confirm);
   } catch (...) {
     if (old) old->stop();
     throw;
@@ -87,11 +98,21 @@ void feed::stop() {
   std::shared_ptr<stream> s;
   {
     std::lock_guard g(m_);
+    closed_ = true;
     s = std::move(stream_);
     ++generation_;
     started_at_ = 0;
   }
-  if (s) s->stop();
+  cv_.notify_all();
+  if (s) s->stop();  // a restart waiting for this stream's confirmation returns
+  std::thread restarter;
+  {
+    std::lock_guard g(restart_m_);
+    restart_closed_ = true;
+    restarter = std::move(restarter_);
+  }
+  restart_cv_.notify_all();
+  if (restarter.joinable()) restarter.join();  // its calls are bounded by the gateway's timeout
 }
 
 void feed::deliver(const json& msg, std::uint64_t generation) {
@@ -126,7 +147,16 @@ void feed::deliver(const json& msg, std::uint64_t generation) {
   }
 }
 
-void feed::ended() {
+void feed::ended(std::uint64_t generation) {
+  if (generation == generation_) {
+    // Holders rely on the stream too: the restarter replaces it now, not at a renewal.
+    std::lock_guard g(restart_m_);
+    if (!restart_closed_) {
+      restart_wanted_ = true;
+      if (!restarter_.joinable()) restarter_ = std::thread([this] { restart_loop(); });
+    }
+  }
+  restart_cv_.notify_all();
   // Waiters wait on their own deletions' condition with the feed's liveness in the predicate:
   // wake them all, so that they watch again (confirmed()) and read what they may have missed.
   cv_.notify_all();
@@ -134,6 +164,36 @@ void feed::ended() {
   for (auto& [pfx, into] : subs_) {
     { std::lock_guard k(into->m); }  // a waiter between its check and its wait sees the wake
     into->cv.notify_all();
+  }
+}
+
+void feed::restart_loop() {
+  unsigned failures = 0;
+  std::unique_lock lk(restart_m_);
+  for (;;) {
+    // Idle until a stream ends by itself or stop(), which both notify.
+    restart_cv_.wait(lk, [&] { return restart_wanted_ || restart_closed_; });
+    if (restart_closed_) return;
+    restart_wanted_ = false;
+    lk.unlock();
+    bool resumed = false;
+    try {
+      const auto deadline = std::chrono::steady_clock::now() + gw_.timeout();
+      confirmed(deadline);
+      on_resumed_(deadline);
+      resumed = true;
+    } catch (const error&) {
+      // No member confirms a stream (or answers the backend's reads) now: again after a pause.
+    }
+    lk.lock();
+    if (resumed) {
+      failures = 0;
+      continue;
+    }
+    restart_wanted_ = true;
+    auto pause = std::min<std::chrono::milliseconds>(
+        restart_pause_first * (1u << std::min(failures++, 5u)), restart_pause_cap);
+    restart_cv_.wait_for(lk, pause, [&] { return restart_closed_; });
   }
 }
 

@@ -4,8 +4,13 @@
 // for. The stream starts at the current revision and is confirmed by etcd before anyone relies
 // on it: etcd serves a watch that starts at a past revision from its catch-up loop, every
 // 100 ms, so a stream started in the past would deliver late in its first moments.
+// When the stream ends by itself (its member stopped or lost its leader, the connection broke),
+// the feed's own restarter thread opens the next one at once (on any member that confirms it,
+// pausing with capped backoff while none does) and then tells the backend (`on_resumed`), which
+// reads what the stream could not deliver in the gap.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -13,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "gateway.hpp"
 
@@ -38,8 +44,11 @@ struct confirmation {
 class feed {
  public:
   /// Watches every key under `prefix` + "/"; `on_delete` gets each deleted key (from the
-  /// stream's reader thread).
-  feed(gateway& gw, const std::string& prefix, std::function<void(const std::string&)> on_delete);
+  /// stream's reader thread). `on_resumed` is called (from the restarter thread) once a stream
+  /// that ended by itself has been replaced by a confirmed one, with a deadline: deletions in
+  /// the gap were not delivered. When it throws an error, the feed calls it again after a pause.
+  feed(gateway& gw, const std::string& prefix, std::function<void(const std::string&)> on_delete,
+       std::function<void(steady_time)> on_resumed);
   ~feed();
   feed(const feed&) = delete;
   feed& operator=(const feed&) = delete;
@@ -51,7 +60,8 @@ class feed {
   confirmation confirmed(steady_time deadline);
   /// True while the stream numbered `generation` runs.
   bool live(std::uint64_t generation);
-  /// Ends the stream: no more calls of `on_delete` once it returns.
+  /// Ends the stream and the restarter for good: no more calls of `on_delete` or `on_resumed`
+  /// once it returns.
   void stop();
 
   /// Delivers into `into` the deletions of keys that start with `pfx` while it exists.
@@ -72,17 +82,26 @@ class feed {
   // returns for the caller to stop once m_ is released.
   std::shared_ptr<stream> open(steady_time deadline, bool confirm);
   void deliver(const json& msg, std::uint64_t generation);
-  // The stream ended by itself (its reader thread calls this).
-  void ended();
+  // The stream numbered `generation` ended by itself (its reader thread calls this).
+  void ended(std::uint64_t generation);
+  // The restarter thread: replaces a stream that ended by itself, then calls on_resumed_.
+  void restart_loop();
 
   gateway& gw_;
   std::string base_;  // "<prefix>/"
   std::function<void(const std::string&)> on_delete_;
-  std::mutex m_;  // the fields below up to subs_m_
+  std::function<void(steady_time)> on_resumed_;
+  std::mutex m_;  // the fields below up to restart_m_ (generation_ is read without it too)
   std::condition_variable cv_;
   std::shared_ptr<stream> stream_;
-  std::uint64_t generation_ = 0;
+  std::atomic<std::uint64_t> generation_{0};
   std::int64_t started_at_ = 0;  // the current stream's start revision; 0 = not confirmed yet
+  bool closed_ = false;          // stop() was called: no stream opens any more
+  std::mutex restart_m_;         // the fields below up to subs_m_
+  std::condition_variable restart_cv_;
+  bool restart_wanted_ = false;  // a current stream ended by itself since the last restart
+  bool restart_closed_ = false;  // stop() was called: the restarter ends
+  std::thread restarter_;        // started by the first stream that ends by itself
   std::mutex subs_m_;
   std::multimap<std::string, deletions*> subs_;  // queue prefix -> a waiter's deletions
 };

@@ -186,6 +186,39 @@ TEST(etcd_feed, a_waiter_whose_watch_broke_watches_again_at_once) {
   if (lb.owns_lock()) lb.unlock();
 }
 
+// A holder whose watch connection breaks, and whose key is deleted while no watch can run,
+// hears of the loss from the restarted feed (which reads the held keys once a new stream is
+// confirmed), not at its next renewal: the lease is 30 s, so the renewal comes after 10 s, and
+// the loss is awaited for 5 s from the deletion.
+TEST(etcd_feed, a_holder_whose_watch_broke_hears_of_a_deletion_in_the_gap) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
+  auto u = url::parse(shared);
+  ASSERT_FALSE(u.hosts.empty());
+  tcp_proxy proxy("127.0.0.1", u.hosts[0].port);
+  const std::string via =
+      with_host_port(shared, u.hosts[0].host, u.hosts[0].port, proxy.port()) + "?timeout=1s";
+  auto name = unique_name("feed-gap");
+  auto b = sqlock::connect(via);
+  auto lb = b.make_lock(name, {.lease = 30s});
+  std::atomic<bool> told{false};
+  lb.on_lost([&](const std::string&) { told = true; });
+  lb.lock();
+  // The watch breaks and no new one gets through; meanwhile the key is deleted directly.
+  proxy.blackhole(true);
+  proxy.reset_all();
+  std::this_thread::sleep_for(300ms);  // the stream has ended (not a bound)
+  auto key = keys(shared, name);
+  ASSERT_FALSE(key.empty());
+  while (!key.empty() && key.back() == '\n') key.pop_back();
+  sh(etcdctl(shared, "del '" + key + "' >/dev/null"));
+  EXPECT_FALSE(told);  // no stream delivered it
+  proxy.blackhole(false);
+  for (int i = 0; i < 250 && !told; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(told) << "the deletion in the watch's gap was not reported before the renewal";
+  if (lb.owns_lock()) lb.unlock();
+}
+
 TEST(etcd_tls, a_member_that_requires_client_certificates) {
   std::string shared;
   SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);

@@ -1,7 +1,8 @@
 // A small TCP proxy for fault tests (the kernel here has no netem): clients connect to
 // 127.0.0.1:port() and are forwarded to the real server; a test can blackhole every connection
 // (nothing is forwarded, connections stay open, as with a dead network path), drop only the
-// server's answers, reset them all, or delay every chunk it forwards.
+// server's answers, reset them all, cut the connections of one client by what it sends first,
+// or delay every chunk it forwards.
 #pragma once
 
 #include <arpa/inet.h>
@@ -17,7 +18,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 namespace sqlock::test {
 
@@ -56,6 +59,12 @@ class tcp_proxy {
   /// Forwards requests but drops every answer (true), on every connection, new ones included:
   /// the server acts on what it is sent and the client hears nothing back.
   void drop_replies(bool on) { drop_replies_ = on; }
+  /// Resets every connection whose client's first chunk contains `pattern` ("" = none), from
+  /// that chunk on: one client of several is cut off (reset_all() ends its open connections).
+  void cut_matching(std::string pattern) {
+    std::lock_guard g(m_);
+    cut_ = std::move(pattern);
+  }
   /// Holds every chunk this long before forwarding it (0 = no delay).
   void delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
 
@@ -93,6 +102,7 @@ class tcp_proxy {
 
   void pump(int a, int b) {
     const unsigned generation = reset_generation_;
+    bool first = true;
     char buf[16384];
     while (!stop_) {
       if (reset_generation_ != generation) {
@@ -115,6 +125,11 @@ class tcp_proxy {
           ::close(b);
           return;
         }
+        if (i == 0 && std::exchange(first, false) && cut(std::string_view(buf, n))) {
+          hard_close(a);
+          hard_close(b);
+          return;
+        }
         if (i == 1 && drop_replies_) continue;  // from the server
         if (int d = delay_ms_; d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
         for (ssize_t off = 0; off < n;) {
@@ -132,6 +147,11 @@ class tcp_proxy {
     ::close(b);
   }
 
+  bool cut(std::string_view first_chunk) {
+    std::lock_guard g(m_);
+    return !cut_.empty() && first_chunk.find(cut_) != std::string_view::npos;
+  }
+
   std::string host_;
   int up_port_ = 0;
   int port_ = 0;
@@ -139,8 +159,9 @@ class tcp_proxy {
   std::atomic<bool> stop_{false}, blackhole_{false}, drop_replies_{false};
   std::atomic<unsigned> reset_generation_{0};
   std::atomic<int> delay_ms_{0};
-  std::mutex m_;
+  std::mutex m_;  // conns_, cut_
   std::list<conn> conns_;
+  std::string cut_;
   std::thread acceptor_;
 };
 

@@ -57,6 +57,16 @@ constexpr int grpc_permission_denied = 7;
 constexpr int grpc_unavailable = 14;
 constexpr int grpc_unauthenticated = 16;
 
+// etcd's require-leader (the "hasleader" gRPC metadata, which the gateway forwards from this
+// header), sent with every call and stream: a member without a leader (cut off from its peers,
+// or its peers stopped) refuses at once with "no leader" (unavailable), so the client moves to
+// a member that has one, instead of waiting on it until etcd's own request timeout.
+constexpr const char* require_leader = "Grpc-Metadata-hasleader";
+// While some member said "no leader" (an election in progress), every member is tried again
+// after a pause, doubling from the first to the cap, until the caller's deadline.
+constexpr auto no_leader_pause_first = std::chrono::milliseconds(20);
+constexpr auto no_leader_pause_cap = std::chrono::milliseconds(500);
+
 // An idle watch stream is not a hung call: its read timeout only bounds a dead connection that
 // the kernel never reports; stop() ends it at once.
 constexpr auto stream_read_timeout = std::chrono::hours(24);
@@ -308,6 +318,7 @@ json gateway::exchange(member& m, std::unique_ptr<httplib::Client> cli, std::str
   req.path = std::string(path);
   req.headers = std::move(headers);
   req.headers.emplace("Content-Type", "application/json");
+  req.headers.emplace(require_leader, "true");
   req.body = body;
   int status = 0;
   std::string reply;
@@ -347,8 +358,20 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
   const std::size_t n = members_.size();
   const std::size_t first = preferred_.load();
   bool refreshed = false;
+  bool leaderless = false;  // a member had no leader in this round
   std::exception_ptr last;
-  for (std::size_t i = 0; i < n && clock::now() < deadline;) {
+  for (std::size_t i = 0, round = 0; clock::now() < deadline;) {
+    if (i == n) {
+      // Every member tried: when one of them had no leader, the cluster may be electing one.
+      if (!leaderless) break;
+      auto pause =
+          std::min(no_leader_pause_first * (1 << std::min<std::size_t>(round++, 5)),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(no_leader_pause_cap));
+      std::this_thread::sleep_until(std::min(deadline, clock::now() + pause));
+      i = 0;
+      leaderless = false;
+      continue;
+    }
     std::size_t idx = (first + i) % n;
     try {
       auto r = call_member(*members_[idx], full, text, deadline);
@@ -365,6 +388,7 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
       // the cluster out of reach for now (a connection_error: retried within the deadline),
       // not an answer.
       last = std::make_exception_ptr(connection_error(e.what()));
+      leaderless = true;
     } catch (const connection_error&) {
       last = std::current_exception();
     }
@@ -414,11 +438,9 @@ std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& 
     cli->set_connection_timeout(t);
     cli->set_write_timeout(t);
     cli->set_read_timeout(stream_read_timeout);
-    // require-leader (etcd's "hasleader" gRPC metadata, which the gateway forwards): a member
-    // without a leader refuses the stream, and ends it once it has had none for three
-    // election timeouts, instead of keeping it open and silent.
-    httplib::Headers headers{{"Content-Type", "application/json"},
-                             {"Grpc-Metadata-hasleader", "true"}};
+    // require-leader: a member without a leader refuses the stream, and ends it once it has
+    // had none for three election timeouts, instead of keeping it open and silent.
+    httplib::Headers headers{{"Content-Type", "application/json"}, {require_leader, "true"}};
     if (!opts_.user.empty()) headers.emplace("Authorization", token(deadline, false));
     auto s = std::make_unique<http_stream>(std::move(cli), "/v3/" + std::string(path), body.dump(),
                                            std::move(headers), on_message, on_end);

@@ -20,7 +20,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 
 namespace sqlock::test {
 
@@ -59,10 +58,12 @@ class tcp_proxy {
   /// Forwards requests but drops every answer (true), on every connection, new ones included:
   /// the server acts on what it is sent and the client hears nothing back.
   void drop_replies(bool on) { drop_replies_ = on; }
-  /// Resets every connection whose client's first chunk contains `pattern` ("" = none), from
-  /// that chunk on: one client of several is cut off (reset_all() ends its open connections).
+  /// Resets every connection, open or new, as soon as its client sends a chunk containing
+  /// `pattern` (before forwarding it; "" = none): one client of several is cut off by what its
+  /// requests say (a pattern split across two chunks is not recognised).
   void cut_matching(std::string pattern) {
     std::lock_guard g(m_);
+    cutting_ = !pattern.empty();
     cut_ = std::move(pattern);
   }
   /// Holds every chunk this long before forwarding it (0 = no delay).
@@ -102,7 +103,6 @@ class tcp_proxy {
 
   void pump(int a, int b) {
     const unsigned generation = reset_generation_;
-    bool first = true;
     char buf[16384];
     while (!stop_) {
       if (reset_generation_ != generation) {
@@ -125,7 +125,7 @@ class tcp_proxy {
           ::close(b);
           return;
         }
-        if (i == 0 && std::exchange(first, false) && cut(std::string_view(buf, n))) {
+        if (i == 0 && cutting_ && cut(std::string_view(buf, static_cast<std::size_t>(n)))) {
           hard_close(a);
           hard_close(b);
           return;
@@ -147,16 +147,16 @@ class tcp_proxy {
     ::close(b);
   }
 
-  bool cut(std::string_view first_chunk) {
+  bool cut(std::string_view chunk) {
     std::lock_guard g(m_);
-    return !cut_.empty() && first_chunk.find(cut_) != std::string_view::npos;
+    return !cut_.empty() && chunk.find(cut_) != std::string_view::npos;
   }
 
   std::string host_;
   int up_port_ = 0;
   int port_ = 0;
   int listen_fd_ = -1;
-  std::atomic<bool> stop_{false}, blackhole_{false}, drop_replies_{false};
+  std::atomic<bool> stop_{false}, blackhole_{false}, drop_replies_{false}, cutting_{false};
   std::atomic<unsigned> reset_generation_{0};
   std::atomic<int> delay_ms_{0};
   std::mutex m_;  // conns_, cut_

@@ -3,7 +3,7 @@
 // clients still reach it (it then has no leader while the other two go on). The peers talk
 // through TCP proxies (tests/support/tcp_proxy.hpp): a member's own proxy is blackholed, and
 // the other proxies cut the connections it opens, recognised by its member ID, which etcd's
-// peer requests carry in their first bytes (path and X-Server-From header).
+// peer requests carry (in the path and the X-Server-From header).
 #pragma once
 
 #include <signal.h>
@@ -35,7 +35,11 @@ class private_cluster {
     for (int i = 0; i < 100 && !healthy(); ++i) std::this_thread::sleep_for(100ms);
   }
   ~private_cluster() {
-    for (int i = 1; i <= size; ++i) stop(i);
+    heal();  // a member's graceful stop waits for its peer connections
+    for (pid_t p : pids_)
+      if (p > 0) ::kill(p, SIGKILL);
+    for (pid_t p : pids_)
+      if (p > 0) ::waitpid(p, nullptr, 0);
   }
   private_cluster(const private_cluster&) = delete;
   private_cluster& operator=(const private_cluster&) = delete;
@@ -53,12 +57,18 @@ class private_cluster {
   std::string etcdctl(std::initializer_list<int> order, const std::string& args) const {
     return sh(etcdctl_cmd(endpoints(order)) + args);
   }
-  /// Stops member `i` (SIGTERM, then waits for it).
+  /// Stops member `i`: SIGTERM, SIGKILL when it has not ended 5 s later.
   void stop(int i) {
     pid_t& p = pids_[i - 1];
     if (p <= 0) return;
     ::kill(p, SIGTERM);
-    ::waitpid(p, nullptr, 0);
+    for (int n = 0; n < 250 && ::waitpid(p, nullptr, WNOHANG) != p; ++n) {
+      if (n == 249) {
+        ::kill(p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+      std::this_thread::sleep_for(20ms);
+    }
     p = -1;
   }
   /// Starts stopped member `i` again (its data kept) and waits until it answers.

@@ -59,7 +59,6 @@ TEST_F(etcd_require_leader, a_member_without_a_leader_is_passed_over) {
   for (int i = 0; i < 250 && !told; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(told) << "the holder's watch stayed on the member without a leader";
   if (l.owns_lock()) l.unlock();
-  c.heal();
 }
 
 // A waiter watching through a member that loses its leader (cut off from its peers) is told:
@@ -80,7 +79,6 @@ TEST_F(etcd_require_leader, a_waiter_whose_member_loses_its_leader_moves_on) {
   la.unlock();  // through members 1 and 2, which elect a leader if member 3 led
   EXPECT_TRUE(got.get()) << "the waiter stayed on the member without a leader";
   if (lb.owns_lock()) lb.unlock();
-  c.heal();
 }
 
 // Generous bound for "returned by its deadline" (as in etcd_fault_test.cpp): not a speed claim.

@@ -9,6 +9,7 @@ namespace {
 // The restarter's pauses while no member confirms a stream: doubling from the first to the cap.
 constexpr auto restart_pause_first = std::chrono::milliseconds(50);
 constexpr auto restart_pause_cap = std::chrono::seconds(1);
+constexpr auto restart_idle = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -171,8 +172,10 @@ void feed::restart_loop() {
   unsigned failures = 0;
   std::unique_lock lk(restart_m_);
   for (;;) {
-    // Idle until a stream ends by itself or stop(), which both notify.
-    restart_cv_.wait(lk, [&] { return restart_wanted_ || restart_closed_; });
+    // Idle until a stream ends by itself or stop(), which both notify (the bound only makes
+    // the thread look again).
+    if (!restart_cv_.wait_for(lk, restart_idle, [&] { return restart_wanted_ || restart_closed_; }))
+      continue;
     if (restart_closed_) return;
     restart_wanted_ = false;
     lk.unlock();
@@ -182,7 +185,7 @@ void feed::restart_loop() {
       confirmed(deadline);
       on_resumed_(deadline);
       resumed = true;
-    } catch (const error&) {
+    } catch (const std::exception&) {
       // No member confirms a stream (or answers the backend's reads) now: again after a pause.
     }
     lk.lock();

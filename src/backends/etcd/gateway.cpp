@@ -63,7 +63,7 @@ constexpr int grpc_unauthenticated = 16;
 // a member that has one, instead of waiting on it until etcd's own request timeout.
 constexpr const char* require_leader = "Grpc-Metadata-hasleader";
 // While some member said "no leader" (an election in progress), every member is tried again
-// after a pause, doubling from the first to the cap, until the caller's deadline.
+// after a pause, doubling from the first to the cap, for up to one request's timeout.
 constexpr auto no_leader_pause_first = std::chrono::milliseconds(20);
 constexpr auto no_leader_pause_cap = std::chrono::milliseconds(500);
 
@@ -359,15 +359,17 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
   const std::size_t first = preferred_.load();
   bool refreshed = false;
   bool leaderless = false;  // a member had no leader in this round
+  const auto began = clock::now();
   std::exception_ptr last;
   for (std::size_t i = 0, round = 0; clock::now() < deadline;) {
     if (i == n) {
-      // Every member tried: when one of them had no leader, the cluster may be electing one.
-      if (!leaderless) break;
-      auto pause =
-          std::min(no_leader_pause_first * (1 << std::min<std::size_t>(round++, 5)),
-                   std::chrono::duration_cast<std::chrono::milliseconds>(no_leader_pause_cap));
-      std::this_thread::sleep_until(std::min(deadline, clock::now() + pause));
+      // Every member tried: when one of them had no leader, the cluster may be electing one;
+      // for at most one request's timeout (as etcd itself would wait), then the caller decides.
+      if (!leaderless || clock::now() >= began + opts_.timeout) break;
+      auto pause = std::min<std::chrono::milliseconds>(
+          no_leader_pause_first * (1 << std::min<std::size_t>(round++, 5)), no_leader_pause_cap);
+      std::this_thread::sleep_until(
+          std::min({deadline, began + opts_.timeout, clock::now() + pause}));
       i = 0;
       leaderless = false;
       continue;

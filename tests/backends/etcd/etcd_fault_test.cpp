@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <future>
+#include <memory>
 
 #include "etcd_env.hpp"
 #include "sqlock/client.hpp"
@@ -161,25 +162,33 @@ TEST(etcd_frozen, a_waiter_gets_the_lock_after_the_server_comes_back) {
   lb.unlock();
 }
 
+// The shared member, and a proxy in front of it whose connections a test resets or blackholes.
+class etcd_feed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared_);
+    auto u = url::parse(shared_);
+    ASSERT_FALSE(u.hosts.empty());
+    proxy_ = std::make_unique<tcp_proxy>("127.0.0.1", u.hosts[0].port);
+    via_ = with_host_port(shared_, u.hosts[0].host, u.hosts[0].port, proxy_->port());
+  }
+  std::string shared_, via_;  // the member's URL, and through the proxy
+  std::unique_ptr<tcp_proxy> proxy_;
+};
+
 // A waiter whose watch connection breaks (here: every connection through a proxy reset) learns
 // it at once and watches again, instead of at its next keepalive (a third of its 30 s lease):
 // a release right after the break hands it the lock well within its 5 s wait.
-TEST(etcd_feed, a_waiter_whose_watch_broke_watches_again_at_once) {
-  std::string shared;
-  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
-  auto u = url::parse(shared);
-  ASSERT_FALSE(u.hosts.empty());
-  tcp_proxy proxy("127.0.0.1", u.hosts[0].port);
-  const std::string via = with_host_port(shared, u.hosts[0].host, u.hosts[0].port, proxy.port());
+TEST_F(etcd_feed, a_waiter_whose_watch_broke_watches_again_at_once) {
   auto name = unique_name("feed-reset");
-  auto a = sqlock::connect(shared);
+  auto a = sqlock::connect(shared_);
   auto la = a.make_lock(name);
   la.lock();
-  auto b = sqlock::connect(via);
+  auto b = sqlock::connect(via_);
   auto lb = b.make_lock(name, {.lease = 30s});
   auto got = std::async(std::launch::async, [&] { return lb.try_lock_for(5s); });
   std::this_thread::sleep_for(500ms);  // b queues and watches (not a bound)
-  proxy.reset_all();
+  proxy_->reset_all();
   std::this_thread::sleep_for(100ms);
   la.unlock();
   EXPECT_TRUE(got.get()) << "the waiter did not see the release after its watch broke";
@@ -190,30 +199,23 @@ TEST(etcd_feed, a_waiter_whose_watch_broke_watches_again_at_once) {
 // hears of the loss from the restarted feed (which reads the held keys once a new stream is
 // confirmed), not at its next renewal: the lease is 30 s, so the renewal comes after 10 s, and
 // the loss is awaited for 5 s from the deletion.
-TEST(etcd_feed, a_holder_whose_watch_broke_hears_of_a_deletion_in_the_gap) {
-  std::string shared;
-  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
-  auto u = url::parse(shared);
-  ASSERT_FALSE(u.hosts.empty());
-  tcp_proxy proxy("127.0.0.1", u.hosts[0].port);
-  const std::string via =
-      with_host_port(shared, u.hosts[0].host, u.hosts[0].port, proxy.port()) + "?timeout=1s";
+TEST_F(etcd_feed, a_holder_whose_watch_broke_hears_of_a_deletion_in_the_gap) {
   auto name = unique_name("feed-gap");
-  auto b = sqlock::connect(via);
+  auto b = sqlock::connect(via_ + "?timeout=1s");
   auto lb = b.make_lock(name, {.lease = 30s});
   std::atomic<bool> told{false};
   lb.on_lost([&](const std::string&) { told = true; });
   lb.lock();
   // The watch breaks and no new one gets through; meanwhile the key is deleted directly.
-  proxy.blackhole(true);
-  proxy.reset_all();
+  proxy_->blackhole(true);
+  proxy_->reset_all();
   std::this_thread::sleep_for(300ms);  // the stream has ended (not a bound)
-  auto key = keys(shared, name);
+  auto key = keys(shared_, name);
   ASSERT_FALSE(key.empty());
   while (!key.empty() && key.back() == '\n') key.pop_back();
-  sh(etcdctl(shared, "del '" + key + "' >/dev/null"));
+  sh(etcdctl(shared_, "del '" + key + "' >/dev/null"));
   EXPECT_FALSE(told);  // no stream delivered it
-  proxy.blackhole(false);
+  proxy_->blackhole(false);
   for (int i = 0; i < 250 && !told; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(told) << "the deletion in the watch's gap was not reported before the renewal";
   if (lb.owns_lock()) lb.unlock();

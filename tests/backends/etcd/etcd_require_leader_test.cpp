@@ -63,8 +63,8 @@ TEST_F(etcd_require_leader, a_member_without_a_leader_is_passed_over) {
 
 // A waiter watching through a member that loses its leader (cut off from its peers) is told:
 // the member ends its watch, the waiter watches again through a member with a leader and sees
-// the release that the other two members carried out, within its 8 s wait (its own lease of
-// 30 s is kept alive every 10 s, when it would read the queue again anyway).
+// the release that the other two members carried out, within its 15 s wait (its own lease of
+// 60 s is kept alive every 20 s, when it would read the queue again anyway).
 TEST_F(etcd_require_leader, a_waiter_whose_member_loses_its_leader_moves_on) {
   private_cluster c(22771);
   ASSERT_TRUE(c.healthy()) << "the private cluster did not start";
@@ -72,8 +72,8 @@ TEST_F(etcd_require_leader, a_waiter_whose_member_loses_its_leader_moves_on) {
   auto la = a.make_lock("moves-on", {.lease = 30s});
   la.lock();
   auto b = sqlock::connect(c.url({3, 1, 2}, "?timeout=2s"));
-  auto lb = b.make_lock("moves-on", {.lease = 30s});
-  auto got = std::async(std::launch::async, [&] { return lb.try_lock_for(8s); });
+  auto lb = b.make_lock("moves-on", {.lease = 60s});
+  auto got = std::async(std::launch::async, [&] { return lb.try_lock_for(15s); });
   std::this_thread::sleep_for(500ms);  // b queues and watches through member 3 (not a bound)
   c.isolate(3);
   la.unlock();  // through members 1 and 2, which elect a leader if member 3 led

@@ -47,12 +47,13 @@ confirmation feed::confirmed(steady_time deadline) {
     {
       std::lock_guard g(m_);
       if (closed_) throw connection_error("etcd: the client is closing");
-      if (started_at_ > 0) return {generation_, started_at_};
       s = stream_;
       gen = generation_;
+      std::lock_guard st(started_m_);
+      if (started_at_ > 0) return {gen, started_at_};
     }
     if (s && s->wait_started(deadline)) {
-      std::unique_lock lk(m_);
+      std::unique_lock lk(started_m_);
       // The reader thread records the start revision right after the stream says it started.
       cv_.wait_until(lk, deadline, [&] { return started_at_ > 0 || generation_ != gen; });
       if (generation_ == gen && started_at_ > 0) return {gen, started_at_};
@@ -74,7 +75,11 @@ confirmation feed::confirmed(steady_time deadline) {
 std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
   std::shared_ptr<stream> old = std::move(stream_);
   const auto gen = ++generation_;
-  started_at_ = 0;
+  {
+    std::lock_guard st(started_m_);
+    started_at_ = 0;
+  }
+  cv_.notify_all();  // a wait for the stream it replaces ends
   // No start revision: the stream starts at the current one, served by etcd at once.
   json create = {{"key", b64(base_)},
                  {"range_end", b64(prefix_end(base_))},
@@ -102,6 +107,7 @@ void feed::stop() {
     closed_ = true;
     s = std::move(stream_);
     ++generation_;
+    std::lock_guard st(started_m_);
     started_at_ = 0;
   }
   cv_.notify_all();
@@ -119,7 +125,7 @@ void feed::stop() {
 void feed::deliver(const json& msg, std::uint64_t generation) {
   if (msg.value("created", false)) {
     {
-      std::lock_guard g(m_);
+      std::lock_guard st(started_m_);  // never m_: see started_m_
       if (generation == generation_)
         started_at_ = std::max<std::int64_t>(1, num(msg["header"], "revision"));
     }

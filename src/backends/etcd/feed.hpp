@@ -91,12 +91,15 @@ class feed {
   std::string base_;  // "<prefix>/"
   std::function<void(const std::string&)> on_delete_;
   std::function<void(steady_time)> on_resumed_;
-  std::mutex m_;  // the fields below up to restart_m_ (generation_ is read without it too)
-  std::condition_variable cv_;
+  std::mutex m_;  // stream_, closed_, and changes of generation_ (read without it too)
   std::shared_ptr<stream> stream_;
   std::atomic<std::uint64_t> generation_{0};
+  bool closed_ = false;  // stop() was called: no stream opens any more
+  // started_at_ has its own mutex: a reader thread that records it never waits for m_, which
+  // open() holds while it stops a stream that failed to start (and waits for its reader).
+  std::mutex started_m_;         // started_at_; taken after m_ when both are
+  std::condition_variable cv_;   // with started_m_: a stream started, or ended
   std::int64_t started_at_ = 0;  // the current stream's start revision; 0 = not confirmed yet
-  bool closed_ = false;          // stop() was called: no stream opens any more
   std::mutex restart_m_;         // the fields below up to subs_m_
   std::condition_variable restart_cv_;
   bool restart_wanted_ = false;  // a current stream ended by itself since the last restart

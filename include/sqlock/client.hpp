@@ -159,7 +159,8 @@ class SQLOCK_API mutex {
   std::string owner() const;
   /// True once the current (or last) hold was found lost.
   bool lost() const;
-  /// Called (from the renewal thread) when a hold of this lock is found lost.
+  /// Called once when a hold of this lock is found lost, from the library thread that found
+  /// it (renewal, a store's watch or session watcher) just after lost() turns true.
   void on_lost(std::function<void(const std::string& name)> cb);
   /// Renews now; false when the hold is lost (and marks it lost). usage_error when not held.
   bool renew();

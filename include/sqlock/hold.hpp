@@ -43,7 +43,8 @@ class SQLOCK_API hold {
   std::string owner() const;
   /// True once the hold was found lost (lease ran out, renewal refused, session died).
   bool lost() const;
-  /// Called (from the renewal thread) when the hold is found lost; replaces the previous one.
+  /// Called once when the hold is found lost, from the library thread that found it, just
+  /// after lost() turns true; replaces the previous one.
   void on_lost(std::function<void(const std::string& name)> cb);
   /// Renews now; false when the hold is lost (and marks it lost). usage_error when released.
   bool renew();

@@ -216,6 +216,11 @@ TYPED_TEST_P(conformance, expiry_allows_takeover_and_old_holder_sees_loss) {
   EXPECT_GT(lb.fence(), first_fence);
   EXPECT_FALSE(la.renew());
   EXPECT_TRUE(la.lost());
+  // The callback runs on the thread that found the loss (a store's watch may have), just after
+  // lost() turned true: give that thread the moment it may still need.
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       lost_calls.load() == 0 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(1ms);
   EXPECT_EQ(lost_calls.load(), 1);
   la.unlock();  // must not touch b's hold
   auto c = this->connect_new();

@@ -84,10 +84,14 @@ std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
   json create = {{"key", b64(base_)},
                  {"range_end", b64(prefix_end(base_))},
                  {"filters", json::array({"NOPUT"})}};
+  live_generation_ = 0;
   try {
     stream_ = gw_.open_stream(
         "watch", {{"create_request", create}}, [this, gen](const json& msg) { deliver(msg, gen); },
         [this, gen] { ended(gen); }, deadline, confirm);
+    live_generation_ = gen;
+    // A stream that ended before the line above: its ended() found nothing to clear.
+    if (stream_->ended()) end_generation(gen);
   } catch (...) {
     if (old) old->stop();
     throw;
@@ -96,8 +100,13 @@ std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
 }
 
 bool feed::live(std::uint64_t generation) {
-  std::lock_guard g(m_);
-  return generation_ == generation && stream_ && !stream_->ended();
+  // Never m_: waiters ask with their deletions' mutex held, which ended() takes, and open()
+  // holds m_ while it stops a stream that failed to start (waiting for its reader's ended()).
+  return generation != 0 && live_generation_ == generation;
+}
+
+void feed::end_generation(std::uint64_t generation) {
+  live_generation_.compare_exchange_strong(generation, 0);
 }
 
 void feed::stop() {
@@ -107,6 +116,7 @@ void feed::stop() {
     closed_ = true;
     s = std::move(stream_);
     ++generation_;
+    live_generation_ = 0;
     std::lock_guard st(started_m_);
     started_at_ = 0;
   }
@@ -155,6 +165,7 @@ void feed::deliver(const json& msg, std::uint64_t generation) {
 }
 
 void feed::ended(std::uint64_t generation) {
+  end_generation(generation);
   if (generation == generation_) {
     // Holders rely on the stream too: the restarter replaces it now, not at a renewal.
     std::lock_guard g(restart_m_);

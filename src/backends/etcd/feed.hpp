@@ -84,6 +84,8 @@ class feed {
   void deliver(const json& msg, std::uint64_t generation);
   // The stream numbered `generation` ended by itself (its reader thread calls this).
   void ended(std::uint64_t generation);
+  // live_generation_ becomes 0 if it still names `generation`.
+  void end_generation(std::uint64_t generation);
   // The restarter thread: replaces a stream that ended by itself, then calls on_resumed_.
   void restart_loop();
 
@@ -94,7 +96,8 @@ class feed {
   std::mutex m_;  // stream_, closed_, and changes of generation_ (read without it too)
   std::shared_ptr<stream> stream_;
   std::atomic<std::uint64_t> generation_{0};
-  bool closed_ = false;  // stop() was called: no stream opens any more
+  std::atomic<std::uint64_t> live_generation_{0};  // the current stream's while it runs, else 0
+  bool closed_ = false;                            // stop() was called: no stream opens any more
   // started_at_ has its own mutex: a reader thread that records it never waits for m_, which
   // open() holds while it stops a stream that failed to start (and waits for its reader).
   std::mutex started_m_;         // started_at_; taken after m_ when both are

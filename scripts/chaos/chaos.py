@@ -64,6 +64,9 @@ PRIVATE = {
 WRITER_MARK_MS = {"redis": 3000, "sqlite": 5000, "postgres": 5000, "postgres-sync": 5000,
                   "postgres-async": 5000, "mysql": 5000}
 NOTIFY_RECHECK_MS = 1000
+# How long past its run (and its last acquire's bound) a worker may take to end before it is
+# killed and the run fails as hung.
+HANG_GRACE_S = 120
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
@@ -83,6 +86,7 @@ class Run:
         self.server = None
         self.proxy = None
         self.procs = []  # [Popen]
+        self.hung = 0  # workers killed for not ending (worker-timeout)
         self.history = {}  # pid -> history file
         self.spawned = 0
         self.faults = open(os.path.join(a.out, "faults.jsonl"), "w")
@@ -281,7 +285,7 @@ class Run:
                     break
                 self.apply(kind)
                 time.sleep(gap / 2)
-        deadline = time.monotonic() + a.seconds + a.acquire_timeout_ms / 1000 + 120
+        deadline = time.monotonic() + a.seconds + a.acquire_timeout_ms / 1000 + HANG_GRACE_S
         for p in self.procs:
             try:
                 p.wait(timeout=max(1, deadline - time.monotonic()))
@@ -289,6 +293,7 @@ class Run:
                 p.kill()
                 p.wait()
                 self.log("worker-timeout", pid=p.pid)
+                self.hung += 1
 
     def finish(self):
         a = self.a
@@ -310,7 +315,14 @@ class Run:
         with open(os.path.join(a.out, "run.json"), "w") as f:
             json.dump({"backend": a.backend, "kind": a.kind, "writer_mark_ms": mark}, f)
         check = os.path.join(servers.REPO, "tests", "chaos", "check_history.py")
-        return subprocess.run([sys.executable, check, a.out]).returncode
+        rc = subprocess.run([sys.executable, check, a.out]).returncode
+        if self.hung:
+            # Every wait has a deadline: a worker still running two minutes past its run is a
+            # hang (its threads' stacks are gone with it; rerun and attach gdb to see them).
+            print(f"chaos: {self.hung} worker(s) still running {HANG_GRACE_S} s after the run "
+                  "ended were killed: a call outlived its deadline")
+            rc = rc or 1
+        return rc
 
     def cleanup(self):
         for p in self.live():

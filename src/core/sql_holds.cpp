@@ -51,13 +51,6 @@ class writer_wait final : public wait_state {
   unsigned waits_ = 0;
 };
 
-// lease_info::state of a hold in the shared-holders table (the kind is all renew and release
-// need to know; exclusive holds carry no state).
-std::shared_ptr<void> shared_hold_tag() {
-  static const auto tag = std::make_shared<int>(0);
-  return tag;
-}
-
 }  // namespace
 
 void kind_mismatch(const lock_request& req, std::string_view status) {
@@ -101,8 +94,9 @@ std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, s
     auto r = run(op, p, deadline);
     if (!r.empty() && !r[0].empty() && r[0][0]) {
       if (writer) writer->marked(false);  // the acquire removed the call's mark
-      return lease_info{req.name, req.owner, decode_u64(r[0][0], "fence"),
-                        exclusive ? nullptr : shared_hold_tag()};
+      lease_info l{req.name, req.owner, decode_u64(r[0][0], "fence"), nullptr};
+      l.kind = req.kind;  // all renew and release need to know: which table holds it
+      return l;
     }
     std::string_view status;
     if (!r.empty() && r[0].size() > 1 && r[0][1]) status = *r[0][1];
@@ -122,15 +116,15 @@ std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, s
 
 bool engine_backend::renew(const lease_info& l, milliseconds d, steady_time deadline) {
   // Servers renew every kind in one routine; SQLite's scripts need one per table.
-  const bool shared = dialect_.kinds && l.state && !dialect_.renew_shared.statements.empty();
+  const bool shared =
+      dialect_.kinds && l.kind != lock_kind::exclusive && !dialect_.renew_shared.statements.empty();
   return says_true(
       run(shared ? dialect_.renew_shared : dialect_.renew, params_for(l, d), deadline));
 }
 
 bool engine_backend::release(const lease_info& l, steady_time deadline) {
-  // A hold of the shared-holders table: one granted here (its state), or one whose grant was
-  // never answered (only its kind is known; orphan_releases).
-  const bool shared = dialect_.kinds && (l.state || l.kind != lock_kind::exclusive);
+  // By kind alone, so that a hold whose grant was never answered (orphan_releases) is found.
+  const bool shared = dialect_.kinds && l.kind != lock_kind::exclusive;
   return says_true(
       run(shared ? dialect_.release_shared : dialect_.release, params_for(l), deadline));
 }

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 
+#include "sqlock/random.hpp"
+
 namespace sqlock::etcd::detail {
 
 namespace {
 
-// The restarter's pauses while no member confirms a stream: doubling from the first to the cap.
-constexpr auto restart_pause_first = std::chrono::milliseconds(50);
-constexpr auto restart_pause_cap = std::chrono::seconds(1);
+// The restarter's pauses while no member confirms a stream: jittered, doubling from the first
+// to the cap (backoff_delay).
+constexpr std::chrono::milliseconds restart_pause_first{50};
+constexpr std::chrono::milliseconds restart_pause_cap{1000};
 constexpr auto restart_idle = std::chrono::seconds(60);
 
 }  // namespace
@@ -211,8 +214,7 @@ void feed::restart_loop() {
       continue;
     }
     restart_wanted_ = true;
-    auto pause = std::min<std::chrono::milliseconds>(
-        restart_pause_first * (1u << std::min(failures++, 5u)), restart_pause_cap);
+    const auto pause = backoff_delay(failures++, restart_pause_first, restart_pause_cap);
     restart_cv_.wait_for(lk, pause, [&] { return restart_closed_; });
   }
 }

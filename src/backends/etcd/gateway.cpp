@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sqlock/errors.hpp"
+#include "sqlock/random.hpp"
 
 namespace sqlock::etcd::detail {
 
@@ -63,7 +64,7 @@ constexpr int grpc_unauthenticated = 16;
 // a member that has one, instead of waiting on it until etcd's own request timeout.
 constexpr const char* require_leader = "Grpc-Metadata-hasleader";
 // While some member said "no leader" (an election in progress), every member is tried again
-// after a pause, doubling from the first to the cap, for up to one request's timeout.
+// after a jittered pause doubling from the first to the cap, for up to one request's timeout.
 constexpr auto no_leader_pause_first = std::chrono::milliseconds(20);
 constexpr auto no_leader_pause_cap = std::chrono::milliseconds(500);
 
@@ -361,13 +362,13 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
   bool leaderless = false;  // a member had no leader in this round
   const auto began = clock::now();
   std::exception_ptr last;
-  for (std::size_t i = 0, round = 0; clock::now() < deadline;) {
+  unsigned round = 0;  // pauses so far
+  for (std::size_t i = 0; clock::now() < deadline;) {
     if (i == n) {
       // Every member tried: when one of them had no leader, the cluster may be electing one;
       // for at most one request's timeout (as etcd itself would wait), then the caller decides.
       if (!leaderless || clock::now() >= began + opts_.timeout) break;
-      auto pause = std::min<std::chrono::milliseconds>(
-          no_leader_pause_first * (1 << std::min<std::size_t>(round++, 5)), no_leader_pause_cap);
+      const auto pause = backoff_delay(round++, no_leader_pause_first, no_leader_pause_cap);
       std::this_thread::sleep_until(
           std::min({deadline, began + opts_.timeout, clock::now() + pause}));
       i = 0;

@@ -34,6 +34,24 @@ BEGIN
     END IF;
     DELETE FROM sqlock.advisory_holds h WHERE h.name = p_name;
   END LOOP;
+  -- An exclusive advisory hold the library took with advisory_lock() has no row until it has
+  -- lasted ~10 ms (advisory_session.sql): its session is found in pg_locks.
+  FOR r IN SELECT l.pid FROM pg_catalog.pg_locks l
+            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+              AND l.mode = 'ExclusiveLock'
+              AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                 WHERE d.datname = pg_catalog.current_database())
+              AND l.classid = ((sqlock.lock_key(p_name) >> 32) & 4294967295)::oid
+              AND l.objid = (sqlock.lock_key(p_name) & 4294967295)::oid LOOP
+    v_n := v_n + 1;
+    PERFORM sqlock.log_event('force_release', p_name, NULL, NULL, 'advisory', NULL,
+                             'terminated session ' || r.pid);
+    IF r.pid = pg_backend_pid() THEN
+      PERFORM pg_advisory_unlock(sqlock.lock_key(p_name));
+    ELSE
+      PERFORM pg_terminate_backend(r.pid, 5000);
+    END IF;
+  END LOOP;
   -- Shared and permit advisory holds: their sessions are terminated the same way.
   FOR r IN DELETE FROM sqlock.advisory_shared h WHERE h.name = p_name RETURNING h.* LOOP
     IF r.owner IS NOT NULL AND sqlock.advisory_held_as(r.key, r.backend_pid, r.lock_mode) THEN

@@ -24,6 +24,7 @@ value lookup(const params& p, std::string_view key) {
   if (key == "kind") return {false, 0, p.kind};
   if (key == "permits") return {true, p.permits, {}};
   if (key == "mark_ms") return {true, p.mark_ms, {}};
+  if (key == "holds") return {false, 0, p.holds};
   throw config_error("unknown SQL parameter ':" + std::string(key) + "'");
 }
 

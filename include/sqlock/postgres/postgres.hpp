@@ -23,6 +23,10 @@
 //   listen=off       do not LISTEN; waiters poll (for poolers that drop notifications)
 //   timeout=D        the longest one exchange with the server may take, connecting included
 //                    (default 5s): every call also returns by its caller's deadline
+//   record_after=D   advisory mode: an exclusive hold is recorded for other processes'
+//                    list(), force_release() and leader() once it has lasted D (default 10ms;
+//                    0 = at once, still off the caller's path); a shorter hold writes nothing.
+//                    fence_check() sees every hold at once.
 // The schema is created by `sqlock migrate` (or the SQL files applied with psql), never
 // silently: connect() fails with a config_error that names the command to run.
 #pragma once
@@ -48,6 +52,7 @@ struct options {
   bool listen = true;                ///< wake waiters with LISTEN/NOTIFY (false: poll)
   milliseconds timeout{5000};        ///< I/O timeout: longest one exchange may take (> 0)
   std::size_t waiters = 2;           ///< advisory mode: sessions that wait inside the server
+  milliseconds record_after{10};     ///< advisory mode: a hold's age when it is recorded
 };
 
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without

@@ -34,10 +34,13 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
                                    const options& o, sql::dialect d)
     : pg_backend(conninfo, shown, o, std::move(d)),
       wait_{"pg_advisory_wait",
-            {"SELECT fence, status FROM " + o.schema +
-             ".acquire_advisory(:name, :owner, :holder, :lease_ms)"}},
+            {"SELECT " + o.schema + ".advisory_lock(:name, :owner, :holder, :lease_ms)"}},
       register_{"pg_advisory_register",
                 {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}},
+      release_recorded_{"pg_advisory_release_recorded",
+                        {"SELECT " + o.schema + ".advisory_unlock(:name, :owner, :fence, true)"}},
+      record_{"pg_advisory_record",
+              {"SELECT " + o.schema + ".advisory_record(CAST(:holds AS jsonb))"}},
       kinds_{{"pg_advisory_acquire_shared",
               {"SELECT fence, status FROM " + o.schema +
                ".acquire_advisory_shared(:name, :owner, :holder, :kind, :permits)"}},
@@ -49,6 +52,8 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
              {"pg_advisory_release_shared",
               {"SELECT " + o.schema + ".release_advisory_shared(:name, :owner)"}}},
       turns_(o.sessions),
+      recorder_([this](const std::string& holds, steady_time deadline) { record(holds, deadline); },
+                o.record_after, o.timeout),
       sessions_(
           o.sessions, o.waiters,
           [conninfo, t = o.timeout](steady_time deadline) {
@@ -56,8 +61,10 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
             c->connect(deadline);
             return c;
           },
-          [this](const std::string& name, const std::string& owner) { report_lost(name, owner); }) {
-}
+          [this](const std::string& name, const std::string& owner) {
+            recorder_.released(name, owner);
+            report_lost(name, owner);
+          }) {}
 
 std::unique_ptr<wait_state> advisory_backend::open_wait(const lock_request& req) {
   // pg_backend makes a notify_wait, or nothing when the backend does not listen.
@@ -131,6 +138,11 @@ std::optional<lease_info> advisory_backend::granted(session_pool::call& c, const
   }
   auto fence = sql::decode_u64(r[0][0], "fence");
   c.keep(req.name, req.owner, fence, req.kind != lock_kind::exclusive);
+  if (req.kind == lock_kind::exclusive) {
+    // advisory_lock() wrote nothing: the hold is recorded if it lasts (hold_recorder).
+    recorder_.held({req.name, req.owner, req.holder, fence, c.conn().server_pid(),
+                    std::chrono::steady_clock::now()});
+  }
   return lease_info{req.name, req.owner, fence, c.token()};
 }
 
@@ -190,25 +202,37 @@ void advisory_backend::register_waiter(advisory_wait& w, const lock_request& req
 
 bool advisory_backend::renew(const lease_info& l, milliseconds, steady_time deadline) {
   auto c = sessions_.holding(l.state, l.name, l.owner, deadline);
-  if (!c) return false;  // the session died or the hold was forgotten
+  if (!c) {
+    recorder_.released(l.name, l.owner);
+    return false;  // the session died or the hold was forgotten
+  }
   try {
     const auto& op = c->holds_shared(l.name) ? kinds_.renew : dialect_.renew;
     bool ok =
         sql::says_true(c->conn().run(op, params_for(l), exchange_bound(deadline, io_timeout())));
-    if (!ok) c->forget(l.name);
+    if (!ok) {
+      c->forget(l.name);
+      recorder_.released(l.name, l.owner);
+    }
     return ok;
   } catch (const connection_error&) {
+    recorder_.released(l.name, l.owner);
     c->kill(l.name);  // the session is gone or unknown: closing it ends the hold for sure
     return false;
   }
 }
 
 bool advisory_backend::release(const lease_info& l, steady_time deadline) {
+  const bool recorded = recorder_.released(l.name, l.owner);
   auto c = sessions_.holding(l.state, l.name, l.owner, deadline);
   if (!c) return false;
   try {
-    const auto& op = c->holds_shared(l.name) ? kinds_.release : dialect_.release;
-    auto r = c->conn().run(op, params_for(l), exchange_bound(deadline, io_timeout()));
+    const auto& op = c->holds_shared(l.name) ? kinds_.release
+                     : recorded              ? release_recorded_
+                                             : dialect_.release;
+    auto p = params_for(l);
+    p.fence = static_cast<std::int64_t>(l.fence);  // advisory_unlock ends the fence's pair too
+    auto r = c->conn().run(op, p, exchange_bound(deadline, io_timeout()));
     c->forget(l.name);
     return sql::says_true(r);
   } catch (...) {
@@ -217,6 +241,17 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
     c->kill(l.name);
     throw;
   }
+}
+
+void advisory_backend::record(const std::string& holds, steady_time deadline) {
+  sql::params p;
+  p.holds = holds;
+  with_connection([&](sql::connection& c) { c.run(record_, p, deadline); });
+}
+
+std::vector<lock_status> advisory_backend::list(std::string_view prefix) {
+  recorder_.flush(std::chrono::steady_clock::now() + io_timeout());
+  return pg_backend::list(prefix);
 }
 
 void advisory_backend::verify(steady_time deadline) {

@@ -10,6 +10,9 @@
 // moment of its release, in its own queue order. When every waiter session is busy or holds
 // something, the call registers for NOTIFY on the name (releases notify only then) and waits
 // for it between tries, as the row modes do.
+// An exclusive hold is taken and released with the lean functions of
+// sql/postgresql/advisory_session.sql, which write nothing; hold_recorder writes the holds that
+// last (~10 ms and more) to the table list() and force_release() read, from the engine's pool.
 // Shared and permit holds (sql/postgresql/advisory_shared.sql) take pg_advisory_lock_shared on
 // the name's key (a permit also one of the name's N permit keys); a session carries one hold of
 // a name at a time, since the server would grant a session a lock it holds already (past a
@@ -20,6 +23,7 @@
 #pragma once
 
 #include "advisory_wait.hpp"
+#include "hold_recorder.hpp"
 #include "pg_backend.hpp"
 #include "session_pool.hpp"
 
@@ -39,6 +43,8 @@ class advisory_backend final : public pg_backend {
   capabilities caps() const noexcept override;
   /// connect()'s check, then the first lock session is opened (bounded by the I/O timeout).
   void verify(steady_time deadline) override;
+  /// This process's holds are recorded first, so that it sees every one of them.
+  std::vector<lock_status> list(std::string_view prefix) override;
 
  private:
   // The operations of a shared or permit hold.
@@ -58,12 +64,17 @@ class advisory_backend final : public pg_backend {
                                     const sql::rows& r);
   // Registers the call for NOTIFY on the name (once per minute of its wait).
   void register_waiter(advisory_wait& w, const lock_request& req, steady_time deadline);
+  // Writes a batch of hold_recorder's records.
+  void record(const std::string& holds, steady_time deadline);
 
-  sql::operation wait_;      // acquire_advisory with a wait in the server
-  sql::operation register_;  // advisory_wait_notify
-  kind_operations kinds_;    // acquire_advisory_shared and its renew and release
-  std::size_t turns_;        // lock sessions taken in turn
-  session_pool sessions_;    // destroyed first: its watcher calls report_lost()
+  sql::operation wait_;              // advisory_lock with a wait in the server
+  sql::operation register_;          // advisory_wait_notify
+  sql::operation release_recorded_;  // advisory_unlock of a hold hold_recorder wrote
+  sql::operation record_;            // advisory_record
+  kind_operations kinds_;            // acquire_advisory_shared and its renew and release
+  std::size_t turns_;                // lock sessions taken in turn
+  hold_recorder recorder_;           // before sessions_: the watcher's losses reach it
+  session_pool sessions_;            // destroyed first: its watcher calls report_lost()
 };
 
 }  // namespace sqlock::postgres

@@ -33,6 +33,7 @@ class pg_connection final : public session_connection {
   void execute_script(std::string_view script) override;
   sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
+  int server_pid() const override { return link_ ? link_->server_pid() : 0; }
   bool alive() override { return link_ && link_->alive(); }
   std::unique_ptr<statement_stopper> stop_on(const std::stop_token& stop) override;
 

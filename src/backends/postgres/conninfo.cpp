@@ -153,7 +153,7 @@ namespace {
 // sqlock's own URL parameters; everything else is libpq's.
 bool is_sqlock_param(const std::string& key) {
   for (const char* k : {"mode", "schema", "execute_role", "migrate", "pool", "sessions", "waiters",
-                        "listen", "timeout"})
+                        "listen", "timeout", "record_after"})
     if (key == k) return true;
   return false;
 }
@@ -178,6 +178,7 @@ void read_options(const url& u, options& o) {
     o.waiters = static_cast<std::size_t>(*v);
   if (auto v = u.flag_param("listen")) o.listen = *v;
   if (auto v = u.duration_param("timeout", min_timeout, max_timeout)) o.timeout = *v;
+  if (auto v = u.duration_param("record_after", milliseconds(0), max_timeout)) o.record_after = *v;
 }
 
 }  // namespace

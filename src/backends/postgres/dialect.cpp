@@ -99,9 +99,11 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
   d.kind = "postgresql";
   d.mode = mode;
   if (mode == "advisory") {
-    d.acquire = op("acquire",
-                   "SELECT fence, status FROM " + s + "acquire_advisory(:name, :owner, :holder)");
-    d.renew = op("renew", "SELECT " + s + "renew_advisory(:name, :owner)");
+    // The lean pair (sql/postgresql/advisory_session.sql): the library tracks its holds on
+    // each session and records the lasting ones itself (advisory_backend, hold_recorder).
+    d.acquire = op("acquire", "SELECT " + s + "advisory_lock(:name, :owner, :holder)");
+    d.renew = op("renew", "SELECT " + s + "advisory_holding(:name)");
+    d.release = op("release", "SELECT " + s + "advisory_unlock(:name, :owner, :fence, false)");
   } else {
     d.acquire = op("acquire", "SELECT fence, status FROM " + s + "acquire_" + mode +
                                   "(:name, :owner, :lease_ms, :holder, :mark_ms)");
@@ -114,7 +116,8 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
     d.release_shared = op("release_shared", "SELECT " + s + "release_shared(:name, :owner)");
     d.clear_mark = op("clear_mark", "SELECT " + s + "clear_mark(:name, :owner)");
   }
-  d.release = op("release", "SELECT " + s + "release_" + mode + "(:name, :owner)");
+  if (mode != "advisory")
+    d.release = op("release", "SELECT " + s + "release_" + mode + "(:name, :owner)");
   d.list = op("list",
               "SELECT name, owner, fence, acquired_at, expires_at, mode, holder, kind, permits "
               "FROM " +

@@ -76,6 +76,10 @@ int link::socket() const {
   return c_ ? PQsocket(c_) : -1;
 }
 
+int link::server_pid() const {
+  return c_ ? PQbackendPID(c_) : 0;
+}
+
 void link::close() {
   if (c_) PQfinish(c_);
   c_ = nullptr;

@@ -30,6 +30,8 @@ class link {
 
   /// The socket, or -1 once closed.
   int socket() const;
+  /// The server process serving this connection (0 when closed).
+  int server_pid() const;
   /// True once the connection is closed (timed out, broken): it must not be used again.
   bool closed() const { return c_ == nullptr; }
   /// Closes the connection now.

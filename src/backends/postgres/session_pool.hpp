@@ -32,6 +32,8 @@ class session_connection : public sql::connection {
  public:
   /// The socket to poll while idle (-1 once closed).
   virtual int socket() const = 0;
+  /// The server's process id of this session (0 when closed).
+  virtual int server_pid() const = 0;
   /// Called when the idle socket became readable: reads what arrived and says whether the
   /// session is still alive.
   virtual bool alive() = 0;

@@ -1,8 +1,10 @@
 // Advisory mode beyond the conformance suite: `sqlock migrate` to version 4 with a hold of the
-// version-3 routines live, waiters inside the server and on the notification path, and the
-// connections one process uses for many holds and waiters.
+// version-3 routines live, holds recorded for other processes only once they last (and fenced at
+// once), waiters inside the server and on the notification path, and the connections one
+// process uses for many holds and waiters.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -111,6 +113,84 @@ TEST_F(postgres, migrate_to_v4_keeps_a_live_hold_of_the_v3_routines) {
   ASSERT_TRUE(l.try_lock());
   EXPECT_GT(l.fence(), again);
   l.unlock();
+}
+
+// The rows of sqlock.advisory_holds naming `name` (a DBA's count).
+int hold_rows(pqxx::connection& dc, const std::string& name) {
+  pqxx::nontransaction tx(dc);
+  return tx.exec_params1("SELECT count(*) FROM sqlock.advisory_holds WHERE name = $1", name)[0]
+      .as<int>();
+}
+
+TEST_F(postgres, advisory_holds_are_recorded_once_they_last_and_fenced_at_once) {
+  // record_after=60s: nothing of a's is recorded by itself during the test.
+  auto a = sqlock::connect(pg::with(app_, "mode=advisory&record_after=60s"));
+  auto b = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto dc = dba();
+  // A short hold writes nothing.
+  auto brief = unique_name("rec-brief");
+  {
+    auto l = a.make_lock(brief);
+    ASSERT_TRUE(l.try_lock());
+    l.unlock();
+  }
+  EXPECT_EQ(hold_rows(dc, brief), 0);
+  // A hold not recorded yet: fence_check knows its fence at once; other processes do not list
+  // it, force_release() finds it all the same.
+  auto n = unique_name("rec-hold");
+  auto l = a.make_lock(n);
+  ASSERT_TRUE(l.try_lock());
+  EXPECT_EQ(hold_rows(dc, n), 0);
+  EXPECT_TRUE(b.list(n).empty());
+  {
+    pqxx::work tx(dc);
+    EXPECT_TRUE(sqlock::postgres::fence_check(tx, n, l.fence()));
+    EXPECT_FALSE(sqlock::postgres::fence_check(tx, n, l.fence() - 1));
+    EXPECT_FALSE(sqlock::postgres::fence_check(tx, n, l.fence() + 1));
+  }
+  // The holding process's list() records its holds first: then everyone sees it.
+  auto own = a.list(n);
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0].owner, l.owner());
+  EXPECT_EQ(own[0].fence, l.fence());
+  auto seen = b.list(n);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].owner, l.owner());
+  EXPECT_EQ(seen[0].fence, l.fence());
+  // A recorded hold released: its row no longer names the session, so the session's next hold
+  // of the name is not shown with the old owner and fence.
+  const auto old_fence = l.fence();
+  l.unlock();
+  EXPECT_TRUE(b.list(n).empty());
+  auto again = a.make_lock(n);
+  ASSERT_TRUE(again.try_lock());
+  EXPECT_TRUE(b.list(n).empty());
+  {
+    pqxx::work tx(dc);
+    EXPECT_FALSE(sqlock::postgres::fence_check(tx, n, old_fence));
+    EXPECT_TRUE(sqlock::postgres::fence_check(tx, n, again.fence()));
+  }
+  std::atomic<bool> lost{false};
+  again.on_lost([&](const std::string&) { lost = true; });
+  EXPECT_TRUE(b.force_release(n));  // the unrecorded hold's session, found in pg_locks
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(10s));
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       !lost && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(lost);
+  lb.unlock();
+  // record_after=0: recorded in the background without anyone asking.
+  auto c = sqlock::connect(pg::with(app_, "mode=advisory&record_after=0s"));
+  auto z = unique_name("rec-now");
+  auto lz = c.make_lock(z);
+  ASSERT_TRUE(lz.try_lock());
+  EXPECT_EQ(await_count(dc,
+                        "SELECT count(*) FROM sqlock.advisory_holds WHERE name = " + dc.quote(z) +
+                            " AND fence = " + std::to_string(lz.fence()),
+                        1),
+            1);
+  lz.unlock();
 }
 
 TEST_F(postgres, advisory_waiters_wait_inside_the_server_and_get_the_lock_at_release) {

@@ -33,6 +33,7 @@ TEST_F(postgres, odd_names_are_stored_and_keyed_verbatim_on_the_server) {
     auto la = ac.make_lock(n + " adv");
     ASSERT_TRUE(lp.try_lock()) << n;
     ASSERT_TRUE(la.try_lock()) << n;
+    ac.list(n + " adv");  // the holding process's list() records its advisory holds first
     pqxx::work tx(dc);
     auto r = tx.exec_params("SELECT name, octet_length(name) FROM sqlock.locks WHERE owner = $1",
                             lp.owner());
@@ -117,6 +118,7 @@ TEST_F(postgres, sweep_deletes_expired_rows_and_dead_advisory_holds) {
     ASSERT_TRUE(la.try_lock());
     la.unlock();
     ASSERT_TRUE(la.try_lock());
+    a.list(prefix + "a");  // records the hold (the holding process's list() does that first)
     // The session ends without a release: the row stays behind, stale.
     auto dc = dba();
     pqxx::work tx(dc);

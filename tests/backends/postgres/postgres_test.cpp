@@ -40,6 +40,7 @@ TEST_F(postgres, terminated_advisory_session_frees_the_lock_and_the_holder_sees_
   l2.on_lost(on_lost);
   ASSERT_TRUE(l1.try_lock_for(10s));
   ASSERT_TRUE(l2.try_lock_for(10s));  // multiplexed on the same (only) session
+  a.list(n1);  // the holding process's list() records its advisory holds first
 
   int pid = 0;
   {

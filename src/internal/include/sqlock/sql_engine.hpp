@@ -46,6 +46,7 @@ struct params {
   std::string mode;                ///< :mode — backend mode name
   std::string kind = "exclusive";  ///< :kind — "exclusive", "shared" or "permit"
   std::int64_t permits = 0;        ///< :permits — a permit request's number of permits (else 0)
+  std::string holds;               ///< :holds — a JSON array of holds to record (advisory)
   std::int64_t mark_ms = 0;        ///< :mark_ms — lifetime of the writer mark a busy exclusive
                              ///< attempt leaves (0 = leave none: a try_lock() that will not wait)
 };

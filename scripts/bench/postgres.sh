@@ -24,16 +24,24 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$sqlock" migrate --url "$surl" >/dev/null
 for mode in pessimistic optimistic advisory; do
-  lease=", 30000"
-  [ $mode = advisory ] && lease=""
   for c in u c; do
     name="'pgbench/u/' || CAST(:client_id AS text)"
     [ $c = c ] && name="'pgbench/c'"
-    cat >"$dir/${mode}_$c.sql" <<SQL
+    owner="'owner-' || CAST(:k AS text)"
+    if [ $mode = advisory ]; then
+      # The library's advisory pair (advisory_lock / advisory_unlock, schema version 8).
+      cat >"$dir/${mode}_$c.sql" <<SQL
 \set k random(1, 1000000000)
-SELECT fence, status FROM $schema.acquire_$mode($name, 'owner-' || CAST(:k AS text)$lease, 'pgbench');
-SELECT $schema.release_$mode($name, 'owner-' || CAST(:k AS text));
+SELECT coalesce($schema.advisory_lock($name, $owner, 'pgbench'), 0) AS f \\gset
+SELECT $schema.advisory_unlock($name, $owner, :f, false);
 SQL
+    else
+      cat >"$dir/${mode}_$c.sql" <<SQL
+\set k random(1, 1000000000)
+SELECT fence, status FROM $schema.acquire_$mode($name, $owner, 30000, 'pgbench');
+SELECT $schema.release_$mode($name, $owner);
+SQL
+    fi
   done
 done
 cat >"$dir/raw.sql" <<'SQL'

@@ -213,7 +213,10 @@ class Run:
             p.send_signal(signal.SIGSTOP)
             time.sleep(lease * 1.5)
             p.send_signal(signal.SIGCONT)
-            self.log(kind, t, mono(), pid=p.pid)
+            # SQLite: a process stopped inside a write transaction holds the database file's
+            # write lock, and every other writer waits for its SIGCONT (the checker allows it).
+            self.log(kind, t, mono(), pid=p.pid,
+                     **({"blocks_store": True} if self.a.backend == "sqlite" else {}))
         elif kind in ("freeze-short", "freeze-long"):
             pids = self.server.pids()
             t = mono()

@@ -35,7 +35,10 @@ Rules:
              within that bound moves its start to its own end. With readers in the run the
              bound is max(lease, --writer-mark-ms) + 1 s: a writer that dies while waiting
              keeps new readers out for its mark's life (Redis 3 s, SQL rows 5 s), and a
-             waiting reader notices its end up to notify_recheck (1 s) later.
+             waiting reader notices its end up to notify_recheck (1 s) later. A stopped
+             process that may hold the store's only write lock (a fault marked blocks_store:
+             SQLite, one database file locked by whoever writes) keeps every writer out until
+             it runs again: then the next holder may also come within 1 s of its SIGCONT.
   orphans    no locks left under the run's prefix at the end.
 """
 import argparse
@@ -290,7 +293,8 @@ def check_takeover(holds, faults, failed, bound_ns, out):
                              for s, e, p, r in waits[name])
                 if nxt is not None:
                     worst = max(worst, nxt - t0)
-                if waited and (nxt is None or nxt - t0 > bound_ns + GRACE_NS):
+                blocked = f.get("blocks_store") and nxt is not None and nxt <= f["end"] + GRACE_NS
+                if waited and (nxt is None or nxt - t0 > bound_ns + GRACE_NS) and not blocked:
                     delay = "never" if nxt is None else f"after {(nxt - t0) / 1e9:.3f}s"
                     who = "reader" if shared else "holder"
                     out.append(f"takeover: {name} after {f['kind']} at {t0}: next {who} {delay}")

@@ -94,6 +94,20 @@ def main():
                run_case([(1, 0, 1, 1.0, 1.5), (2, 1, 2, 6.0, 7.0)], waits=[(2, 1.1, 5.0)],
                         faults=[{"kind": "kill", "pid": 1, "start": int(1.2 * S),
                                  "end": int(1.2 * S)}])),
+        # SIGSTOP at 1.2 s for 3 s (to 4.2 s), lease 2 s: the next holder at 4.3 s is late by
+        # the lease, in time for a stopped SQLite writer's SIGCONT, and late for that at 5.5 s.
+        expect("takeover after a stopped store writer runs again", None,
+               run_case([(1, 0, 1, 1.0, 1.5), (2, 1, 2, 4.3, 5.0)], waits=[(2, 1.1, 4.2)],
+                        faults=[{"kind": "stop", "pid": 1, "start": int(1.2 * S),
+                                 "end": int(4.2 * S), "blocks_store": True}])),
+        expect("slow takeover after a stopped process that holds no store lock", "takeover",
+               run_case([(1, 0, 1, 1.0, 1.5), (2, 1, 2, 4.3, 5.0)], waits=[(2, 1.1, 4.2)],
+                        faults=[{"kind": "stop", "pid": 1, "start": int(1.2 * S),
+                                 "end": int(4.2 * S)}])),
+        expect("slow takeover long after a stopped store writer runs again", "takeover",
+               run_case([(1, 0, 1, 1.0, 1.5), (2, 1, 2, 5.5, 6.0)], waits=[(2, 1.1, 5.0)],
+                        faults=[{"kind": "stop", "pid": 1, "start": int(1.2 * S),
+                                 "end": int(4.2 * S), "blocks_store": True}])),
     ]
     return 0 if all(results + kinds_cases()) else 1
 

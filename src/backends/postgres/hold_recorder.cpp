@@ -31,10 +31,15 @@ hold_recorder::~hold_recorder() {
 void hold_recorder::held(hold h) {
   key k{h.name, h.owner};
   std::lock_guard lk(m_);
-  auto [it, fresh] = holds_.insert_or_assign(
-      std::move(k), entry{std::move(h), std::chrono::steady_clock::now() + delay_});
-  (void)it;
-  if (fresh) ++unsent_;
+  entry e{std::move(h), std::chrono::steady_clock::now() + delay_};
+  auto it = holds_.find(k);
+  if (it == holds_.end()) {
+    holds_.emplace(std::move(k), std::move(e));
+    ++unsent_;
+  } else {  // an entry left by a hold whose end was not told (replaced: the new one counts)
+    if (it->second.sent) ++unsent_;
+    it->second = std::move(e);
+  }
   // The thread waits without a time limit only when nothing was waiting: wake it then; it
   // otherwise wakes by itself at the earliest due time and finds this one.
   if (idle_) cv_.notify_all();

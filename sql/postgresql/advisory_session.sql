@@ -15,7 +15,9 @@
 -- names). fence_check() finds a session holding both the name's key and its fence's pair.
 -- Nothing is written for it; the lock ends with the hold or its session. (An application that
 -- took that very int4 pair exclusively would make fence_check() refuse this one hold: refusal is
--- the safe side, and fences are far above the small numbers applications use.)
+-- the safe side, and fences are far above the small numbers applications use. sqlock's own
+-- two-int4 locks, name_guard's (1397836875, hashtext(name)), meet a fence's pair only in fence
+-- epoch 341268: the epoch rises once per crash or promotion.)
 
 -- Takes the advisory lock of p_name on the calling session: one try (p_wait_ms = 0) or a wait
 -- inside the server of at most p_wait_ms (lock_timeout), as acquire_advisory. Returns the

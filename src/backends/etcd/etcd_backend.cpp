@@ -188,9 +188,10 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   }
 
   // From the feed's restarter thread, once a stream that ended by itself was replaced by a
-  // confirmed one: the deletions in between were not delivered, so one read per held key finds
-  // them (a later deletion comes on the new stream). An error (no member answers) makes the
-  // feed call again after a pause. The destructor stops the feed, which waits for this call.
+  // confirmed one: the deletions in between were not delivered, so a read of every held key
+  // (one transaction per 100) finds them (a later deletion comes on the new stream). An error (no
+  // member answers) makes the feed call again after a pause. The destructor stops the feed, which
+  // waits for this call.
   void recheck(steady_time deadline) {
     if (weak_from_this().expired()) return;  // being destroyed: nobody to tell
     std::vector<held_key> holds;
@@ -198,8 +199,12 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
       std::lock_guard g(held_m_);
       for (auto& [key, who] : held_) holds.push_back(who);
     }
-    for (const auto& who : holds) {
-      if (q_.still_holds(who.h, deadline)) continue;
+    std::vector<detail::hold> keys;
+    for (const auto& who : holds) keys.push_back(who.h);
+    const auto alive = q_.still_hold(keys, deadline);
+    for (std::size_t i = 0; i < holds.size(); ++i) {
+      const auto& who = holds[i];
+      if (alive[i]) continue;
       {
         std::lock_guard g(held_m_);
         auto it = held_.find(who.h.key);  // not released meanwhile, nor taken again

@@ -355,6 +355,25 @@ bool queue::still_holds(const hold& h, steady_time deadline) {
   return r.value("succeeded", false);
 }
 
+std::vector<bool> queue::still_hold(const std::vector<hold>& holds, steady_time deadline) {
+  // etcd refuses a transaction of more than --max-txn-ops operations (128 by default).
+  constexpr std::size_t per_txn = 100;
+  std::vector<bool> out;
+  out.reserve(holds.size());
+  for (std::size_t i = 0; i < holds.size(); i += per_txn) {
+    auto reads = json::array();
+    const auto end = std::min(holds.size(), i + per_txn);
+    for (std::size_t j = i; j < end; ++j)
+      reads.push_back({{"request_range", {{"key", b64(holds[j].key)}, {"keys_only", true}}}});
+    auto r = gw_.call("kv/txn", {{"success", reads}}, deadline);
+    for (std::size_t j = i; j < end; ++j) {
+      const auto& kvs = kvs_of(r["responses"][j - i]["response_range"]);
+      out.push_back(!kvs.empty() && num(kvs.at(0), "create_revision") == holds[j].revision);
+    }
+  }
+  return out;
+}
+
 bool queue::give_up(const hold& h, steady_time refreshed, steady_time deadline) {
   // Delete the key (owner-checked by its create revision: a later hold of the same lease and
   // name has another) and keep the lease as a spare for the next acquisition: one write.

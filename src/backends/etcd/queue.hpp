@@ -51,6 +51,8 @@ class queue {
   bool keep_alive(const hold& h, steady_time deadline);
   /// True while the key of `h` exists with its create revision.
   bool still_holds(const hold& h, steady_time deadline);
+  /// still_holds() of each of `holds`, in one transaction of range reads per 100 of them.
+  std::vector<bool> still_hold(const std::vector<hold>& holds, steady_time deadline);
   /// Deletes the key of `h` (false when it was already gone) and keeps its lease, last extended
   /// by a request sent at `refreshed`, as a spare while it is young.
   bool give_up(const hold& h, steady_time refreshed, steady_time deadline);

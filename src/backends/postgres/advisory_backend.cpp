@@ -246,11 +246,11 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
 void advisory_backend::record(const std::string& holds, steady_time deadline) {
   sql::params p;
   p.holds = holds;
-  with_connection([&](sql::connection& c) { c.run(record_, p, deadline); });
+  run(record_, p, deadline);  // the engine's pool: transient errors retried, a broken link replaced
 }
 
 std::vector<lock_status> advisory_backend::list(std::string_view prefix) {
-  recorder_.flush(std::chrono::steady_clock::now() + io_timeout());
+  recorder_.flush(admin_deadline());
   return pg_backend::list(prefix);
 }
 

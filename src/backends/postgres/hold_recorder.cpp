@@ -29,9 +29,9 @@ hold_recorder::~hold_recorder() {
 }
 
 void hold_recorder::held(hold h) {
-  key k{h.name, h.owner};
+  key k{std::move(h.name), std::move(h.owner)};
+  entry e{std::move(h.holder), h.fence, h.pid, h.since, std::chrono::steady_clock::now() + delay_};
   std::lock_guard lk(m_);
-  entry e{std::move(h), std::chrono::steady_clock::now() + delay_};
   auto it = holds_.find(k);
   if (it == holds_.end()) {
     holds_.emplace(std::move(k), std::move(e));
@@ -70,12 +70,12 @@ std::string hold_recorder::take_batch(steady_time now, bool all, std::vector<key
     e.sent = true;
     --unsent_;
     keys.push_back(k);
-    batch.push_back({{"name", e.h.name},
-                     {"owner", e.h.owner},
-                     {"fence", e.h.fence},
-                     {"pid", e.h.pid},
-                     {"age_ms", std::chrono::duration_cast<milliseconds>(now - e.h.since).count()},
-                     {"holder", e.h.holder}});
+    batch.push_back({{"name", k.first},
+                     {"owner", k.second},
+                     {"fence", e.fence},
+                     {"pid", e.pid},
+                     {"age_ms", std::chrono::duration_cast<milliseconds>(now - e.since).count()},
+                     {"holder", e.holder}});
   }
   return batch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -49,9 +49,11 @@ class hold_recorder {
   void flush(steady_time deadline);
 
  private:
-  struct entry {
-    hold h;
-    steady_time due;
+  struct entry {  // a hold but its name and owner, which are its key
+    std::string holder;
+    std::uint64_t fence = 0;
+    std::int64_t pid = 0;
+    steady_time since, due;
     bool sent = false;  // written, or in the batch being written
   };
   using key = std::pair<std::string, std::string>;  // name, owner

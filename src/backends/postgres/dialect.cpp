@@ -108,6 +108,7 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
     d.acquire = op("acquire", "SELECT fence, status FROM " + s + "acquire_" + mode +
                                   "(:name, :owner, :lease_ms, :holder, :mark_ms)");
     d.renew = op("renew", "SELECT " + s + "renew(:name, :owner, :lease_ms)");
+    d.release = op("release", "SELECT " + s + "release_" + mode + "(:name, :owner)");
     // Shared and permit holds (sql/postgresql/acquire_shared.sql), both row modes.
     d.kinds = true;
     d.acquire_shared = op("acquire_shared", "SELECT fence, status FROM " + s +
@@ -116,8 +117,6 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
     d.release_shared = op("release_shared", "SELECT " + s + "release_shared(:name, :owner)");
     d.clear_mark = op("clear_mark", "SELECT " + s + "clear_mark(:name, :owner)");
   }
-  if (mode != "advisory")
-    d.release = op("release", "SELECT " + s + "release_" + mode + "(:name, :owner)");
   d.list = op("list",
               "SELECT name, owner, fence, acquired_at, expires_at, mode, holder, kind, permits "
               "FROM " +

@@ -33,16 +33,17 @@ BEGIN
   IF FOUND THEN
     RETURN true;
   END IF;
-  -- An exclusive advisory hold the library took with advisory_lock() (advisory_session.sql),
-  -- recorded or not: its session holds the name's key and the fence's int4 pair.
-  IF p_fence > 0 AND sqlock.advisory_fence_held(p_name, p_fence) THEN
-    RETURN true;
-  END IF;
   PERFORM 1 FROM sqlock.advisory_shared h
     WHERE h.name = p_name AND h.fence = p_fence AND h.owner IS NOT NULL
       AND sqlock.advisory_held_as(h.key, h.backend_pid, h.lock_mode)
     FOR SHARE;
-  RETURN FOUND;
+  IF FOUND THEN
+    RETURN true;
+  END IF;
+  -- An exclusive advisory hold the library took with advisory_lock() (advisory_session.sql),
+  -- recorded or not: its session holds the name's key and the fence's int4 pair. Last: it reads
+  -- all of pg_locks, which the row lookups above do only for a row that matches.
+  RETURN p_fence > 0 AND sqlock.advisory_fence_held(p_name, p_fence);
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.fence_check(text, bigint) FROM PUBLIC;

@@ -347,7 +347,12 @@ bool queue::keep_alive(const hold& h, steady_time deadline) {
 }
 
 bool queue::still_holds(const hold& h, steady_time deadline) {
-  return still_hold({h}, deadline).front();
+  json cmp = {{"key", b64(h.key)},
+              {"target", "CREATE"},
+              {"result", "EQUAL"},
+              {"create_revision", str(h.revision)}};
+  auto r = gw_.call("kv/txn", {{"compare", json::array({cmp})}}, deadline);
+  return r.value("succeeded", false);
 }
 
 std::vector<bool> queue::still_hold(const std::vector<hold>& holds, steady_time deadline) {

@@ -58,7 +58,10 @@ void orphan_releases::loop() {
                          [](const pending& a, const pending& b) { return a.next < b.next; });
     const auto now = clock::now();
     if (now < first->next) {
-      cv_.wait_until(lk, first->next);
+      // A copy: wait_until reads its time point while unlocked, and an add() meanwhile may
+      // reallocate pending_ (ASan: heap-use-after-free in CI's asan_short).
+      const auto next = first->next;
+      cv_.wait_until(lk, next);
       continue;
     }
     pending p = std::move(*first);

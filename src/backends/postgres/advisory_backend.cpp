@@ -6,6 +6,7 @@
 
 #include "connection.hpp"
 #include "sqlock/errors.hpp"
+#include "sqlock/hold_recorder_json.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::postgres {
@@ -52,7 +53,8 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
              {"pg_advisory_release_shared",
               {"SELECT " + o.schema + ".release_advisory_shared(:name, :owner)"}}},
       turns_(o.sessions),
-      recorder_([this](const std::string& holds, steady_time deadline) { record(holds, deadline); },
+      recorder_([this](const std::vector<sql::hold_recorder::record>& batch,
+                       steady_time deadline) { record(batch, deadline); },
                 o.record_after, o.timeout),
       sessions_(
           o.sessions, o.waiters,
@@ -243,9 +245,10 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
   }
 }
 
-void advisory_backend::record(const std::string& holds, steady_time deadline) {
+void advisory_backend::record(const std::vector<sql::hold_recorder::record>& batch,
+                              steady_time deadline) {
   sql::params p;
-  p.holds = holds;
+  p.holds = sql::to_json(batch);
   run(record_, p, deadline);  // the engine's pool: transient errors retried, a broken link replaced
 }
 

@@ -23,9 +23,9 @@
 #pragma once
 
 #include "advisory_wait.hpp"
-#include "hold_recorder.hpp"
 #include "pg_backend.hpp"
 #include "session_pool.hpp"
+#include "sqlock/hold_recorder.hpp"
 
 namespace sqlock::postgres {
 
@@ -65,7 +65,7 @@ class advisory_backend final : public pg_backend {
   // Registers the call for NOTIFY on the name (once per minute of its wait).
   void register_waiter(advisory_wait& w, const lock_request& req, steady_time deadline);
   // Writes a batch of hold_recorder's records.
-  void record(const std::string& holds, steady_time deadline);
+  void record(const std::vector<sql::hold_recorder::record>& batch, steady_time deadline);
 
   sql::operation wait_;              // advisory_lock with a wait in the server
   sql::operation register_;          // advisory_wait_notify
@@ -73,7 +73,7 @@ class advisory_backend final : public pg_backend {
   sql::operation record_;            // advisory_record
   kind_operations kinds_;            // acquire_advisory_shared and its renew and release
   std::size_t turns_;                // lock sessions taken in turn
-  hold_recorder recorder_;           // before sessions_: the watcher's losses reach it
+  sql::hold_recorder recorder_;      // before sessions_: the watcher's losses reach it
   session_pool sessions_;            // destroyed first: its watcher calls report_lost()
 };
 

@@ -1,11 +1,12 @@
 // Records the advisory holds of this process in the server's table of holds, in the
 // background, once each has lived `delay`: what list() and force_release() of other processes
 // show (owner, fence, since). The lock call itself writes nothing (a row write costs the
-// server several times the lock: sql/postgresql/advisory_session.sql), so a hold released
-// within `delay` is never written, and a longer one costs one row write in a batch, off the
-// caller's path. With a 10 ms delay a recorded hold has lived at least 50 times the write.
-// One thread; every wait it does is bounded; a failed write is retried with the next batch
-// (list() then lags, no lock is affected).
+// server several times the lock: sql/postgresql/advisory_session.sql, sql/mysql/advisory.sql),
+// so a hold released within `delay` is never written, and a longer one costs one row write in
+// a batch, off the caller's path. Shared by the PostgreSQL and MySQL advisory backends; the
+// batch's wire form (hold_recorder_json.hpp) is theirs. With a 10 ms delay a recorded hold has
+// lived at least 50 times the write. One thread; every wait it does is bounded; a failed write is
+// retried with the next batch (list() then lags, no lock is affected).
 #pragma once
 
 #include <chrono>
@@ -21,7 +22,7 @@
 
 #include "sqlock/backend.hpp"
 
-namespace sqlock::postgres {
+namespace sqlock::sql {
 
 class hold_recorder {
  public:
@@ -29,11 +30,18 @@ class hold_recorder {
   struct hold {
     std::string name, owner, holder;
     std::uint64_t fence = 0;
-    std::int64_t pid = 0;  ///< the server pid of the session that holds it
+    std::int64_t pid = 0;  ///< the server's id of the session that holds it (pid, thread id)
     steady_time since{};   ///< when it was granted (the answer arrived)
   };
-  /// Writes a batch: a JSON array of {name, owner, fence, pid, age_ms, holder}, by `deadline`.
-  using writer = std::function<void(const std::string& holds, steady_time deadline)>;
+  /// A hold as written: its age when the batch was taken in place of `since`.
+  struct record {
+    std::string name, owner, holder;
+    std::uint64_t fence = 0;
+    std::int64_t pid = 0;
+    std::int64_t age_ms = 0;
+  };
+  /// Writes a batch by `deadline`; throws when it could not (the batch is retried later).
+  using writer = std::function<void(const std::vector<record>& batch, steady_time deadline)>;
 
   hold_recorder(writer write, milliseconds delay, milliseconds timeout);
   ~hold_recorder();
@@ -59,9 +67,9 @@ class hold_recorder {
   using key = std::pair<std::string, std::string>;  // name, owner
 
   void run();
-  // The entries due by `now` (every unsent one when `all`), marked sent, as the writer's JSON;
-  // their keys appended to `keys`.
-  std::string take_batch(steady_time now, bool all, std::vector<key>& keys);
+  // The entries due by `now` (every unsent one when `all`), marked sent, as records; their
+  // keys appended to `keys`.
+  std::vector<record> take_batch(steady_time now, bool all, std::vector<key>& keys);
 
   const writer write_;
   const milliseconds delay_, timeout_;
@@ -77,4 +85,4 @@ class hold_recorder {
   std::thread thread_;    // last: started once the rest is ready
 };
 
-}  // namespace sqlock::postgres
+}  // namespace sqlock::sql

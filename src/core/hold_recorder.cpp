@@ -1,12 +1,11 @@
 // Advisory holds recorded in the background, in batches.
-#include "hold_recorder.hpp"
+#include "sqlock/hold_recorder.hpp"
 
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "sqlock/random.hpp"
 
-namespace sqlock::postgres {
+namespace sqlock::sql {
 
 namespace {
 
@@ -63,21 +62,18 @@ void hold_recorder::flush(steady_time deadline) {
   cv_.wait_until(lk, deadline, [&] { return flushed_ >= mine || stop_; });
 }
 
-std::string hold_recorder::take_batch(steady_time now, bool all, std::vector<key>& keys) {
-  auto batch = nlohmann::json::array();
+std::vector<hold_recorder::record> hold_recorder::take_batch(steady_time now, bool all,
+                                                             std::vector<key>& keys) {
+  std::vector<record> batch;
   for (auto& [k, e] : holds_) {
     if (e.sent || (!all && e.due > now)) continue;
     e.sent = true;
     --unsent_;
     keys.push_back(k);
-    batch.push_back({{"name", k.first},
-                     {"owner", k.second},
-                     {"fence", e.fence},
-                     {"pid", e.pid},
-                     {"age_ms", std::chrono::duration_cast<milliseconds>(now - e.since).count()},
-                     {"holder", e.holder}});
+    batch.push_back({k.first, k.second, e.holder, e.fence, e.pid,
+                     std::chrono::duration_cast<milliseconds>(now - e.since).count()});
   }
-  return batch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return batch;
 }
 
 void hold_recorder::run() {
@@ -132,4 +128,4 @@ void hold_recorder::run() {
   }
 }
 
-}  // namespace sqlock::postgres
+}  // namespace sqlock::sql

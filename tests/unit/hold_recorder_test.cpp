@@ -1,0 +1,120 @@
+// hold_recorder (shared by the PostgreSQL and MySQL advisory backends): a hold is written once it
+// has lived the delay, never when it ends before; flush() writes what waits at once; a failed
+// write is tried again; released() says whether the hold's record was written.
+#include "sqlock/hold_recorder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace sqlock;
+using namespace std::chrono_literals;
+using record = sql::hold_recorder::record;
+
+namespace {
+
+// The batches a recorder wrote; `failures` writes throw first.
+struct sink {
+  std::mutex m;
+  std::vector<std::vector<record>> batches;
+  std::atomic<int> failures{0};
+  std::atomic<int> calls{0};
+
+  sql::hold_recorder::writer writer() {
+    return [this](const std::vector<record>& b, steady_time) {
+      ++calls;
+      if (failures.load() > 0) {
+        --failures;
+        throw std::runtime_error("server down");
+      }
+      std::lock_guard g(m);
+      batches.push_back(b);
+    };
+  }
+  std::vector<record> written() {
+    std::lock_guard g(m);
+    std::vector<record> all;
+    for (const auto& b : batches) all.insert(all.end(), b.begin(), b.end());
+    return all;
+  }
+  // Waits (up to 10 s) until `n` records were written.
+  std::vector<record> await(std::size_t n) {
+    for (auto until = std::chrono::steady_clock::now() + 10s;
+         written().size() < n && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(1ms);
+    return written();
+  }
+};
+
+sql::hold_recorder::hold a_hold(const std::string& name, std::uint64_t fence) {
+  return {name, "owner-" + name, "host:1:app", fence, 4242, std::chrono::steady_clock::now()};
+}
+
+}  // namespace
+
+TEST(hold_recorder, a_hold_that_lasts_is_written_once_with_its_age) {
+  sink s;
+  sql::hold_recorder r(s.writer(), 20ms, 1s);
+  r.held(a_hold("a", 7));
+  auto got = s.await(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].name, "a");
+  EXPECT_EQ(got[0].owner, "owner-a");
+  EXPECT_EQ(got[0].holder, "host:1:app");
+  EXPECT_EQ(got[0].fence, 7u);
+  EXPECT_EQ(got[0].pid, 4242);
+  EXPECT_GE(got[0].age_ms, 20);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(s.written().size(), 1u) << "written once";
+  EXPECT_TRUE(r.released("a", "owner-a")) << "its record was written";
+}
+
+TEST(hold_recorder, a_hold_released_before_the_delay_is_never_written) {
+  sink s;
+  sql::hold_recorder r(s.writer(), 200ms, 1s);
+  r.held(a_hold("brief", 1));
+  EXPECT_FALSE(r.released("brief", "owner-brief"));
+  r.held(a_hold("long", 2));
+  auto got = s.await(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].name, "long");
+  EXPECT_EQ(s.calls.load(), 1);
+}
+
+TEST(hold_recorder, flush_writes_every_waiting_hold_at_once) {
+  sink s;
+  sql::hold_recorder r(s.writer(), std::chrono::hours(1), 1s);
+  r.held(a_hold("x", 1));
+  r.held(a_hold("y", 2));
+  r.flush(std::chrono::steady_clock::now() + 10s);
+  EXPECT_EQ(s.written().size(), 2u) << "flush returns once the batch is written";
+  r.flush(std::chrono::steady_clock::now() + 10s);  // nothing waits: returns at once
+  EXPECT_EQ(s.calls.load(), 1);
+}
+
+TEST(hold_recorder, a_failed_write_is_tried_again) {
+  sink s;
+  s.failures = 2;
+  sql::hold_recorder r(s.writer(), 0ms, 1s);
+  r.held(a_hold("z", 9));
+  auto got = s.await(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].fence, 9u);
+  EXPECT_EQ(s.calls.load(), 3);
+}
+
+TEST(hold_recorder, a_hold_taken_again_replaces_the_one_whose_end_was_not_told) {
+  sink s;
+  sql::hold_recorder r(s.writer(), std::chrono::hours(1), 1s);
+  r.held(a_hold("n", 1));
+  r.held(a_hold("n", 2));
+  r.flush(std::chrono::steady_clock::now() + 10s);
+  auto got = s.written();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].fence, 2u);
+}

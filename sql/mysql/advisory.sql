@@ -2,7 +2,11 @@
 -- calling session until released or until the session ends (crash, KILL, network loss). One
 -- session may carry many holds. The record of a hold (owner, fence, session, since when, holder)
 -- is a row of the MEMORY table sqlock_advisory_holds: no redo log, no fsync. It counts only
--- while its session still holds the GET_LOCK lock (IS_USED_LOCK(lock_name) = connection_id).
+-- while its session still holds the GET_LOCK lock (IS_USED_LOCK(lock_name) = connection_id)
+-- and, for a hold that also holds its fence as the lock 'sqlock!<fence>' (fenced = 1: every
+-- hold taken since schema version 4), that one too. The library takes its holds on MariaDB with
+-- the lean pair of advisory_session.sql and records them later; the procedures here serve every
+-- other caller, and the library on MySQL 8.
 -- Fencing tokens come from the sequence sqlock_fence_seq on MariaDB (its cache is shared by all
 -- sessions and written to disk once per 1000 values) and from the counter row on MySQL 8,
 -- which has no sequences (a durable write per hold there). Holds taken by the version-1
@@ -43,12 +47,17 @@ BEGIN
     GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO;
     ROLLBACK;
     IF v_unlogged = 1 THEN SET SESSION sql_log_bin = 1; END IF;
-    IF v_got = 1 THEN DO RELEASE_LOCK(v_lock); END IF;
+    IF v_got = 1 THEN
+      DO RELEASE_LOCK(v_lock);
+      IF v_fence IS NOT NULL THEN DO RELEASE_LOCK(CONCAT('sqlock!', v_fence)); END IF;
+    END IF;
     IF v_errno = 1114 THEN
       -- The MEMORY table reached max_heap_table_size: drop the stale records, and answer with a
       -- deadlock error, which the library retries.
       DELETE FROM sqlock_advisory_holds
-       WHERE IS_USED_LOCK(lock_name) IS NULL OR IS_USED_LOCK(lock_name) <> connection_id;
+       WHERE COALESCE(IS_USED_LOCK(lock_name) = connection_id, 0) = 0
+          OR (fenced = 1
+              AND COALESCE(IS_USED_LOCK(CONCAT('sqlock!', fence)) = connection_id, 0) = 0);
       SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213,
         MESSAGE_TEXT = 'sqlock_advisory_holds was full: stale records deleted, try again';
     END IF;
@@ -71,13 +80,15 @@ BEGIN
         SET SESSION sql_log_bin = 0;
       END;
     END IF;
-    REPLACE INTO sqlock_advisory_holds (lock_name, owner, fence, connection_id, acquired_at, holder)
+    REPLACE INTO sqlock_advisory_holds (lock_name, owner, fence, connection_id, acquired_at, holder,
+                                        fenced)
     VALUES (v_lock, p_owner, v_fence, CONNECTION_ID(), UTC_TIMESTAMP(6),
-            LEFT(COALESCE(p_holder, ''), 255));
+            LEFT(COALESCE(p_holder, ''), 255), 1);
     IF v_unlogged = 1 THEN
       SET SESSION sql_log_bin = 1;
       SET v_unlogged = 0;
     END IF;
+    DO GET_LOCK(CONCAT('sqlock!', v_fence), 0);  -- the fence's lock (advisory_session.sql)
     IF LEFT(v_lock, 7) = 'sqlock#' AND NOT EXISTS (SELECT 1 FROM sqlock_advisory_names
                                                     WHERE lock_name = v_lock) THEN
       INSERT IGNORE INTO sqlock_advisory_names (lock_name, name) VALUES (v_lock, p_name);
@@ -88,6 +99,7 @@ BEGIN
            v_lock AS lock_name
       FROM (SELECT owner, fence FROM sqlock_advisory_holds
              WHERE lock_name = v_lock AND connection_id = CONNECTION_ID()
+               AND (fenced = 0 OR IS_USED_LOCK(CONCAT('sqlock!', fence)) = connection_id)
             UNION ALL  -- a hold of the version-1 routines
             SELECT owner, fence FROM sqlock_advisory
              WHERE name_key = sqlock_key(p_name) AND connection_id = CONNECTION_ID()
@@ -110,7 +122,9 @@ BEGIN
   SELECT COALESCE(IS_USED_LOCK(v_lock) = CONNECTION_ID(), 0)
          AND (EXISTS (SELECT 1 FROM sqlock_advisory_holds
                        WHERE lock_name = v_lock AND owner = p_owner
-                         AND connection_id = CONNECTION_ID())
+                         AND connection_id = CONNECTION_ID()
+                         AND (fenced = 0
+                              OR IS_USED_LOCK(CONCAT('sqlock!', fence)) = connection_id))
               OR EXISTS (SELECT 1 FROM sqlock_advisory
                           WHERE name_key = sqlock_key(p_name) AND owner = p_owner
                             AND connection_id = CONNECTION_ID())) AS renewed;
@@ -126,9 +140,18 @@ MODIFIES SQL DATA SQL SECURITY DEFINER
 main: BEGIN
   DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT sqlock_lock_name(p_name);
   DECLARE v_key VARBINARY(255);
+  DECLARE v_deleted INT DEFAULT 0;
+  DECLARE v_fence BIGINT UNSIGNED DEFAULT (
+    SELECT fence FROM sqlock_advisory_holds
+     WHERE lock_name = v_lock AND owner = p_owner AND connection_id = CONNECTION_ID()
+       AND fenced = 1 AND IS_USED_LOCK(CONCAT('sqlock!', fence)) = connection_id);
   DELETE FROM sqlock_advisory_holds
-   WHERE lock_name = v_lock AND owner = p_owner AND connection_id = CONNECTION_ID();
-  IF ROW_COUNT() = 0 THEN
+   WHERE lock_name = v_lock AND owner = p_owner AND connection_id = CONNECTION_ID()
+     AND (fenced = 0 OR v_fence IS NOT NULL);
+  SET v_deleted = ROW_COUNT();
+  IF v_deleted > 0 AND v_fence IS NOT NULL THEN
+    DO RELEASE_LOCK(CONCAT('sqlock!', v_fence));
+  ELSEIF v_deleted = 0 THEN
     -- Not a hold of these routines: one of the version-1 routines, or none.
     SET v_key = sqlock_key(p_name);
     IF COALESCE(IS_USED_LOCK(v_lock) = CONNECTION_ID(), 0) = 0
@@ -143,7 +166,8 @@ main: BEGIN
 END$$
 
 -- Held advisory locks whose name starts with p_prefix (byte comparison). Same columns as
--- sqlock_list; expires_at is NULL (the hold lives as long as its session).
+-- sqlock_list; expires_at is NULL (the hold lives as long as its session). A hold taken with
+-- sqlock_advisory_lock shows once it is recorded (sqlock_advisory_record).
 DROP PROCEDURE IF EXISTS sqlock_advisory_list$$
 CREATE PROCEDURE sqlock_advisory_list(IN p_prefix TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
 READS SQL DATA SQL SECURITY DEFINER
@@ -156,6 +180,7 @@ BEGIN
             FROM sqlock_advisory_holds h
             LEFT JOIN sqlock_advisory_names n ON n.lock_name = h.lock_name
            WHERE IS_USED_LOCK(h.lock_name) = h.connection_id
+             AND (h.fenced = 0 OR IS_USED_LOCK(CONCAT('sqlock!', h.fence)) = h.connection_id)
           UNION ALL  -- holds of the version-1 routines
           SELECT a.name, a.owner, a.fence, a.acquired_at, a.holder
             FROM sqlock_advisory a
@@ -170,7 +195,8 @@ END$$
 -- Administrative release: ends the holding session (KILL CONNECTION), which frees its
 -- GET_LOCK locks — every hold that session carried, not only this one (the process holding
 -- them is told at once: they are lost). Audited. The definer needs CONNECTION ADMIN (or SUPER)
--- unless the holders connect as the definer. One row: 1 = a holder was ended.
+-- unless the holders connect as the definer. One row: 1 = a holder was ended. (The audit row
+-- has owner '' and fence 0 for a hold taken with sqlock_advisory_lock and not recorded yet.)
 DROP PROCEDURE IF EXISTS sqlock_advisory_force_release$$
 CREATE PROCEDURE sqlock_advisory_force_release(IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
 MODIFIES SQL DATA SQL SECURITY DEFINER
@@ -188,6 +214,7 @@ main: BEGIN
   SELECT COALESCE(MAX(owner), ''), COALESCE(MAX(fence), 0) INTO v_owner, v_fence
     FROM (SELECT owner, fence FROM sqlock_advisory_holds
            WHERE lock_name = v_lock AND connection_id = v_conn
+             AND (fenced = 0 OR IS_USED_LOCK(CONCAT('sqlock!', fence)) = v_conn)
           UNION ALL
           SELECT owner, fence FROM sqlock_advisory
            WHERE name_key = v_key AND connection_id = v_conn) AS h;
@@ -208,7 +235,9 @@ main: BEGIN
   SELECT 1 AS released;
 END$$
 
--- 1 when p_fence is the token of the current advisory hold of p_name.
+-- 1 when p_fence is the token of the current advisory hold of p_name: the session holding the
+-- name also holds the fence's lock 'sqlock!<fence>' (a hold of schema version 4 or later), or
+-- the record of an older hold says so.
 DROP PROCEDURE IF EXISTS sqlock_advisory_fence_check$$
 CREATE PROCEDURE sqlock_advisory_fence_check(
   IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
@@ -218,8 +247,10 @@ BEGIN
   DECLARE v_lock VARCHAR(64) CHARACTER SET ascii DEFAULT sqlock_lock_name(p_name);
   DECLARE v_conn BIGINT UNSIGNED DEFAULT IS_USED_LOCK(v_lock);
   SELECT v_conn IS NOT NULL
-         AND (EXISTS (SELECT 1 FROM sqlock_advisory_holds
-                       WHERE lock_name = v_lock AND fence = p_fence AND connection_id = v_conn)
+         AND (COALESCE(IS_USED_LOCK(CONCAT('sqlock!', p_fence)) = v_conn, 0)  -- recorded or not
+              OR EXISTS (SELECT 1 FROM sqlock_advisory_holds  -- a version 2-3 procedure's hold
+                          WHERE lock_name = v_lock AND fence = p_fence AND connection_id = v_conn
+                            AND fenced = 0)
               OR (NOT EXISTS (SELECT 1 FROM sqlock_advisory_holds
                                WHERE lock_name = v_lock AND connection_id = v_conn)
                   AND EXISTS (SELECT 1 FROM sqlock_advisory

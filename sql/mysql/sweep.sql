@@ -22,7 +22,8 @@ BEGIN
    LIMIT v_limit;
   SET v_n = v_n + ROW_COUNT();
   DELETE FROM sqlock_advisory_holds
-   WHERE IS_USED_LOCK(lock_name) IS NULL OR IS_USED_LOCK(lock_name) <> connection_id
+   WHERE COALESCE(IS_USED_LOCK(lock_name) = connection_id, 0) = 0
+      OR (fenced = 1 AND COALESCE(IS_USED_LOCK(CONCAT('sqlock!', fence)) = connection_id, 0) = 0)
    LIMIT v_limit;
   SET v_n = v_n + ROW_COUNT();
   SELECT v_n AS deleted;

@@ -2,6 +2,8 @@
 // ships). URL: mysql://user:pass@host:port/db or mariadb://..., with
 //   ?mode=pessimistic|optimistic|advisory  ?socket=/run/mysqld/mysqld.sock  ?pool=4
 //   ?waiters=2 (advisory: sessions that may wait in the server at once)
+//   ?record_after=10ms (advisory, MariaDB: a hold's age when it is recorded for other
+//   processes' list() and force_release(); shorter holds write nothing)
 //   ?timeout=5s (longest exchange with the server)  ?connect_timeout= (default: timeout)
 //   ?migrate=auto|off
 //   ?ssl_mode=disabled|preferred|required|verify_ca|verify_identity  ?ssl_ca= ?ssl_capath=
@@ -35,6 +37,8 @@ struct options {
                                      ///< holds (without waits); >= 1
   std::size_t waiters = 2;  ///< advisory: sessions that may wait in GET_LOCK at once (0 = none:
                             ///< every waiter polls); each is a server connection
+  milliseconds record_after{10};  ///< advisory, MariaDB: a hold's age when it is recorded, in
+                                 ///< the background (the lock call itself writes nothing)
   milliseconds connect_timeout{5000};  ///< connect timeout (> 0; whole seconds, rounded up)
   milliseconds timeout{5000};  ///< I/O timeout: the longest one exchange may take (> 0; whole
                                ///< seconds, rounded up); advisory waits block in the server in

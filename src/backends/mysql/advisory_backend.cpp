@@ -1,6 +1,9 @@
 // The GET_LOCK backend: a few shared server sessions carrying the holds (session_pool), waits in
 // the server on sessions that carry no hold (a bounded number at once; the other waiters poll),
-// and a watcher thread that reports the holds of a session that died.
+// and a watcher thread that reports the holds of a session that died. On MariaDB a hold is taken
+// with the lean pair (sql/mysql/advisory_session.sql: nothing written) and recorded in the
+// background once it lasts (hold_recorder); on MySQL 8 (no sequences) with the procedure, which
+// records it at once.
 #include "advisory_backend.hpp"
 
 #include <poll.h>
@@ -8,12 +11,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "advisory_sessions.hpp"
 #include "connector.hpp"
+#include "lock_name.hpp"
+#include "sqlock/hold_recorder.hpp"
+#include "sqlock/hold_recorder_json.hpp"
 #include "sqlock/mysql/dialect.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
@@ -79,6 +86,9 @@ class advisory_backend final : public sql::engine_backend {
             sql_bundle(), make_dialect(o.mode), [o] { return open_connection(o); },
             std::move(url_text), o.pool),
         opts_(o),
+        recorder_([this](const std::vector<sql::hold_recorder::record>& batch,
+                         steady_time deadline) { record(batch, deadline); },
+                  o.record_after, o.timeout),
         wait_chunk_(std::max(o.timeout / 2 - wait_margin, milliseconds(100))),
         pool_(std::make_shared<session_pool>(o, o.pool, o.waiters)),
         watch_(std::make_shared<watch_state>()) {
@@ -124,18 +134,32 @@ class advisory_backend final : public sql::engine_backend {
       t = pool_->take(deadline);
     }
     auto& s = *t.s;
+    if (auto it = s.holds.find(req.name); it != s.holds.end()) {
+      // This session holds the name (GET_LOCK would nest): this owner's hold again, or busy.
+      s.waiting = false;
+      if (it->second.owner != req.owner) return std::nullopt;
+      return lease_info{req.name, req.owner, it->second.fence, t.s};
+    }
     sql::params p = params_for(req);
     p.lease_ms = wait.count();  // advisory: the server-side wait
+    const std::string lock_name = get_lock_name(req.name);
     sql::rows r;
     hold_list lost;
     bool stopped = false;  // the caller was stopped during a wait in the server
+    bool lean = false;     // taken with sqlock_advisory_lock (MariaDB)
+    std::uint64_t session_id = 0;
     try {
+      lean = lean_pair(*s.conn, deadline);
+      if (lean) {
+        session_id = s.conn->server_id(deadline);  // asked once per session
+        p.name = lock_name;                        // sqlock_advisory_lock takes the GET_LOCK name
+      }
       std::optional<wait_stopper> stopper;
       if (wait > milliseconds(0) && req.stop.stop_possible())
         stopper.emplace(opts_, s.conn->server_id(deadline), s.conn->socket(), req.stop);
       try {
         // `wait` ends before the deadline and within half the I/O timeout: the exchange fits.
-        r = s.conn->run(dialect_.acquire, p, deadline);
+        r = s.conn->run(lean ? lock_ : dialect_.acquire, p, deadline);
       } catch (...) {
         if (!stopper || !stopper->fired()) throw;  // a killed or cut-off wait: stopped below
       }
@@ -171,9 +195,16 @@ class advisory_backend final : public sql::engine_backend {
       report(lost);
       throw;
     }
-    // No GET_LOCK name: routines of schema version 1 (a `sqlock migrate` of an older library
-    // re-created them); the release then goes through sqlock_advisory_release.
-    s.holds[req.name] = hold{req.owner, r[0].size() > 2 && r[0][2] ? *r[0][2] : std::string()};
+    if (lean) {
+      s.holds[req.name] = hold{req.owner, lock_name, fence};
+      recorder_.held({req.name, req.owner, req.holder, fence, static_cast<std::int64_t>(session_id),
+                      clock::now()});
+    } else {
+      // No GET_LOCK name: routines of schema version 1 (a `sqlock migrate` of an older
+      // library re-created them); the release then goes through sqlock_advisory_release.
+      s.holds[req.name] =
+          hold{req.owner, r[0].size() > 2 && r[0][2] ? *r[0][2] : std::string(), fence};
+    }
     return lease_info{req.name, req.owner, fence, t.s};
   }
 
@@ -181,10 +212,18 @@ class advisory_backend final : public sql::engine_backend {
     return on_holding_session(l, deadline, false);
   }
 
-  // A plain RELEASE_LOCK on the session known to carry the hold for this owner: no write (the
-  // hold's record goes stale, see sql/mysql/advisory.sql), one round trip.
+  // A plain RELEASE_LOCK of the name and of the fence on the session known to carry the hold
+  // for this owner: no write (a record of the hold goes stale, see sql/mysql/advisory.sql), one
+  // round trip.
   bool release(const lease_info& l, steady_time deadline) override {
+    recorder_.released(l.name, l.owner);
     return on_holding_session(l, deadline, true);
+  }
+
+  /// This process's holds are recorded first, so that it sees every one of them.
+  std::vector<lock_status> list(std::string_view prefix) override {
+    recorder_.flush(admin_deadline());
+    return engine_backend::list(prefix);
   }
 
   capabilities caps() const noexcept override {
@@ -196,7 +235,28 @@ class advisory_backend final : public sql::engine_backend {
 
  private:
   void report(const hold_list& lost) {
-    for (auto& [name, owner] : lost) report_lost(name, owner);
+    for (auto& [name, owner] : lost) {
+      recorder_.released(name, owner);
+      report_lost(name, owner);
+    }
+  }
+
+  // Whether holds are taken with the lean pair: on MariaDB (its sequence gives the fences), not
+  // on MySQL 8. Asked once per backend, on the first session used.
+  bool lean_pair(connection& c, steady_time deadline) {
+    int f = flavor_.load();
+    if (f == 0) {
+      f = sql::says_true(c.query("SELECT @@version LIKE '%MariaDB%'", deadline)) ? 1 : 2;
+      flavor_.store(f);
+    }
+    return f == 1;
+  }
+
+  // Writes a batch of hold_recorder's records.
+  void record(const std::vector<sql::hold_recorder::record>& batch, steady_time deadline) {
+    sql::params p;
+    p.holds = sql::to_json(batch);
+    run(record_, p, deadline);  // the engine's pool: transient errors retried, links replaced
   }
 
   // After a call: a session's socket, once the driver knows it, is watched from now on.
@@ -224,12 +284,13 @@ class advisory_backend final : public sql::engine_backend {
     hold_list lost;
     try {
       sql::params p = params_for(l);
-      const auto* op = &dialect_.renew;
-      if (releasing && it->second.lock_name.empty()) {
-        op = &dialect_.release;
-      } else if (releasing) {
-        op = &release_lock_;
+      const sql::operation* op = nullptr;
+      if (it->second.lock_name.empty()) {  // schema version 1's routines
+        op = releasing ? &dialect_.release : &dialect_.renew;
+      } else {
+        op = releasing ? &unlock_ : &holding_;
         p.name = it->second.lock_name;
+        p.fence = static_cast<std::int64_t>(it->second.fence);
       }
       ok = sql::says_true(s->conn->run(*op, p, deadline));
     } catch (const connection_error&) {
@@ -245,6 +306,7 @@ class advisory_backend final : public sql::engine_backend {
       throw;
     }
     if (ok && !releasing) return true;
+    if (!ok) recorder_.released(l.name, l.owner);
     s->holds.erase(l.name);
     if (!ok && releasing) {
       // The server says the session does not carry it: whatever it has is not ours any more.
@@ -296,6 +358,7 @@ class advisory_backend final : public sql::engine_backend {
           append(lost, s->close());
       }
       for (auto& [name, owner] : lost) {
+        recorder_.released(name, owner);
         report_lost(name, owner);  // no lock held: a listener may call back into the backend
         std::lock_guard sg(w->m);
         if (w->stop) return;  // the listener destroyed the backend (this thread was detached)
@@ -308,8 +371,17 @@ class advisory_backend final : public sql::engine_backend {
     to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
   }
 
-  const sql::operation release_lock_{"release_lock", {"SELECT RELEASE_LOCK(:name)"}};
-  const options opts_;  // a stopped wait's killer session opens with them
+  // The lean pair (MariaDB) and its checks, on the GET_LOCK names of the name and the fence.
+  const sql::operation lock_{"advisory_lock", {"SELECT sqlock_advisory_lock(:name, :lease_ms)"}};
+  const sql::operation unlock_{
+      "advisory_unlock", {"SELECT RELEASE_LOCK(:name), RELEASE_LOCK(CONCAT('sqlock!', :fence))"}};
+  const sql::operation holding_{"advisory_holding",
+                                {"SELECT COALESCE(IS_USED_LOCK(:name) = CONNECTION_ID() AND "
+                                 "IS_USED_LOCK(CONCAT('sqlock!', :fence)) = CONNECTION_ID(), 0)"}};
+  const sql::operation record_{"advisory_record", {"CALL sqlock_advisory_record(:holds)"}};
+  const options opts_;           // a stopped wait's killer session opens with them
+  sql::hold_recorder recorder_;  // before the sessions' watcher: its losses reach it
+  std::atomic<int> flavor_{0};   // 0 = not known yet, 1 = MariaDB (lean pair), 2 = MySQL
   milliseconds wait_chunk_;
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<watch_state> watch_;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,7 @@ using hold_list = std::vector<std::pair<std::string, std::string>>;
 struct hold {
   std::string owner;
   std::string lock_name;  ///< the server's GET_LOCK name (sqlock_lock_name(name))
+  std::uint64_t fence = 0;
 };
 
 /// One server session. `m` guards everything but the atomics.

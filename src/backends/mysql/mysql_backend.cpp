@@ -47,9 +47,9 @@ options parse_url(const std::string& url_text) {
   url u = url::parse(url_text);
   if (u.scheme != "mysql" && u.scheme != "mariadb")
     throw config_error("not a mysql:// or mariadb:// URL: " + u.redacted());
-  u.check_params({"mode", "socket", "pool", "waiters", "connect_timeout", "timeout", "migrate",
-                  "ssl_mode", "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_cipher",
-                  "ssl_crl", "tls_version"});
+  u.check_params({"mode", "socket", "pool", "waiters", "record_after", "connect_timeout", "timeout",
+                  "migrate", "ssl_mode", "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key",
+                  "ssl_cipher", "ssl_crl", "tls_version"});
   if (u.hosts.size() > 1)
     throw config_error("MySQL URL takes one host (got " + std::to_string(u.hosts.size()) + " in '" +
                        u.redacted() + "'); use a proxy or the primary's address");
@@ -71,6 +71,7 @@ options parse_url(const std::string& url_text) {
   if (auto v = u.count_param("pool", 1, max_pool)) o.pool = static_cast<std::size_t>(*v);
   if (auto v = u.count_param("waiters", 0, max_waiters)) o.waiters = static_cast<std::size_t>(*v);
   if (auto v = u.duration_param("timeout", milliseconds(1), max_timeout)) o.timeout = *v;
+  if (auto v = u.duration_param("record_after", milliseconds(0), max_timeout)) o.record_after = *v;
   o.connect_timeout =
       u.duration_param("connect_timeout", milliseconds(1), max_timeout).value_or(o.timeout);
   o.auto_migrate = u.choice_param("migrate", {"auto", "off"}).value_or("off") == "auto";

@@ -1,8 +1,8 @@
-// The MySQL advisory mode's session model and schema version 2: many holds on a few sessions,
-// waits in the server that never hold up a release, waiters beyond the bound polling, the
-// MEMORY hold records (stale after a plain release, ignored), force_release ending a shared
-// session, `sqlock migrate` from version 1 with a hold of the old routines live, and a stop
-// ending a wait in the server at once.
+// The MySQL advisory mode's session model and schema versions 2-4: many holds on a few
+// sessions, waits in the server that never hold up a release, waiters beyond the bound polling,
+// the MEMORY hold records (written in the background, stale after a plain release, ignored),
+// the fence's own lock, force_release ending a shared session, `sqlock migrate` from version 1
+// with a hold of the old routines live, and a stop ending a wait in the server at once.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -187,6 +187,129 @@ TEST_F(mysql_server, migration_from_version_1_keeps_a_live_hold_of_the_old_routi
     l.unlock();
     drop_everything(*admin);
   });
+}
+
+// Waits (up to 10 s) until `sql` answers `want`; returns its last answer.
+std::string await_single(sql::engine_backend& b, const std::string& sql, const std::string& want) {
+  auto got = single(query(b, sql));
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       got != want && std::chrono::steady_clock::now() < until; got = single(query(b, sql)))
+    std::this_thread::sleep_for(10ms);
+  return got;
+}
+
+// MariaDB's lean pair (schema version 4): the lock call writes nothing, a hold is recorded in
+// the background once it lasts, its fence is known to fence_check at once (the lock
+// 'sqlock!<fence>'), and a released hold's record goes stale without a write.
+TEST_F(mysql_server, lean_holds_are_recorded_once_they_last_and_fenced_at_once) {
+  auto dba = raw_backend(mode_url("pessimistic"));  // the schema's owner: reads the tables
+  if (single(query(*dba, "SELECT @@version LIKE '%MariaDB%'")) != "1")
+    GTEST_SKIP() << "the lean pair runs on MariaDB only (MySQL 8 has no sequences)";
+  auto records = [&](const std::string& n) {
+    return single(query(*dba,
+                        "SELECT COUNT(*) FROM sqlock_advisory_holds WHERE lock_name = "
+                        "sqlock_lock_name('" +
+                            n + "') AND fenced = 1"));
+  };
+  auto fence_check = [&](const std::string& n, std::uint64_t f) {
+    return single(
+        query(*dba, "CALL sqlock_advisory_fence_check('" + n + "', " + std::to_string(f) + ")"));
+  };
+  // record_after=60s: nothing of a's is recorded by itself during the test.
+  auto a = connect(with_param(mode_url("advisory"), "record_after", "60s"));
+  auto b = connect(mode_url("advisory"));
+  // A short hold writes nothing.
+  auto brief = unique_name("rec-brief");
+  {
+    auto l = a.make_lock(brief);
+    ASSERT_TRUE(l.try_lock());
+    l.unlock();
+  }
+  EXPECT_EQ(records(brief), "0");
+  // A hold not recorded yet: fence_check knows its fence at once; other processes do not list
+  // it, force_release() finds it all the same (below).
+  auto n = unique_name("rec-hold");
+  auto l = a.make_lock(n);
+  ASSERT_TRUE(l.try_lock());
+  EXPECT_TRUE(l.renew());
+  EXPECT_EQ(records(n), "0");
+  EXPECT_TRUE(b.list(n).empty());
+  EXPECT_EQ(fence_check(n, l.fence()), "1");
+  EXPECT_EQ(fence_check(n, l.fence() - 1), "0");
+  EXPECT_EQ(fence_check(n, l.fence() + 1), "0");
+  // The holding process's list() records its holds first: then everyone sees it.
+  auto own = a.list(n);
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0].owner, l.owner());
+  EXPECT_EQ(own[0].fence, l.fence());
+  auto seen = b.list(n);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].owner, l.owner());
+  EXPECT_EQ(seen[0].fence, l.fence());
+  // A recorded hold released with the plain statement: its record stays but counts no more,
+  // also when the same session takes the name again before the new hold's record.
+  const auto old_fence = l.fence();
+  l.unlock();
+  EXPECT_EQ(records(n), "1");
+  EXPECT_TRUE(b.list(n).empty());
+  auto again = a.make_lock(n);
+  ASSERT_TRUE(again.try_lock());
+  EXPECT_TRUE(b.list(n).empty()) << "the stale record must not show the new hold as the old";
+  EXPECT_EQ(fence_check(n, old_fence), "0");
+  EXPECT_EQ(fence_check(n, again.fence()), "1");
+  std::atomic<bool> lost{false};
+  again.on_lost([&](const std::string&) { lost = true; });
+  EXPECT_TRUE(b.force_release(n));  // the unrecorded hold's session, found by IS_USED_LOCK
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(10s));
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       !lost && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(lost);
+  lb.unlock();
+  // record_after=0: recorded in the background without anyone asking, the full name of a
+  // hashed GET_LOCK name with it.
+  auto c = connect(with_param(mode_url("advisory"), "record_after", "0s"));
+  auto z = unique_name("Rec-Now") + " x";
+  auto lz = c.make_lock(z);
+  ASSERT_TRUE(lz.try_lock());
+  EXPECT_EQ(await_single(*dba,
+                         "SELECT COUNT(*) FROM sqlock_advisory_holds h JOIN sqlock_advisory_names "
+                         "m ON m.lock_name = h.lock_name WHERE m.name = '" +
+                             z + "' AND h.fence = " + std::to_string(lz.fence()),
+                         "1"),
+            "1");
+  EXPECT_TRUE(lz.renew());
+  lz.unlock();
+  auto lz2 = b.make_lock(z);
+  EXPECT_TRUE(lz2.try_lock()) << "released on the name the server holds";
+  lz2.unlock();
+}
+
+// A record of the routines of versions 2 and 3 (fenced = 0: no fence lock) keeps its meaning
+// after the migration to version 4: listed, fenced and released as before.
+TEST_F(mysql_server, a_record_without_a_fence_lock_counts_while_its_session_holds_the_name) {
+  auto dba = raw_backend(with_param(mode_url("pessimistic"), "pool", "1"));
+  auto c = connect(mode_url("advisory"));
+  const auto n = unique_name("v3-hold");
+  // As a version-3 sqlock_advisory_acquire did: GET_LOCK and the record, no fence lock.
+  query(*dba, "DO GET_LOCK(sqlock_lock_name('" + n + "'), 0)");
+  query(*dba,
+        "REPLACE INTO sqlock_advisory_holds (lock_name, owner, fence, connection_id, "
+        "acquired_at, holder) VALUES (sqlock_lock_name('" +
+            n + "'), 'v3-owner', 77, CONNECTION_ID(), UTC_TIMESTAMP(6), 'v3 holder')");
+  auto rows = c.list(n);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].owner, "v3-owner");
+  EXPECT_EQ(rows[0].fence, 77u);
+  EXPECT_EQ(single(query(*dba, "CALL sqlock_advisory_fence_check('" + n + "', 77)")), "1");
+  EXPECT_EQ(single(query(*dba, "CALL sqlock_advisory_renew('" + n + "', 'v3-owner')")), "1");
+  EXPECT_FALSE(c.make_lock(n).try_lock());
+  EXPECT_EQ(single(query(*dba, "CALL sqlock_advisory_release('" + n + "', 'v3-owner')")), "1");
+  EXPECT_TRUE(c.list(n).empty());
+  auto l = c.make_lock(n);
+  EXPECT_TRUE(l.try_lock());
+  l.unlock();
 }
 
 // A stop at any moment of a wait ends it long before its deadline — in GET_LOCK (woken by

@@ -265,6 +265,9 @@ TEST_F(mysql_server, long_and_case_variant_names_map_to_distinct_get_lock_names)
     ASSERT_TRUE(held.back().try_lock()) << n;
   }
   for (const auto& n : names) EXPECT_FALSE(b.make_lock(n).try_lock()) << n;
+  // The client's copy of the name mapping agrees with the server's: the check of a hold and its
+  // release go to the GET_LOCK name the server holds.
+  for (auto& l : held) EXPECT_TRUE(l.renew()) << l.name();
   auto listed = a.list("");
   for (const auto& n : names) {
     EXPECT_TRUE(std::any_of(listed.begin(), listed.end(), [&](auto& s) { return s.name == n; }))

@@ -1,0 +1,36 @@
+-- sqlock schema for MySQL/MariaDB, version 4: the lean advisory pair (MariaDB).
+-- Safe to run while holds are live: the one table change adds a column to the MEMORY table of
+-- records, whose existing rows get fenced = 0 and keep their meaning.
+--
+-- Until this version the library took an advisory hold with CALL sqlock_advisory_acquire, which
+-- also wrote the hold's record. A CALL and that record cost the server about a third of the
+-- raw GET_LOCK + RELEASE_LOCK pair (docs/backends/mysql.md has the figures). From this version
+-- the library takes a hold on MariaDB with `SELECT sqlock_advisory_lock(name, wait_ms)`
+-- (sql/mysql/advisory_session.sql), which writes nothing, and records the holds that last
+-- ~10 ms or more with CALL sqlock_advisory_record, in the background. The fence of such a hold
+-- is itself held as a GET_LOCK lock, 'sqlock!<fence>', by the session holding the name, so
+-- the server knows it at once (fence_check) without a record.
+--   fenced  1 = the record's hold also holds 'sqlock!<fence>', and the record counts only while
+--           it does: a record left behind by a plain release is then ignored even when the
+--           same session takes the name again before its new record is written. 0 = a record
+--           of the routines of versions 2 and 3 (no fence lock): it counts while its session
+--           holds the name, as before.
+-- MySQL 8 has no sequences: there the library keeps calling sqlock_advisory_acquire.
+-- (MySQL 8 has no ADD COLUMN IF NOT EXISTS: the column is looked up first.)
+DROP PROCEDURE IF EXISTS sqlock_v4_fenced_column;
+DELIMITER $$
+CREATE PROCEDURE sqlock_v4_fenced_column()
+MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                  WHERE table_schema = DATABASE() AND table_name = 'sqlock_advisory_holds'
+                    AND column_name = 'fenced') THEN
+    ALTER TABLE sqlock_advisory_holds ADD COLUMN fenced TINYINT NOT NULL DEFAULT 0;
+  END IF;
+END$$
+DELIMITER ;
+CALL sqlock_v4_fenced_column();
+DROP PROCEDURE sqlock_v4_fenced_column;
+
+INSERT IGNORE INTO sqlock_schema_version (version, description)
+VALUES (4, 'advisory holds taken by the lean pair, recorded once they last');

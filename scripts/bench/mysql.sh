@@ -2,8 +2,9 @@
 # MySQL/MariaDB benchmarks on one server, all in one run:
 #  1. the advisory ceilings, 1 thread, uncontended, in interleaved rounds: a raw libmariadb client
 #     and Python MySQLdb doing SELECT GET_LOCK(n, 0) + SELECT RELEASE_LOCK(n), the raw client
-#     running sqlock's acquire CALL + a plain RELEASE_LOCK (what the stored procedure costs without
-#     the library), sqlock advisory and sqlock pessimistic; means over the rounds and the ratios;
+#     running sqlock's lean pair (MariaDB: sqlock_advisory_lock + the two plain RELEASE_LOCKs the
+#     library sends: what the SQL costs without the library), sqlock advisory and sqlock
+#     pessimistic; means over the rounds and the ratios;
 #     then the contended handoff (4 threads, one lock) in advisory mode;
 #  2. sqlock bench per mode beside mysqlslap running the same two CALLs per pair (skip: PART2=0).
 # Usage: scripts/bench/mysql.sh BUILD_DIR [URL]   (URL: default $SQLOCK_TEST_MYSQL_URL; a
@@ -31,19 +32,19 @@ echo "## mysql: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u
 echo "### 1 thread, uncontended: $rounds interleaved rounds of ${secs}s"
 pps() { grep -o '"pairs_per_sec":[0-9.]*' | cut -d: -f2; }
 rate() { sed -n 's/.*pairs\/s \([0-9]*\).*/\1/p'; }
-call="CALL sqlock_advisory_acquire({name}, 'raw-owner', 'raw client', 0)"
-free="SELECT RELEASE_LOCK(CONCAT('sqlock:', {name}))"
-echo "(raw+CALL: $call; $free)"
+call="SELECT @f := sqlock_advisory_lock(CONCAT('sqlock:', {name}), 0)"
+free="SELECT RELEASE_LOCK(CONCAT('sqlock:', {name})), RELEASE_LOCK(CONCAT('sqlock!', @f))"
+echo "(raw+lean: $call; $free)"
 for r in $(seq 1 "$rounds"); do
   a=$("$raw" "$url" "$secs" | rate)
   b=$(/usr/bin/python3 "$here/../../tests/benchmarks/mysql_get_lock_bench.py" "$url" "$secs" | rate)
   e=$("$raw" "$url" "$secs" "$call" "$free" | rate)
   c=$("$sqlock" bench --url "$url" --mode advisory --duration "${secs}s" --json 2>/dev/null | pps)
   d=$("$sqlock" bench --url "$url" --mode pessimistic --duration "${secs}s" --json 2>/dev/null | pps)
-  printf 'round %d: raw %.0f  python %.0f  raw+CALL %.0f  sqlock advisory %.0f  sqlock pessimistic %.0f\n' "$r" "$a" "$b" "$e" "$c" "$d"
+  printf 'round %d: raw %.0f  python %.0f  raw+lean %.0f  sqlock advisory %.0f  sqlock pessimistic %.0f\n' "$r" "$a" "$b" "$e" "$c" "$d"
 done | awk '{ print; a += $4; b += $6; e += $8; c += $11; d += $14; n++ } END {
-  printf "mean pairs/s: raw libmariadb %.0f, python MySQLdb %.0f, raw+CALL %.0f, sqlock advisory %.0f, sqlock pessimistic %.0f\n", a / n, b / n, e / n, c / n, d / n
-  printf "advisory / raw %.2f (goal >= 0.8), advisory / python %.2f (goal >= 1.2), advisory / raw+CALL %.2f, advisory / pessimistic %.1f\n", c / a, c / b, c / e, c / d }'
+  printf "mean pairs/s: raw libmariadb %.0f, python MySQLdb %.0f, raw+lean %.0f, sqlock advisory %.0f, sqlock pessimistic %.0f\n", a / n, b / n, e / n, c / n, d / n
+  printf "advisory / raw %.2f (goal >= 0.8), advisory / python %.2f (goal >= 1.2), advisory / raw+lean %.2f, advisory / pessimistic %.1f\n", c / a, c / b, c / e, c / d }'
 echo "\$ sqlock bench --url \$URL --mode advisory --threads 4 --contended --duration ${secs}s --json"
 "$sqlock" bench --url "$url" --mode advisory --threads 4 --contended --duration "${secs}s" --json 2>/dev/null
 echo

@@ -11,9 +11,7 @@
 namespace sqlock::mysql::detail {
 
 namespace {
-// The pause between two kills, and how long the wait may go on after the stop.
-constexpr milliseconds kill_retry{20};
-constexpr milliseconds stop_grace{500};
+using sql::stop_grace;
 
 // The second session and what it sends; opened on the first kill, again after a failure.
 struct killer {
@@ -36,7 +34,7 @@ wait_stopper::wait_stopper(const options& o, std::uint64_t id, int fd,
                            const std::stop_token& stop) {
   auto k = std::make_shared<killer>(killer{o, "KILL QUERY " + std::to_string(id), nullptr});
   kills_.emplace(
-      stop, [k] { k->kill(); }, kill_retry, stop_grace,
+      stop, [k] { k->kill(); }, sql::stop_request_every, stop_grace,
       [fd] {
         if (fd >= 0) ::shutdown(fd, SHUT_RDWR);  // still ours: the wait has not ended
       });

@@ -5,26 +5,19 @@
 
 namespace sqlock::postgres {
 
-namespace {
-// How long a stopped statement may still run before its connection is closed, and the pause
-// between two cancel requests.
-constexpr milliseconds stop_grace{500};
-constexpr milliseconds cancel_retry{20};
-}  // namespace
-
 statement_stopper::statement_stopper(link* l, const std::stop_token& stop)
     : link_(l), stopped_(stop) {
   if (!link_ || link_->closed() || stopped_.fd() < 0) return;
   std::shared_ptr<PGcancel> handle(link_->new_cancel(), PQfreeCancel);
   if (!handle) return;
-  link_->watch_stop(stopped_.fd(), stop_grace);  // the last resort: the link closes itself
+  link_->watch_stop(stopped_.fd(), sql::stop_grace);  // the last resort: the link closes itself
   cancels_.emplace(
       stop,
       [handle] {
         char why[256];
         (void)PQcancel(handle.get(), why, sizeof why);  // best effort: repeated, then the close
       },
-      cancel_retry, stop_grace);
+      sql::stop_request_every, sql::stop_grace);
 }
 
 statement_stopper::~statement_stopper() {

@@ -16,6 +16,11 @@
 
 namespace sqlock::sql {
 
+/// The pause between two requests: short enough that a stop ends a wait within a few of them.
+inline constexpr milliseconds stop_request_every{20};
+/// How long a stopped call may still run before the last resort (the socket shut down).
+inline constexpr milliseconds stop_grace{500};
+
 /// While it lives, a stop of its token repeats `request` on a thread of its own (see above).
 class stop_repeater {
  public:

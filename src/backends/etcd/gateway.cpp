@@ -88,8 +88,17 @@ std::chrono::microseconds left(steady_time deadline) {
   int code = 0;
   try {
     auto j = json::parse(body);
-    message = j.value("message", j.value("error", message));
-    code = j.value("code", 0);
+    // A streaming method (lease/keepalive, watch) reports its error as a stream chunk,
+    // {"error": {"grpc_code": 14, "message": "etcdserver: no leader", ...}}; a unary one as
+    // {"error": "...", "message": "...", "code": 14}.
+    auto err = j.find("error");
+    if (err != j.end() && err->is_object()) {
+      message = err->value("message", message);
+      code = err->value("grpc_code", 0);
+    } else {
+      message = j.value("message", j.value("error", message));
+      code = j.value("code", 0);
+    }
   } catch (const json::exception&) {
     // Not JSON (a proxy's page): keep the HTTP status.
   }

@@ -47,4 +47,22 @@ BEGIN
   SET p_fence = LAST_INSERT_ID();
 END$$
 
+-- Turns the binary log off for the rest of this session's statement chain, when it is on and
+-- the definer may (BINLOG ADMIN, or SUPER on older servers and MySQL); p_off = 1 when it did:
+-- the caller sets sql_log_bin = 1 again after its write. For writes of the advisory records,
+-- which describe GET_LOCK locks that replicas never hold. SQL SECURITY INVOKER: it runs with the
+-- rights of the sqlock routine calling it (an EXECUTE-only user calling it directly is refused
+-- the SET, and p_off stays 0).
+DROP PROCEDURE IF EXISTS sqlock_binlog_off$$
+CREATE PROCEDURE sqlock_binlog_off(OUT p_off INT)
+NO SQL SQL SECURITY INVOKER
+BEGIN
+  DECLARE CONTINUE HANDLER FOR 1227 SET p_off = 0;  -- no BINLOG ADMIN: logged
+  SET p_off = 0;
+  IF @@log_bin = 1 AND @@session.sql_log_bin = 1 THEN
+    SET p_off = 1;
+    SET SESSION sql_log_bin = 0;
+  END IF;
+END$$
+
 DELIMITER ;

@@ -73,13 +73,7 @@ BEGIN
       CALL sqlock_next_fence(v_fence);
       COMMIT;
     END IF;
-    IF @@log_bin = 1 AND @@session.sql_log_bin = 1 THEN
-      BEGIN
-        DECLARE CONTINUE HANDLER FOR 1227 SET v_unlogged = 0;  -- no BINLOG ADMIN: logged
-        SET v_unlogged = 1;
-        SET SESSION sql_log_bin = 0;
-      END;
-    END IF;
+    CALL sqlock_binlog_off(v_unlogged);
     REPLACE INTO sqlock_advisory_holds (lock_name, owner, fence, connection_id, acquired_at, holder,
                                         fenced)
     VALUES (v_lock, p_owner, v_fence, CONNECTION_ID(), UTC_TIMESTAMP(6),

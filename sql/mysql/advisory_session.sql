@@ -104,13 +104,7 @@ BEGIN
     IF v_unlogged = 1 THEN SET SESSION sql_log_bin = 1; END IF;
     RESIGNAL;
   END;
-  IF @@log_bin = 1 AND @@session.sql_log_bin = 1 THEN
-    BEGIN
-      DECLARE CONTINUE HANDLER FOR 1227 SET v_unlogged = 0;  -- no BINLOG ADMIN: logged
-      SET v_unlogged = 1;
-      SET SESSION sql_log_bin = 0;
-    END;
-  END IF;
+  CALL sqlock_binlog_off(v_unlogged);
   -- fence last: the other columns compare against the old fence.
   INSERT INTO sqlock_advisory_holds (lock_name, owner, fence, connection_id, acquired_at,
                                      holder, fenced)

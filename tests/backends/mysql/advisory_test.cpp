@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "mysql_env.hpp"
+#include "recorded_holds.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/mysql/dialect.hpp"
 #include "stop_anywhere.hpp"
@@ -238,14 +239,7 @@ TEST_F(mysql_server, lean_holds_are_recorded_once_they_last_and_fenced_at_once) 
   EXPECT_EQ(fence_check(n, l.fence() - 1), "0");
   EXPECT_EQ(fence_check(n, l.fence() + 1), "0");
   // The holding process's list() records its holds first: then everyone sees it.
-  auto own = a.list(n);
-  ASSERT_EQ(own.size(), 1u);
-  EXPECT_EQ(own[0].owner, l.owner());
-  EXPECT_EQ(own[0].fence, l.fence());
-  auto seen = b.list(n);
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].owner, l.owner());
-  EXPECT_EQ(seen[0].fence, l.fence());
+  expect_listed_once_recorded(a, b, l);
   // A recorded hold released with the plain statement: its record stays but counts no more,
   // also when the same session takes the name again before the new hold's record.
   const auto old_fence = l.fence();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "pg_env.hpp"
+#include "recorded_holds.hpp"
 #include "sqlock/postgres/dialect.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
 #include "sqlock/sql_engine.hpp"
@@ -149,14 +150,7 @@ TEST_F(postgres, advisory_holds_are_recorded_once_they_last_and_fenced_at_once) 
     EXPECT_FALSE(sqlock::postgres::fence_check(tx, n, l.fence() + 1));
   }
   // The holding process's list() records its holds first: then everyone sees it.
-  auto own = a.list(n);
-  ASSERT_EQ(own.size(), 1u);
-  EXPECT_EQ(own[0].owner, l.owner());
-  EXPECT_EQ(own[0].fence, l.fence());
-  auto seen = b.list(n);
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].owner, l.owner());
-  EXPECT_EQ(seen[0].fence, l.fence());
+  expect_listed_once_recorded(a, b, l);
   // A recorded hold released: its row no longer names the session, so the session's next hold
   // of the name is not shown with the old owner and fence.
   const auto old_fence = l.fence();

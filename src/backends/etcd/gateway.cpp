@@ -68,6 +68,15 @@ constexpr const char* require_leader = "Grpc-Metadata-hasleader";
 constexpr auto no_leader_pause_first = std::chrono::milliseconds(20);
 constexpr auto no_leader_pause_cap = std::chrono::milliseconds(500);
 
+// With more than one member, one member's attempt lasts at most the request timeout / 5 (and
+// not under this floor): a member that accepts connections but does not answer — a restarted
+// etcd 3.4 member serves nothing until it has published itself through raft, which a lost
+// publish puts off by 6 s — is left for the next one instead of holding the call until its
+// deadline (a waiter's keep-alive thus outlived its lease: chaos.etcd.cluster, a takeover 6 s
+// after a majority outage). With one member there is nothing to move to: its attempt may take
+// the whole deadline.
+constexpr auto member_attempt_floor = std::chrono::milliseconds(500);
+
 // An idle watch stream is not a hung call: its read timeout only bounds a dead connection that
 // the kernel never reports; stop() ends it at once.
 constexpr auto stream_read_timeout = std::chrono::hours(24);
@@ -385,8 +394,12 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
       continue;
     }
     std::size_t idx = (first + i) % n;
+    const auto attempt_end =
+        n == 1 ? deadline
+               : std::min(deadline, clock::now() + std::max<std::chrono::milliseconds>(
+                                                       member_attempt_floor, opts_.timeout / 5));
     try {
-      auto r = call_member(*members_[idx], full, text, deadline);
+      auto r = call_member(*members_[idx], full, text, attempt_end);
       preferred_ = idx;
       return r;
     } catch (const etcd_error& e) {

@@ -251,16 +251,7 @@ TEST_F(mysql_server, lean_holds_are_recorded_once_they_last_and_fenced_at_once) 
   EXPECT_TRUE(b.list(n).empty()) << "the stale record must not show the new hold as the old";
   EXPECT_EQ(fence_check(n, old_fence), "0");
   EXPECT_EQ(fence_check(n, again.fence()), "1");
-  std::atomic<bool> lost{false};
-  again.on_lost([&](const std::string&) { lost = true; });
-  EXPECT_TRUE(b.force_release(n));  // the unrecorded hold's session, found by IS_USED_LOCK
-  auto lb = b.make_lock(n);
-  EXPECT_TRUE(lb.try_lock_for(10s));
-  for (auto until = std::chrono::steady_clock::now() + 10s;
-       !lost && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(lost);
-  lb.unlock();
+  expect_force_release_ends_it(b, again);  // the unrecorded hold's session, found by IS_USED_LOCK
   // record_after=0: recorded in the background without anyone asking, the full name of a
   // hashed GET_LOCK name with it.
   auto c = connect(with_param(mode_url("advisory"), "record_after", "0s"));

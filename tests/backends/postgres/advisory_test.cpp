@@ -164,16 +164,7 @@ TEST_F(postgres, advisory_holds_are_recorded_once_they_last_and_fenced_at_once) 
     EXPECT_FALSE(sqlock::postgres::fence_check(tx, n, old_fence));
     EXPECT_TRUE(sqlock::postgres::fence_check(tx, n, again.fence()));
   }
-  std::atomic<bool> lost{false};
-  again.on_lost([&](const std::string&) { lost = true; });
-  EXPECT_TRUE(b.force_release(n));  // the unrecorded hold's session, found in pg_locks
-  auto lb = b.make_lock(n);
-  EXPECT_TRUE(lb.try_lock_for(10s));
-  for (auto until = std::chrono::steady_clock::now() + 10s;
-       !lost && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(lost);
-  lb.unlock();
+  expect_force_release_ends_it(b, again);  // the unrecorded hold's session, found in pg_locks
   // record_after=0: recorded in the background without anyone asking.
   auto c = sqlock::connect(pg::with(app_, "mode=advisory&record_after=0s"));
   auto z = unique_name("rec-now");

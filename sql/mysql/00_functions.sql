@@ -65,4 +65,37 @@ BEGIN
   END IF;
 END$$
 
+-- The live fence epoch of advisory holds on MariaDB, into p_epoch (migrations/mysql/V004):
+-- after a start of the server (sqlock_fence_epoch_live empty) it first raises the durable epoch
+-- by one in a committed transaction, then makes it the live one; otherwise it changes nothing.
+-- Two callers at once may raise it twice: harmless, the live epoch only rises. The live row is kept out
+-- of the binary log, so a promoted replica starts without one and raises its own.
+--   CALL sqlock_fence_epoch_raise(@e);
+DROP PROCEDURE IF EXISTS sqlock_fence_epoch_raise$$
+CREATE PROCEDURE sqlock_fence_epoch_raise(OUT p_epoch BIGINT UNSIGNED)
+MODIFIES SQL DATA SQL SECURITY DEFINER
+BEGIN
+  DECLARE v_unlogged INT DEFAULT 0;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    ROLLBACK;
+    IF v_unlogged = 1 THEN SET SESSION sql_log_bin = 1; END IF;
+    RESIGNAL;
+  END;
+  SET p_epoch = (SELECT epoch FROM sqlock_fence_epoch_live WHERE id = 1);
+  IF p_epoch IS NULL THEN
+    START TRANSACTION;
+    UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence_epoch';
+    SET p_epoch = LAST_INSERT_ID();
+    COMMIT;  -- durable before any fence is made from it
+    CALL sqlock_binlog_off(v_unlogged);
+    INSERT INTO sqlock_fence_epoch_live (id, epoch) VALUES (1, p_epoch)
+      ON DUPLICATE KEY UPDATE epoch = GREATEST(epoch, VALUES(epoch));
+    IF v_unlogged = 1 THEN
+      SET SESSION sql_log_bin = 1;
+      SET v_unlogged = 0;
+    END IF;
+  END IF;
+END$$
+
 DELIMITER ;

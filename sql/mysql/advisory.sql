@@ -8,7 +8,8 @@
 -- the lean pair of advisory_session.sql and records them later; the procedures here serve every
 -- other caller, and the library on MySQL 8.
 -- Fencing tokens come from the sequence sqlock_fence_seq on MariaDB (its cache is shared by all
--- sessions and written to disk once per 1000 values) and from the counter row on MySQL 8,
+-- sessions and written to disk once per 1000 values), above an epoch raised after every start of
+-- the server (migrations/mysql/V004) and from the counter row on MySQL 8,
 -- which has no sequences (a durable write per hold there). Holds taken by the version-1
 -- routines (rows of the InnoDB table sqlock_advisory) still count until they end.
 
@@ -37,6 +38,7 @@ BEGIN
        CONCAT('sqlock#', LEFT(SHA2(p_name, 256), 57)));
   DECLARE v_got INT DEFAULT 0;  -- 1 = taken now, 2 = this session holds it already
   DECLARE v_fence BIGINT UNSIGNED;
+  DECLARE v_epoch BIGINT UNSIGNED;
   DECLARE v_errno INT DEFAULT 0;
   -- With the binary log on, the record's write would be logged (and synced when sync_binlog=1)
   -- for nothing: replicas hold no GET_LOCK locks. A definer with BINLOG ADMIN (or SUPER) keeps
@@ -67,7 +69,13 @@ BEGIN
                  COALESCE(GET_LOCK(v_lock, GREATEST(COALESCE(p_wait_ms, 0), 0) / 1000.0), 0));
   IF v_got = 1 THEN
     IF @@version LIKE '%MariaDB%' THEN
-      SET v_fence = NEXTVAL(sqlock_fence_seq);
+      -- (epoch << 40) + the sequence; the epoch raised first after a start of the server.
+      SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                       FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+      IF v_fence IS NULL THEN
+        CALL sqlock_fence_epoch_raise(v_epoch);
+        SET v_fence = (v_epoch << 40) + NEXTVAL(sqlock_fence_seq);
+      END IF;
     ELSE
       START TRANSACTION;
       CALL sqlock_next_fence(v_fence);

@@ -32,6 +32,8 @@ DELIMITER $$
 -- that no sqlock holder takes. Release with sqlock_advisory_unlock(name, fence), or as the
 -- library does, with the plain statement
 --   SELECT RELEASE_LOCK(p_lock), RELEASE_LOCK(CONCAT('sqlock!', fence));
+-- After a start of the server, CALL sqlock_fence_epoch_raise(@e) once first (the library does on
+-- each new session); until then it fails, having taken nothing.
 -- Declared READS SQL DATA: it writes no table (the sequence's cache refills, one per 1,000
 -- fences, MariaDB logs in row form whatever the declaration), so that installing it on a server
 -- with the binary log on needs no log_bin_trust_function_creators.
@@ -59,7 +61,13 @@ BEGIN
       DO RELEASE_LOCK(p_lock);  -- taken by this call: let go of it, then fail
       RESIGNAL;
     END;
-    SET v_fence = NEXTVAL(sqlock_fence_seq);  -- MySQL 8: no NEXTVAL, it fails here
+    -- (epoch << 40) + the sequence (migrations/mysql/V004). MySQL 8: no NEXTVAL, it fails here.
+    SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                     FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+    IF v_fence IS NULL THEN
+      SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
+        'sqlock: no fence epoch since the server started: CALL sqlock_fence_epoch_raise(@e), then lock again';
+    END IF;
   END;
   RETURN IF(GET_LOCK(CONCAT('sqlock!', v_fence), 0) IS NULL, NULL, v_fence);
 END$$

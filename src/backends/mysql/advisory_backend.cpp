@@ -151,6 +151,12 @@ class advisory_backend final : public sql::engine_backend {
     try {
       lean = lean_pair(*s.conn, deadline);
       if (lean) {
+        if (!s.epoch_ready) {
+          // A new session: the server may have started since the last one, and fences made
+          // before the fence epoch is raised could repeat older ones (migrations/mysql/V004).
+          s.conn->run(epoch_, {}, deadline);
+          s.epoch_ready = true;
+        }
         session_id = s.conn->server_id(deadline);  // asked once per session
         p.name = lock_name;                        // sqlock_advisory_lock takes the GET_LOCK name
       }
@@ -379,6 +385,7 @@ class advisory_backend final : public sql::engine_backend {
                                 {"SELECT COALESCE(IS_USED_LOCK(:name) = CONNECTION_ID() AND "
                                  "IS_USED_LOCK(CONCAT('sqlock!', :fence)) = CONNECTION_ID(), 0)"}};
   const sql::operation record_{"advisory_record", {"CALL sqlock_advisory_record(:holds)"}};
+  const sql::operation epoch_{"fence_epoch", {"CALL sqlock_fence_epoch_raise(@sqlock_epoch)"}};
   const options opts_;           // a stopped wait's killer session opens with them
   sql::hold_recorder recorder_;  // before the sessions' watcher: its losses reach it
   std::atomic<int> flavor_{0};   // 0 = not known yet, 1 = MariaDB (lean pair), 2 = MySQL

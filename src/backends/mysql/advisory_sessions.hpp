@@ -37,6 +37,7 @@ struct session {
   std::atomic<bool> dead{false};      ///< closed: no call takes it any more
   std::atomic<bool> waiting{false};   ///< blocked in a server-side wait
   std::atomic<int> fd{-1};            ///< its socket once known (for the watcher)
+  bool epoch_ready = false;           ///< the fence epoch was made live on it (MariaDB lean pair)
 
   /// Closes the session (the server frees its locks) under `m`; returns its holds but `keep`.
   hold_list close(const std::string& keep = {});

@@ -26,6 +26,8 @@ client=(mariadb --no-defaults -h"$host" -P"$port" -u"$user" -p"$pw" "$db")
 slap=(mysqlslap --no-defaults -h"$host" -P"$port" -u"$user" -p"$pw" --create-schema="$db" --iterations=1 --delimiter=';')
 n="CONCAT('slap-', CONNECTION_ID())"
 "$sqlock" migrate --url "$url" >/dev/null
+# The lean SQL sent raw needs a live fence epoch, which the library makes on its first session.
+"${client[@]}" -e "CALL sqlock_fence_epoch_raise(@e)" 2>/dev/null
 echo "## mysql: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 "${client[@]}" -N -e "SELECT CONCAT('server ', VERSION(), ', innodb_flush_log_at_trx_commit=',
   @@innodb_flush_log_at_trx_commit, ', log_bin=', @@log_bin, ', sync_binlog=', @@sync_binlog)"

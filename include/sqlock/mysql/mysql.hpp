@@ -37,8 +37,8 @@ struct options {
                                      ///< holds (without waits); >= 1
   std::size_t waiters = 2;  ///< advisory: sessions that may wait in GET_LOCK at once (0 = none:
                             ///< every waiter polls); each is a server connection
-  milliseconds record_after{10};  ///< advisory, MariaDB: a hold's age when it is recorded, in
-                                 ///< the background (the lock call itself writes nothing)
+  milliseconds record_after{10};       ///< advisory, MariaDB: a hold's age when it is recorded, in
+                                       ///< the background (the lock call itself writes nothing)
   milliseconds connect_timeout{5000};  ///< connect timeout (> 0; whole seconds, rounded up)
   milliseconds timeout{5000};  ///< I/O timeout: the longest one exchange may take (> 0; whole
                                ///< seconds, rounded up); advisory waits block in the server in

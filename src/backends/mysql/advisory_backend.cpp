@@ -142,7 +142,7 @@ class advisory_backend final : public sql::engine_backend {
     }
     sql::params p = params_for(req);
     p.lease_ms = wait.count();  // advisory: the server-side wait
-    const std::string lock_name = get_lock_name(req.name);
+    std::string lock_name;      // the GET_LOCK name (lean pair; the procedure answers it itself)
     sql::rows r;
     hold_list lost;
     bool stopped = false;  // the caller was stopped during a wait in the server
@@ -158,7 +158,8 @@ class advisory_backend final : public sql::engine_backend {
           s.epoch_ready = true;
         }
         session_id = s.conn->server_id(deadline);  // asked once per session
-        p.name = lock_name;                        // sqlock_advisory_lock takes the GET_LOCK name
+        lock_name = get_lock_name(req.name);
+        p.name = lock_name;  // sqlock_advisory_lock takes the GET_LOCK name
       }
       std::optional<wait_stopper> stopper;
       if (wait > milliseconds(0) && req.stop.stop_possible())

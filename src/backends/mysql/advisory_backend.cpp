@@ -241,11 +241,13 @@ class advisory_backend final : public sql::engine_backend {
   }
 
  private:
+  // A hold ended with its session: not to be recorded any more, and its holder told.
+  void report_one(const std::string& name, const std::string& owner) {
+    recorder_.released(name, owner);
+    report_lost(name, owner);
+  }
   void report(const hold_list& lost) {
-    for (auto& [name, owner] : lost) {
-      recorder_.released(name, owner);
-      report_lost(name, owner);
-    }
+    for (auto& [name, owner] : lost) report_one(name, owner);
   }
 
   // Whether holds are taken with the lean pair: on MariaDB (its sequence gives the fences), not
@@ -365,8 +367,7 @@ class advisory_backend final : public sql::engine_backend {
           append(lost, s->close());
       }
       for (auto& [name, owner] : lost) {
-        recorder_.released(name, owner);
-        report_lost(name, owner);  // no lock held: a listener may call back into the backend
+        report_one(name, owner);  // no lock held: a listener may call back into the backend
         std::lock_guard sg(w->m);
         if (w->stop) return;  // the listener destroyed the backend (this thread was detached)
       }

@@ -2,8 +2,10 @@
 // benchmark a backend, serve the admin page. See docs/cli.md.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common.hpp"
@@ -85,15 +87,19 @@ std::size_t distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
+// The subcommands, in the order --help lists them.
+constexpr std::array<std::string_view, 9> subcommands{
+    "run", "elect", "leader", "hold", "list", "release", "migrate", "bench", "serve"};
+
 // `sqlock WORD` where WORD names no subcommand: says so, with the nearest one when it is close.
-bool unknown_subcommand(const CLI::App& app, const std::string& word) {
+bool unknown_subcommand(const std::string& word) {
   if (word.empty() || word[0] == '-') return false;
   std::string best;
   std::size_t best_d = word.size();
-  for (const auto* sub : app.get_subcommands({})) {
-    if (sub->get_name() == word) return false;
-    auto d = distance(word, sub->get_name());
-    if (d < best_d) best_d = d, best = sub->get_name();
+  for (auto name : subcommands) {
+    if (name == word) return false;
+    auto d = distance(word, std::string(name));
+    if (d < best_d) best_d = d, best = name;
   }
   std::cerr << "sqlock: '" << word << "' is not a sqlock command";
   if (!best.empty() && best_d <= 2) std::cerr << "; did you mean '" << best << "'?";
@@ -115,6 +121,16 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && unknown_subcommand(argv[1])) return usage;
+  // `sqlock SUB ...` builds the parser of SUB alone: constructing all of them costs a command
+  // run under a lock (`sqlock run`) a measurable part of its start. Anything else (`--help`,
+  // `--version`, a misplaced option) gets all of them.
+  const std::string_view only =
+      argc > 1 && std::find(subcommands.begin(), subcommands.end(), std::string_view(argv[1])) !=
+                      subcommands.end()
+          ? std::string_view(argv[1])
+          : std::string_view();
+  auto wanted = [only](std::string_view sub) { return only.empty() || only == sub; };
   CLI::App app{"sqlock: distributed locks whose home is the database"};
   app.require_subcommand(1);
   app.set_version_flag("--version", version_text, "print the version and the backends it can open");
@@ -123,69 +139,85 @@ int main(int argc, char** argv) {
 
   run_args ra, ha;
   bool ra_nonblock = false, ha_nonblock = false;
-  auto* run =
-      app.add_subcommand("run", "run a command while holding a lock (like flock across machines)");
-  add_lock_options(run, ra, ra_nonblock, url_help);
-  run->positionals_at_end();  // after NAME, everything is CMD: `--` only needed for a leading dash
-  run->add_option(
-         "--kill-after", ra.kill_after,
-         "on a lost lease: SIGTERM to the command's process group, SIGKILL this much later")
-      ->capture_default_str();
-  auto* shell_opt =
-      run->add_option("-c,--command", ra.shell_command, "command string, run through sh -c")
-          ->check(nonempty);
-  auto* shared_opt = run->add_flag("--shared", ra.shared,
-                                   "a shared hold: many at once, none while an exclusive one is "
-                                   "held or waited for");
-  auto* permits_opt = run->add_option("--permits", ra.permits,
-                                      "one of N permits of the name (every user gives the same N)")
-                          ->check(CLI::Range(1u, 1000000u))
-                          ->excludes(shared_opt);
-  run->add_option("--at-least", ra.at_least,
-                  "keep the lock this long after acquiring even if CMD ends sooner (the rest "
-                  "of it stays in the store as a shortened lease)")
-      ->check(nonempty)
-      ->excludes(shared_opt)
-      ->excludes(permits_opt);
-  run->add_option("--at-most", ra.at_most,
-                  "the lease, never renewed: CMD is stopped as on a lost lease when it ends "
-                  "(exit 70)")
-      ->check(nonempty)
-      ->excludes(shared_opt)
-      ->excludes(permits_opt);
-  run->add_option("name", ra.name, "lock name")->required();
-  run->add_option("command", ra.command, "command and arguments (after --)")->excludes(shell_opt);
+  CLI::App* run = nullptr;
+  if (wanted("run")) {
+    run = app.add_subcommand("run",
+                             "run a command while holding a lock (like flock across machines)");
+    add_lock_options(run, ra, ra_nonblock, url_help);
+    // After NAME, everything is CMD: `--` is only needed for a leading dash.
+    run->positionals_at_end();
+    run->add_option(
+           "--kill-after", ra.kill_after,
+           "on a lost lease: SIGTERM to the command's process group, SIGKILL this much later")
+        ->capture_default_str();
+    auto* shell_opt =
+        run->add_option("-c,--command", ra.shell_command, "command string, run through sh -c")
+            ->check(nonempty);
+    auto* shared_opt = run->add_flag("--shared", ra.shared,
+                                     "a shared hold: many at once, none while an exclusive one is "
+                                     "held or waited for");
+    auto* permits_opt =
+        run->add_option("--permits", ra.permits,
+                        "one of N permits of the name (every user gives the same N)")
+            ->check(CLI::Range(1u, 1000000u))
+            ->excludes(shared_opt);
+    run->add_option("--at-least", ra.at_least,
+                    "keep the lock this long after acquiring even if CMD ends sooner (the rest "
+                    "of it stays in the store as a shortened lease)")
+        ->check(nonempty)
+        ->excludes(shared_opt)
+        ->excludes(permits_opt);
+    run->add_option("--at-most", ra.at_most,
+                    "the lease, never renewed: CMD is stopped as on a lost lease when it ends "
+                    "(exit 70)")
+        ->check(nonempty)
+        ->excludes(shared_opt)
+        ->excludes(permits_opt);
+    run->add_option("name", ra.name, "lock name")->required();
+    run->add_option("command", ra.command, "command and arguments (after --)")->excludes(shell_opt);
+  }
 
   run_args ea;
   bool ea_nonblock = false;
-  auto* elect = app.add_subcommand(
-      "elect", "campaign for leadership of NAME and run a command while leading");
-  add_lock_options(elect, ea, ea_nonblock, url_help);
-  elect->positionals_at_end();
-  elect
-      ->add_option("--kill-after", ea.kill_after,
-                   "on lost leadership: SIGTERM to the command's group, SIGKILL this much later")
-      ->capture_default_str();
-  elect->add_option("--value", ea.value, "what `sqlock leader` shows (an address, a host name)")
-      ->required()
-      ->check(nonempty);
-  auto* elect_shell =
-      elect->add_option("-c,--command", ea.shell_command, "command string, run through sh -c")
-          ->check(nonempty);
-  elect->add_option("name", ea.name, "election name")->required();
-  elect->add_option("command", ea.command, "command and arguments (after --)")
-      ->excludes(elect_shell);
+  CLI::App* elect = nullptr;
+  if (wanted("elect")) {
+    elect = app.add_subcommand("elect",
+                               "campaign for leadership of NAME and run a command while leading");
+    add_lock_options(elect, ea, ea_nonblock, url_help);
+    elect->positionals_at_end();
+    elect
+        ->add_option("--kill-after", ea.kill_after,
+                     "on lost leadership: SIGTERM to the command's group, SIGKILL this much later")
+        ->capture_default_str();
+    elect->add_option("--value", ea.value, "what `sqlock leader` shows (an address, a host name)")
+        ->required()
+        ->check(nonempty);
+    auto* elect_shell =
+        elect->add_option("-c,--command", ea.shell_command, "command string, run through sh -c")
+            ->check(nonempty);
+    elect->add_option("name", ea.name, "election name")->required();
+    elect->add_option("command", ea.command, "command and arguments (after --)")
+        ->excludes(elect_shell);
+  }
 
   std::string leader_url, leader_name;
   bool leader_json = false;
-  auto* leader = app.add_subcommand("leader", "print the leader's value and term (two lines)");
-  leader->add_option("--url", leader_url, url_help);
-  leader->add_flag("--json", leader_json, "one JSON object (null when nobody leads)");
-  leader->add_option("name", leader_name, "election name")->required();
-  auto* hold = app.add_subcommand(
-      "hold", "take a lock, print its fence, hold it until SIGINT/SIGTERM (exit 0) or loss (70)");
-  add_lock_options(hold, ha, ha_nonblock, url_help);
-  hold->add_option("name", ha.name, "lock name")->required();
+  CLI::App* leader = nullptr;
+  if (wanted("leader")) {
+    leader = app.add_subcommand("leader", "print the leader's value and term (two lines)");
+    leader->add_option("--url", leader_url, url_help);
+    leader->add_flag("--json", leader_json, "one JSON object (null when nobody leads)");
+    leader->add_option("name", leader_name, "election name")->required();
+  }
+
+  CLI::App* hold = nullptr;
+  if (wanted("hold")) {
+    hold = app.add_subcommand(
+        "hold", "take a lock, print its fence, hold it until SIGINT/SIGTERM (exit 0) or loss (70)");
+    add_lock_options(hold, ha, ha_nonblock, url_help);
+    hold->add_option("name", ha.name, "lock name")->required();
+  }
+
   app.footer(
       "Exit: CMD's status; 64 bad arguments or URL; 69 store unreachable; 70 lease lost (CMD's\n"
       "process group stopped); 75 not obtained within --wait (or -E N); 77 access refused by the "
@@ -194,67 +226,84 @@ int main(int argc, char** argv) {
 
   std::string list_url, list_prefix;
   bool list_json = false;
-  auto* list = app.add_subcommand("list", "list held locks");
-  list->add_option("--url", list_url, url_help);
-  list->add_option("--prefix", list_prefix, "only names starting with this");
-  list->add_flag("--json", list_json, "one JSON array");
+  CLI::App* list = nullptr;
+  if (wanted("list")) {
+    list = app.add_subcommand("list", "list held locks");
+    list->add_option("--url", list_url, url_help);
+    list->add_option("--prefix", list_prefix, "only names starting with this");
+    list->add_flag("--json", list_json, "one JSON array");
+  }
 
   std::string rel_url, rel_name;
   bool rel_force = false;
-  auto* rel = app.add_subcommand("release", "release a lock whoever holds it");
-  rel->add_flag("--force", rel_force, "required: this overrides the holder");
-  rel->add_option("--url", rel_url, url_help);
-  rel->add_option("name", rel_name, "lock name")->required();
+  CLI::App* rel = nullptr;
+  if (wanted("release")) {
+    rel = app.add_subcommand("release", "release a lock whoever holds it");
+    rel->add_flag("--force", rel_force, "required: this overrides the holder");
+    rel->add_option("--url", rel_url, url_help);
+    rel->add_option("name", rel_name, "lock name")->required();
+  }
 
   std::string mig_url;
   bool mig_print = false;
-  auto* mig = app.add_subcommand("migrate", "apply (or print) the schema migrations and routines");
-  mig->add_option("--url", mig_url, url_help);
-  mig->add_flag("--print", mig_print, "print the SQL instead of applying it");
+  CLI::App* mig = nullptr;
+  if (wanted("migrate")) {
+    mig = app.add_subcommand("migrate", "apply (or print) the schema migrations and routines");
+    mig->add_option("--url", mig_url, url_help);
+    mig->add_flag("--print", mig_print, "print the SQL instead of applying it");
+  }
 
   bench_args ba;
-  auto* bench = app.add_subcommand("bench", "measure lock/unlock pairs per second and latency");
-  bench->add_option("--url", ba.url, url_help);
-  bench->add_option("--mode", ba.mode, "backend mode");
-  bench->add_option("--threads", ba.threads, "threads, each with its own client")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  bench->add_option("--locks", ba.locks, "distinct lock names (per thread unless --contended)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
-  bench->add_option("--duration", ba.duration, "how long to run")->capture_default_str();
-  bench->add_option("--lease", ba.lease, "lease of each hold")->capture_default_str();
-  bench->add_flag("--contended", ba.contended, "all threads share the same lock names");
-  bench->add_flag("--json", ba.json, "one JSON object on stdout");
-  auto* bench_shared = bench->add_flag("--shared", ba.shared, "shared holds (readers)");
-  bench->add_option("--permits", ba.permits, "permits of N-permit semaphores")
-      ->check(CLI::Range(1u, 1000000u))
-      ->excludes(bench_shared);
+  CLI::App* bench = nullptr;
+  if (wanted("bench")) {
+    bench = app.add_subcommand("bench", "measure lock/unlock pairs per second and latency");
+    bench->add_option("--url", ba.url, url_help);
+    bench->add_option("--mode", ba.mode, "backend mode");
+    bench->add_option("--threads", ba.threads, "threads, each with its own client")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    bench->add_option("--locks", ba.locks, "distinct lock names (per thread unless --contended)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
+    bench->add_option("--duration", ba.duration, "how long to run")->capture_default_str();
+    bench->add_option("--lease", ba.lease, "lease of each hold")->capture_default_str();
+    bench->add_flag("--contended", ba.contended, "all threads share the same lock names");
+    bench->add_flag("--json", ba.json, "one JSON object on stdout");
+    auto* bench_shared = bench->add_flag("--shared", ba.shared, "shared holds (readers)");
+    bench->add_option("--permits", ba.permits, "permits of N-permit semaphores")
+        ->check(CLI::Range(1u, 1000000u))
+        ->excludes(bench_shared);
+  }
 
   serve_args sa;
-  auto* serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");
-  serve->add_option("--url", sa.url, url_help);
-  serve
-      ->add_option("--listen", sa.listen,
-                   "ADDRESS:PORT to listen on (:PORT = 127.0.0.1; port 0 = any free port, the one "
-                   "taken is printed)")
-      ->capture_default_str();
-  serve->add_flag("--read-only", sa.read_only, "no release button");
-  serve->add_option("--token-file", sa.token_file,
-                    "file holding the admin token (default: $SQLOCK_ADMIN_TOKEN); without one "
-                    "nothing can be released");
-  serve
-      ->add_option("--allow-host", sa.allow_hosts,
-                   "a Host name (NAME or NAME:PORT) served besides the listen address; repeatable")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  serve->add_flag("--private", sa.private_reads, "reading the locks and /metrics needs the token");
-  serve
-      ->add_option("--renewal-interval", sa.renewal_interval,
-                   "window of the holds-expiring-soon metric (one renewal interval)")
-      ->capture_default_str();
+  CLI::App* serve = nullptr;
+  if (wanted("serve")) {
+    serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");
+    serve->add_option("--url", sa.url, url_help);
+    serve
+        ->add_option(
+            "--listen", sa.listen,
+            "ADDRESS:PORT to listen on (:PORT = 127.0.0.1; port 0 = any free port, the one "
+            "taken is printed)")
+        ->capture_default_str();
+    serve->add_flag("--read-only", sa.read_only, "no release button");
+    serve->add_option("--token-file", sa.token_file,
+                      "file holding the admin token (default: $SQLOCK_ADMIN_TOKEN); without one "
+                      "nothing can be released");
+    serve
+        ->add_option(
+            "--allow-host", sa.allow_hosts,
+            "a Host name (NAME or NAME:PORT) served besides the listen address; repeatable")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    serve->add_flag("--private", sa.private_reads,
+                    "reading the locks and /metrics needs the token");
+    serve
+        ->add_option("--renewal-interval", sa.renewal_interval,
+                     "window of the holds-expiring-soon metric (one renewal interval)")
+        ->capture_default_str();
+  }
 
-  if (argc > 1 && unknown_subcommand(app, argv[1])) return usage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -270,14 +319,15 @@ int main(int argc, char** argv) {
   if (ra_nonblock) ra.wait = "0";
   if (ea_nonblock) ea.wait = "0";
   if (ha_nonblock) ha.wait = "0";
-  if (*run) return guarded([&] { return run_command(ra); });
-  if (*hold) return guarded([&] { return hold_command(ha); });
-  if (*elect) return guarded([&] { return elect_command(ea); });
-  if (*leader) return guarded([&] { return leader_command(leader_url, leader_name, leader_json); });
-  if (*list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
-  if (*rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
-  if (*mig) return guarded([&] { return migrate_command(mig_url, mig_print); });
-  if (*bench) return guarded([&] { return bench_command(ba); });
-  if (*serve) return guarded([&] { return serve_command(sa); });
+  if (run && *run) return guarded([&] { return run_command(ra); });
+  if (hold && *hold) return guarded([&] { return hold_command(ha); });
+  if (elect && *elect) return guarded([&] { return elect_command(ea); });
+  if (leader && *leader)
+    return guarded([&] { return leader_command(leader_url, leader_name, leader_json); });
+  if (list && *list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
+  if (rel && *rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
+  if (mig && *mig) return guarded([&] { return migrate_command(mig_url, mig_print); });
+  if (bench && *bench) return guarded([&] { return bench_command(ba); });
+  if (serve && *serve) return guarded([&] { return serve_command(sa); });
   return usage;
 }

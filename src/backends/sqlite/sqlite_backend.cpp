@@ -266,6 +266,9 @@ class sqlite_backend final : public sql::engine_backend {
     migrate();  // the schema is created on first use: the file is the caller's own
   }
 
+  // The constructor has opened the file and brought its schema up to date just before.
+  void verify(steady_time) override {}
+
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
     c.notify = true;

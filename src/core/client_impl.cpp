@@ -3,6 +3,7 @@
 #include "client_impl.hpp"
 
 #include <algorithm>
+#include <system_error>
 
 #include "sqlock/random.hpp"
 
@@ -35,7 +36,8 @@ client_impl::client_impl(std::shared_ptr<backend> b, client_options o)
   observe = observe_point(opts_.observer, *backend_);
   if (!opts_.waiting.on_retry) opts_.waiting.on_retry = observe.retry_hook();
   renewer_ = std::thread([this] { renewal_loop(); });
-  worker_ = std::thread([this] { worker_loop(); });
+  // The worker starts with the first renewal or sweep (start_worker): a short-lived client
+  // (`sqlock run -- true`) never pays for it.
 }
 
 client_impl::~client_impl() {
@@ -50,8 +52,9 @@ client_impl::~client_impl() {
     work_stop_ = true;
   }
   work_cv_.notify_all();
-  renewer_.join();
-  worker_.join();  // waits for a backend call in progress to return (each has a deadline)
+  renewer_.join();  // after it, nothing starts the worker
+  if (worker_.joinable())
+    worker_.join();  // waits for a backend call in progress to return (each has a deadline)
 }
 
 void client_impl::attach() {
@@ -231,10 +234,22 @@ void client_impl::renewal_loop() {
         std::lock_guard g(work_m_);
         for (auto& e : due) work_.push_back(e);
         if (sweep) work_.push_back(nullptr);  // null = a sweep
+        start_worker();
       }
       work_cv_.notify_one();
     }
     lk.lock();
+  }
+}
+
+// Called by the renewer with work_m_ held. Without a thread now (the system refused one), the
+// queued renewals wait for the next hand-over; their holds are reported lost if none comes
+// within their leases.
+void client_impl::start_worker() {
+  if (worker_.joinable()) return;
+  try {
+    worker_ = std::thread([this] { worker_loop(); });
+  } catch (const std::system_error&) {
   }
 }
 

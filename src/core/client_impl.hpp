@@ -122,6 +122,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
  private:
   void renewal_loop();
   void worker_loop();
+  void start_worker();
   void renew_in_background(hold_slot& s);
   void backend_lost(const std::string& name, const std::string& owner);
   // Adds a hold to the renewal set; wakes the renewal thread only when this hold is due before
@@ -146,7 +147,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::condition_variable work_cv_;
   std::deque<std::shared_ptr<hold_slot>> work_;  // renewals to run; null = sweep
   bool work_stop_ = false;
-  std::thread worker_;
+  std::thread worker_;  // started by the renewer at its first hand-over, under work_m_
   std::unique_ptr<orphan_releases> orphans_;  // destroyed first: its thread calls the backend
 };
 

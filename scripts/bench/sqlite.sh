@@ -3,7 +3,8 @@
 #  1. `sqlock bench` on sqlite: (both modes; 1 and 4 threads; uncontended and contended)
 #  2. Google Benchmark: lock/unlock pair vs flock(2) and raw SQLite running the same statements
 #  3. whole commands with hyperfine, in one run: `flock(1) FILE true` beside `sqlock run NAME --
-#     true` and `sqlock --version` (the command loads only the SQLite backend module)
+#     true` and `sqlock --version` (SQLite is linked into the command; other backends are
+#     modules it loads)
 # Usage: scripts/bench/sqlite.sh [build-dir]   (prints Markdown-ready raw output)
 set -euo pipefail
 build=${1:-build}

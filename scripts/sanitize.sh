@@ -5,8 +5,10 @@
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), build-asan/
 #   tsan  ThreadSanitizer, build-tsan/
 #   short ASan + UBSan of the unit tests and the memory and SQLite conformance only, whatever
-#         URLs are set: the profile CI runs (CTest sanitize.asan_short), build-asan-short/
-#   scripts/sanitize.sh [asan|tsan|all|short] [BUILD_ROOT]   (defaults: all, the source directory)
+#         URLs are set: a profile CI runs (CTest sanitize.asan_short), build-asan-short/
+#   tsan-short  the same with TSan (CTest sanitize.tsan_short), build-tsan-short/
+#   scripts/sanitize.sh [asan|tsan|all|short|tsan-short] [BUILD_ROOT]
+#   (defaults: all, the source directory)
 # Server URLs come from the environment (source $SQLOCK_RUN_DIR/env.sh). Prints the time each
 # build and run took.
 set -euo pipefail
@@ -28,21 +30,23 @@ nofork_tsan="$nofork:*_across_processes:*_across_threads_and_processes"
 runs=("sqlock_unit_tests:*" "sqlock_conformance_local:*")
 backends=(-DSQLOCK_WITH_SQLITE=ON -DSQLOCK_WITH_MYSQL=OFF -DSQLOCK_WITH_SOCI=OFF
   -DSQLOCK_WITH_ZOOKEEPER=OFF -DSQLOCK_WITH_ETCD=OFF)
-if [ "$which" = short ]; then
+short=false
+case "$which" in short | tsan-short) short=true ;; esac
+if $short; then
   unset SQLOCK_TEST_POSTGRES_URL SQLOCK_TEST_REDIS_URL
 fi
 if [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
   runs+=("sqlock_postgres_tests:postgres/conformance*")
   backends+=(-DSQLOCK_WITH_POSTGRES=ON)
 else
-  [ "$which" = short ] || echo "sanitize.sh: SQLOCK_TEST_POSTGRES_URL unset: PostgreSQL conformance not run" >&2
+  $short || echo "sanitize.sh: SQLOCK_TEST_POSTGRES_URL unset: PostgreSQL conformance not run" >&2
   backends+=(-DSQLOCK_WITH_POSTGRES=OFF)
 fi
 if [ -n "${SQLOCK_TEST_REDIS_URL:-}" ]; then
   runs+=("sqlock_redis_tests:redis/conformance*")
   backends+=(-DSQLOCK_WITH_REDIS=ON)
 else
-  [ "$which" = short ] || echo "sanitize.sh: SQLOCK_TEST_REDIS_URL unset: Redis conformance not run" >&2
+  $short || echo "sanitize.sh: SQLOCK_TEST_REDIS_URL unset: Redis conformance not run" >&2
   backends+=(-DSQLOCK_WITH_REDIS=OFF)
 fi
 
@@ -62,7 +66,7 @@ one() {
   for run in "${runs[@]}"; do
     prog=${run%%:*}
     filter="${run#*:}-$nofork"
-    if [ "$name" = tsan ]; then filter="${run#*:}-$nofork_tsan"; fi
+    case "$name" in tsan*) filter="${run#*:}-$nofork_tsan" ;; esac
     prog=$(find "$build/tests" -type f -name "$prog" -perm -u+x | head -1)
     if ! "$prog" --gtest_filter="$filter" >"$build/$(basename "$prog").log" 2>&1; then
       echo "sanitize.sh: $name: $(basename "$prog") failed (log: $build/$(basename "$prog").log)" >&2
@@ -85,6 +89,7 @@ case "$which" in
   tsan | all) one tsan "-fsanitize=thread" || status=1 ;;
   asan) ;;
   short) one asan-short "-fsanitize=address,undefined -fno-sanitize-recover=all" || status=1 ;;
-  *) echo "usage: sanitize.sh [asan|tsan|all|short] [BUILD_ROOT]" >&2; exit 64 ;;
+  tsan-short) one tsan-short "-fsanitize=thread" || status=1 ;;
+  *) echo "usage: sanitize.sh [asan|tsan|all|short|tsan-short] [BUILD_ROOT]" >&2; exit 64 ;;
 esac
 exit $status

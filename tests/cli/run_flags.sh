@@ -59,6 +59,18 @@ check "the 127 message names the command" "sqlock: no-such-command-xyz: command 
 err=$("$sqlock" run -q nf -- no-such-command-xyz 2>&1 >/dev/null)
 check "-q: 127 without a message" "127:" "$?:$err"
 
+# CMD is started as posix_spawn() starts a program (clone + exec in sqlock's memory): a file that
+# cannot be executed, and a script without #! (execvp() runs it through /bin/sh with a copy of
+# its arguments on the child's stack, here 20,000 of them).
+printf 'echo not run\n' >"$dir/plain.txt"
+err=$("$sqlock" run nx -- "$dir/plain.txt" 2>&1 >/dev/null)
+check "a file that is not executable exits 126" 126 "$?"
+check "the 126 message says why" "sqlock: $dir/plain.txt: cannot execute: Permission denied" "$err"
+printf 'echo "$#" "$1" "$SQLOCK_NAME"\n' >"$dir/noshebang"
+chmod +x "$dir/noshebang"
+out=$("$sqlock" run ns -- "$dir/noshebang" $(seq 20000))
+check "a script without #! runs through sh with all its arguments" "20000 1 ns" "$out"
+
 # hold: prints the fence, keeps the lock until a signal (exit 0) or a loss (exit 70).
 "$sqlock" hold -l 2s kept >"$dir/hold.out" &
 holder=$!

@@ -20,6 +20,11 @@ check "the command after --" "yes" "$(complete_line run name -- bas | grep -qw b
 check "modes" "advisory" "$(complete_line run --mode adv)"
 check "nothing odd for a lock name" "" "$(complete_line run or)"
 
+# `sqlock SUB` builds SUB's parser alone, from main.cpp's list of names: every subcommand of
+# --help must be in it.
+for s in $subs; do
+  check "sqlock $s --help" 0 "$("$sqlock" "$s" --help >/dev/null 2>&1; echo $?)"
+done
 out=$("$sqlock" lsit 2>&1); code=$?
 check "a mistyped command is refused (64)" 64 "$code"
 check "the nearest command is suggested" yes "$(grep -q "did you mean 'list'" <<<"$out" && echo yes)"

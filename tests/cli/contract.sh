@@ -14,7 +14,7 @@ check "missing command exits 127" 127 $?
 
 "$sqlock" run held -- sleep 30 &
 holder=$!
-for _ in $(seq 50); do "$sqlock" list | grep -q held && break; sleep 0.1; done
+for _ in $(seq 50); do "$sqlock" list | grep -q '^held ' && break; sleep 0.1; done
 "$sqlock" run --wait 0 held -- true 2>/dev/null
 check "--wait 0 on a held lock exits 75" 75 $?
 "$sqlock" run --wait 300ms held -- true 2>/dev/null

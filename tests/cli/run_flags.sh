@@ -10,7 +10,7 @@ check "-u chose the store" yes "$([ -f "$dir/other.db" ] && echo yes)"
 
 "$sqlock" run held -- sleep 30 &
 holder=$!
-for _ in $(seq 50); do "$sqlock" list | grep -q held && break; sleep 0.1; done
+for _ in $(seq 50); do "$sqlock" list | grep -q '^held ' && break; sleep 0.1; done
 "$sqlock" run -n held -- true 2>/dev/null
 check "-n on a held lock exits 75" 75 $?
 "$sqlock" run -w 200ms held -- true 2>/dev/null

@@ -125,11 +125,9 @@ int main(int argc, char** argv) {
   // `sqlock SUB ...` builds the parser of SUB alone: constructing all of them costs a command
   // run under a lock (`sqlock run`) a measurable part of its start. Anything else (`--help`,
   // `--version`, a misplaced option) gets all of them.
+  // Past unknown_subcommand(), a first word that is not an option names a subcommand.
   const std::string_view only =
-      argc > 1 && std::find(subcommands.begin(), subcommands.end(), std::string_view(argv[1])) !=
-                      subcommands.end()
-          ? std::string_view(argv[1])
-          : std::string_view();
+      argc > 1 && argv[1][0] != '\0' && argv[1][0] != '-' ? argv[1] : std::string_view();
   auto wanted = [only](std::string_view sub) { return only.empty() || only == sub; };
   CLI::App app{"sqlock: distributed locks whose home is the database"};
   app.require_subcommand(1);

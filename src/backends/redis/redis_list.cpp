@@ -18,27 +18,6 @@ std::string iso8601(long long ms) {
   return ms <= 0 ? std::string() : format_utc_ms(ms);
 }
 
-// A lock found by the SCAN: its name, and whether the key was its exclusive hold (owner) or its
-// shared/permit holders.
-struct found {
-  std::string name;
-  bool exclusive;
-};
-
-// The lock a key of ours belongs to, if it is an owner or holders key.
-std::optional<found> lock_of(const std::string& key, const std::string& head) {
-  if (key.compare(0, head.size(), head) != 0) return std::nullopt;
-  auto close = key.find("}:", head.size());
-  if (close == std::string::npos) return std::nullopt;
-  const auto suffix = key.substr(close + 2);
-  if (suffix != "owner" && suffix != "holders") return std::nullopt;
-  try {
-    return found{decode_name(key.substr(head.size(), close - head.size())), suffix == "owner"};
-  } catch (const config_error&) {
-    return std::nullopt;  // not one of ours
-  }
-}
-
 void add_exclusive(reply_view row, const std::string& name, const std::string& mode,
                    std::vector<lock_status>& out) {
   std::string owner = row.at(0).str();

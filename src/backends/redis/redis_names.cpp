@@ -1,7 +1,7 @@
 // Lock names of the Redis backend: which names are accepted (valid UTF-8, at most 4096 bytes;
 // every valid name is kept verbatim) and how a name maps to its keys and release channel (the
 // escaped name inside a {hash tag}, so a lock's keys share one slot and no name can reach
-// outside the key prefix).
+// outside the key prefix), and back from a key list() finds.
 #include <string>
 
 #include "redis_lua.hpp"
@@ -65,6 +65,20 @@ std::string hinfo_key(std::string_view prefix, std::string_view name) {
 }
 std::string meta_key(std::string_view prefix, std::string_view name) {
   return key_of(prefix, name, "meta");
+}
+
+// The lock a key of ours belongs to, if it is an owner or holders key.
+std::optional<found> lock_of(const std::string& key, const std::string& head) {
+  if (key.compare(0, head.size(), head) != 0) return std::nullopt;
+  auto close = key.find("}:", head.size());
+  if (close == std::string::npos) return std::nullopt;
+  const auto suffix = key.substr(close + 2);
+  if (suffix != "owner" && suffix != "holders") return std::nullopt;
+  try {
+    return found{decode_name(key.substr(head.size(), close - head.size())), suffix == "owner"};
+  } catch (const config_error&) {
+    return std::nullopt;  // not one of ours
+  }
 }
 
 namespace {

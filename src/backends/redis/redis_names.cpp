@@ -67,15 +67,20 @@ std::string meta_key(std::string_view prefix, std::string_view name) {
   return key_of(prefix, name, "meta");
 }
 
-// The lock a key of ours belongs to, if it is an owner or holders key.
+// The lock a key of ours belongs to, if it is an owner or holders key. A key whose name is not
+// escaped as encode_name() escapes it ("{a%2Fb}" for "a/b") is not one of ours: its lock's own
+// key is another, and listing both would show the lock twice.
 std::optional<found> lock_of(const std::string& key, const std::string& head) {
   if (key.compare(0, head.size(), head) != 0) return std::nullopt;
   auto close = key.find("}:", head.size());
   if (close == std::string::npos) return std::nullopt;
   const auto suffix = key.substr(close + 2);
   if (suffix != "owner" && suffix != "holders") return std::nullopt;
+  const auto encoded = key.substr(head.size(), close - head.size());
   try {
-    return found{decode_name(key.substr(head.size(), close - head.size())), suffix == "owner"};
+    auto name = decode_name(encoded);
+    if (encode_name(name) != encoded) return std::nullopt;
+    return found{std::move(name), suffix == "owner"};
   } catch (const config_error&) {
     return std::nullopt;  // not one of ours
   }

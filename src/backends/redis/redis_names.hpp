@@ -26,8 +26,8 @@ struct found {
   bool exclusive;
 };
 
-/// The lock a key of ours belongs to, if it is an owner or holders key; `head` is
-/// "<prefix>:{".
+/// The lock a key of ours belongs to, if it is an owner or holders key whose name is escaped as
+/// encode_name() escapes it; `head` is "<prefix>:{".
 std::optional<found> lock_of(const std::string& key, const std::string& head);
 
 }  // namespace sqlock::redis::detail

@@ -18,8 +18,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-constexpr int grpc_not_found = 5;
-
 std::string hex(std::int64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));

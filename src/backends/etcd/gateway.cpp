@@ -7,6 +7,7 @@
 
 #include <charconv>
 #include <condition_variable>
+#include <cstdint>
 #include <thread>
 
 #include "sqlock/errors.hpp"
@@ -253,12 +254,17 @@ std::string prefix_end(std::string p) {
 std::int64_t num(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return 0;
-  if (it->is_number()) return it->get<std::int64_t>();
+  const auto bad = [&] {
+    return backend_error(std::string("etcd sent a bad number in '") + key + "'");
+  };
+  // Not a float (its conversion may overflow) nor an unsigned beyond int64.
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > INT64_MAX) throw bad();
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (!it->is_string()) throw bad();
   const auto& s = it->get_ref<const std::string&>();
   std::int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size())
-    throw backend_error(std::string("etcd sent a bad number in '") + key + "'");
+  if (ec != std::errc() || p != s.data() + s.size()) throw bad();
   return v;
 }
 

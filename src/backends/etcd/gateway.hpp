@@ -32,7 +32,8 @@ std::string b64(std::string_view bytes);
 std::string unb64(std::string_view text);
 /// The first key after every key that starts with `p` (etcd's "prefix end").
 std::string prefix_end(std::string p);
-/// A 64-bit number the gateway sent as a decimal string (or a number); 0 when absent.
+/// A 64-bit number the gateway sent as a decimal string (or an integer); 0 when absent;
+/// backend_error for anything else.
 std::int64_t num(const json& j, const char* key);
 
 /// An error reply of etcd itself (not a transport failure): its gRPC code and message.

@@ -29,9 +29,12 @@ struct queue_key {
 
 /// The value a request's key carries.
 std::string value_for(const lock_request& req);
-/// The key a range response's kv stands for.
+/// The key a range response's kv stands for. A value that is not what sqlock writes reads as
+/// etcdctl's (exclusive, no owner); backend_error for a malformed kv (no object, a key or value
+/// that is no base64 string, a revision or lease that is no 64-bit integer).
 queue_key key_of(const json& kv);
-/// The keys of a range response's kvs, in the order given.
+/// The keys of a range response's kvs (null = none), in the order given; backend_error as
+/// key_of(), or when `kvs` is no array.
 std::vector<queue_key> keys_of(const json& kvs);
 
 /// Where key `i` of queue `q` (create-revision order) stands.

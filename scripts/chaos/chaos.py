@@ -12,7 +12,8 @@ used (exit 77 = skipped when it is unset); a server fault (freeze-short, freeze-
 minority, majority, member-kill, leader-kill, promote: crash the primary and promote the standby;
 promote-lagging: the same after the primary's WAL sender was stopped for one lease) starts a
 private instance (scripts/chaos/servers.py, etcd_servers.py). Network faults (blackhole, reset,
-delay) put sqlock_chaos_proxy between the workers and a single-host server. Holder faults: kill
+delay, lost-reply: requests reach the server, its answers are lost, then the connections that
+lost them are reset) put sqlock_chaos_proxy between the workers and a single-host server. Holder faults: kill
 (SIGKILL a worker; a new one takes its place), stop (SIGSTOP past the lease, then SIGCONT), skew
 (workers run under libfaketime at +10 min and -10 min, monotonic clock real). Every fault is
 written to OUT/faults.jsonl with CLOCK_MONOTONIC times. --param KEY=VALUE adds a URL option for
@@ -36,7 +37,7 @@ import servers  # noqa: E402
 HOLDER = {"kill", "stop", "skew"}
 SERVER = {"freeze-short", "freeze-long", "restart", "minority", "majority", "member-kill",
           "leader-kill", "promote", "promote-lagging"}
-NETWORK = {"blackhole", "reset", "delay"}
+NETWORK = {"blackhole", "reset", "delay", "lost-reply"}
 SHARED_URL = {
     "postgres": ("SQLOCK_TEST_POSTGRES_APP_URL", "SQLOCK_TEST_POSTGRES_URL"),
     "mysql": ("SQLOCK_TEST_MYSQL_EXEC_URL", "SQLOCK_TEST_MYSQL_URL"),
@@ -260,6 +261,14 @@ class Run:
             self.proxy_cmd("blackhole on")
             time.sleep(lease * 2)
             self.proxy_cmd("blackhole off")
+            self.log(kind, t, mono())
+        elif kind == "lost-reply":
+            # Whatever the workers send for half a lease is done by the server and never
+            # answered (a ZooKeeper create, a hold's insert, a release); the connections end.
+            t = mono()
+            self.proxy_cmd("lose-replies on")
+            time.sleep(lease * 0.5)
+            self.proxy_cmd("lose-replies off")
             self.log(kind, t, mono())
         elif kind == "reset":
             t = mono()

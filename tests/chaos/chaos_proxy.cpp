@@ -1,7 +1,8 @@
 // A standalone TCP proxy for the chaos driver, around the project's test proxy
 // (tests/support/tcp_proxy.hpp): `sqlock_chaos_proxy HOST PORT` prints "port N" (where clients
 // connect), then obeys one command per line on stdin: "blackhole on", "blackhole off", "reset",
-// "delay MS", and exits at end of input.
+// "delay MS", "lose-replies on" (requests are forwarded, answers dropped), "lose-replies off"
+// (the connections that lost answers are reset, new ones answered), and exits at end of input.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
       in >> cmd >> arg;
       if (cmd == "blackhole")
         proxy.blackhole(arg == "on");
+      else if (cmd == "lose-replies" && arg == "on")
+        proxy.drop_replies(true);
+      else if (cmd == "lose-replies")
+        proxy.end_drop_with_reset();
       else if (cmd == "reset")
         proxy.reset_all();
       else if (cmd == "delay")

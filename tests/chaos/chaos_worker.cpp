@@ -22,6 +22,9 @@
 #include "history.hpp"
 #include "holders.hpp"
 #include "sqlock/client.hpp"
+#ifdef SQLOCK_CHAOS_ZOOKEEPER
+#include "sqlock/zookeeper/zookeeper.hpp"
+#endif
 
 namespace {
 
@@ -67,6 +70,22 @@ class worker {
     std::vector<std::thread> ts;
     for (int t = 0; t < s_.threads; ++t) ts.emplace_back([this, t] { thread_main(t); });
     for (auto& t : ts) t.join();
+  }
+
+  /// "# counter NAME N" lines of the backend's own counts that show a fault reached the path it
+  /// is meant for (ZooKeeper: creates whose lost reply was recovered by the node's owner token).
+  void record_counters() {
+#ifdef SQLOCK_CHAOS_ZOOKEEPER
+    if (clients_[0].get_backend().kind() != "zookeeper") return;
+    std::uint64_t found = 0, losses = 0;
+    for (auto& c : clients_) {
+      auto st = sqlock::zookeeper::stats(c.get_backend());
+      found += st.lost_replies_found;
+      losses += st.connection_losses;
+    }
+    h_.line("# counter zookeeper_lost_replies_found " + std::to_string(found));
+    h_.line("# counter zookeeper_connection_losses " + std::to_string(losses));
+#endif
   }
 
  private:
@@ -217,6 +236,7 @@ int main(int argc, char** argv) {
     worker w(s, h);
     h.line("# connected " + std::to_string(monotonic_ns()));
     w.run();
+    w.record_counters();
     h.line("# end " + std::to_string(monotonic_ns()));
     return 0;
   } catch (const std::exception& ex) {

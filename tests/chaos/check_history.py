@@ -74,6 +74,7 @@ def read_histories(run):
     failed_attempts = []  # (name, pid, start, end, shared) of attempts that timed out or failed
     for path in sorted(glob.glob(os.path.join(run, "h-*.txt"))):
         pid, ended, lease = None, False, None
+        counters = {}
         open_hold = {}
         with open(path) as f:
             for line in f:
@@ -83,6 +84,8 @@ def read_histories(run):
                         pid, lease = int(p[2]), int(p[4]) * 1_000_000
                     elif p[1] == "end":
                         ended = True
+                    elif p[1] == "counter" and len(p) == 4:  # a backend's own count
+                        counters[p[2]] = int(p[3])
                     continue
                 p = line.split()
                 if len(p) < 6:
@@ -112,7 +115,7 @@ def read_histories(run):
                     h.rel_start, h.rel_end, h.rel_lost = start, end, p[6] == "lost"
                 elif ev == "L":
                     losses.append((pid, client, name, start))
-        procs[pid] = {"ended": ended, "lease": lease, "path": path}
+        procs[pid] = {"ended": ended, "lease": lease, "path": path, "counters": counters}
     return holds, attempts, losses, procs, failed_attempts
 
 
@@ -357,6 +360,8 @@ def main():
         "faults": dict(collections.Counter(f["kind"] for f in faults)),
         "worst_takeover_s": round(worst / 1e9, 3),
         "orphans": orphans,
+        "backend_counters": dict(sum((collections.Counter(p["counters"])
+                                      for p in procs.values()), collections.Counter())),
         "violations": len(out),
         "violations_by_rule": dict(collections.Counter(v.split(":")[0] for v in out)),
     }

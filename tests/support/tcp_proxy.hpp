@@ -58,6 +58,13 @@ class tcp_proxy {
   /// Forwards requests but drops every answer (true), on every connection, new ones included:
   /// the server acts on what it is sent and the client hears nothing back.
   void drop_replies(bool on) { drop_replies_ = on; }
+  /// Ends drop_replies(true) as a lost answer ends on a real network: the connections that lost
+  /// bytes are reset (a TCP stream never resumes after a gap), then answers flow again on new
+  /// ones. No chunk received after the reset is forwarded on a connection from before it.
+  void end_drop_with_reset() {
+    ++reset_generation_;
+    drop_replies_ = false;
+  }
   /// Resets every connection, open or new, as soon as its client sends a chunk containing
   /// `pattern` (before forwarding it; "" = none): one client of several is cut off by what its
   /// requests say (a pattern split across two chunks is not recognised).
@@ -131,6 +138,13 @@ class tcp_proxy {
           return;
         }
         if (i == 1 && drop_replies_) continue;  // from the server
+        // Read after the drop flag: a pump that sees answers flow again after
+        // end_drop_with_reset() also sees its reset.
+        if (reset_generation_ != generation) {
+          hard_close(a);
+          hard_close(b);
+          return;
+        }
         if (int d = delay_ms_; d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
         for (ssize_t off = 0; off < n;) {
           ssize_t w = ::send(to, buf + off, static_cast<std::size_t>(n - off), MSG_NOSIGNAL);

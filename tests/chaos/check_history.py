@@ -22,7 +22,10 @@ Rules:
   permits    at no instant more than N confirmed permit/N holds of one name.
   fences     a hold acquired after another hold of the name was granted has a higher fence
              (every kind: each grant takes a new fence of the name), and no two holds of a
-             name (two owners) share a fence.
+             name (two owners) share a fence. In grant order too: of two confirmed holds that
+             exclude each other (one exclusive), the one whose interval comes first has the
+             lower fence, even when the later one's acquire began first (their real holds
+             cannot overlap, so the earlier interval's hold was granted first).
   writes     the store's log of accepted writes never goes down in fence; every accepted write
              in a history is in the store log and vice versa (bar a writer killed mid-line).
              Only exclusive holds write.
@@ -207,12 +210,37 @@ def check_fences(holds, out):
             if best is not None and h.fence <= best.fence:
                 out.append(f"fences: {name} hold of {h.pid}.{h.thread} got fence {h.fence}, "
                            f"not above {best.fence} granted earlier to {best.pid}.{best.thread}")
+        check_grant_order(name, v, out)
         first = {}
         for h in v:
             o = first.setdefault(h.fence, h)
             if o.owner != h.owner:
                 out.append(f"fences: {name} fence {h.fence} granted to two holds: {holder(o)} "
                            f"and {holder(h)}")
+
+
+def check_grant_order(name, v, out):
+    """The fences rule in grant order: confirmed holds of `name` (with their fences) that exclude
+    each other, ordered by their intervals ([acquired, verify started])."""
+    confirmed = [h for h in v if not h.lost and h.verify_start is not None]
+    ended = sorted(confirmed, key=lambda h: h.verify_start)
+    i, best, best_exclusive = 0, None, None
+    for h in sorted(confirmed, key=lambda h: h.acq_end):
+        while i < len(ended) and ended[i].verify_start < h.acq_end:
+            e = ended[i]
+            if best is None or e.fence > best.fence:
+                best = e
+            if e.kind == "exclusive" and (best_exclusive is None or
+                                          e.fence > best_exclusive.fence):
+                best_exclusive = e
+            i += 1
+        # An exclusive hold comes after every hold whose interval ended before it began; any
+        # hold comes after the exclusive ones that did.
+        before = best if h.kind == "exclusive" else best_exclusive
+        if before is not None and before is not h and h.fence <= before.fence:
+            out.append(f"fences: {name} hold of {holder(h)} granted after the hold of "
+                       f"{holder(before)} (whose interval ended at {before.verify_start}, "
+                       f"before {h.acq_end}) has a fence not above it")
 
 
 def check_reads(holds, out):

@@ -4,6 +4,7 @@
 reported; a clean run must pass."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,13 +15,15 @@ NAME = "6e"  # hex of "n"
 
 
 def hold(pid, thread, fence, start, end, write=True, verified=True, accepted=None, kind=None,
-         read=None):
+         read=None, asked=None):
     """History lines of one hold of process `pid` (1 or 2) from `start` to `end` seconds;
     accepted = the time the store accepted its write; kind = the G line's kind (none: an older
-    history's line, exclusive); read = the highest fence a reader's read saw."""
+    history's line, exclusive); read = the highest fence a reader's read saw; asked = when its
+    acquire began (default: just before `start`)."""
     a, e = int(start * S), int(end * S)
+    asked_ns = a if asked is None else int(asked * S)
     acc = accepted if accepted is not None else a + 1000
-    lines = [f"{a} {a + 10} {thread} {thread} G {NAME} {fence} owner{pid}.{thread}.{fence}" +
+    lines = [f"{asked_ns} {a + 10} {thread} {thread} G {NAME} {fence} owner{pid}.{thread}.{fence}" +
              (f" {kind}" if kind else "")]
     if write:
         lines.append(f"{a + 20} {a + 30} {thread} {thread} W {NAME} {fence} accepted 0 {acc}")
@@ -61,7 +64,10 @@ def run_case(holds, faults=(), orphans=0, store_extra=(), log_writes=True, waits
             f.write(json.dumps(x) + "\n")
     with open(os.path.join(d, "list.txt"), "w") as f:
         f.write(f"rows {orphans}\n")
-    r = subprocess.run([sys.executable, CHECK, d, *args], capture_output=True, text=True)
+    try:
+        r = subprocess.run([sys.executable, CHECK, d, *args], capture_output=True, text=True)
+    finally:
+        shutil.rmtree(d)
     return r.returncode, r.stdout
 
 
@@ -85,6 +91,14 @@ def main():
                run_case([(1, 0, 1, 1.0, 3.0, True, False), (2, 1, 2, 2.0, 4.0)])),
         expect("fence not rising", "fences",
                run_case([(1, 0, 5, 1.0, 2.0), (2, 1, 4, 2.5, 3.0, False)])),
+        # The second acquire began first (0.5 s) and was granted after the first hold ended:
+        # only the rule in grant order sees that its lower fence came later.
+        expect("fence not rising in grant order", "fences",
+               run_case([(1, 0, 5, 1.0, 2.0), (2, 1, 4, 2.5, 3.0, False, True, None, None,
+                                                None, 0.5)])),
+        expect("an earlier ask granted later with a higher fence passes", None,
+               run_case([(1, 0, 5, 1.0, 2.0), (2, 1, 6, 2.5, 3.0, True, True, None, None,
+                                                None, 0.5)])),
         expect("store accepted a lower fence", "writes",
                run_case(clean, store_extra=[(int(4.5 * S), 2, "1.9")])),
         expect("accepted write missing from the store", "writes",

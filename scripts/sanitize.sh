@@ -4,10 +4,8 @@
 # the backends it needs (-j2), and fails on any report:
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), build-asan/
 #   tsan  ThreadSanitizer, build-tsan/
-#   short ASan + UBSan of the unit tests and the memory and SQLite conformance only, whatever
-#         URLs are set: a profile CI runs (CTest sanitize.asan_short), build-asan-short/
-#   tsan-short  the same with TSan (CTest sanitize.tsan_short), build-tsan-short/
-#   scripts/sanitize.sh [asan|tsan|all|short|tsan-short] [BUILD_ROOT]
+#   scripts/sanitize.sh [asan|tsan|all] [BUILD_ROOT]
+# CI runs asan and tsan as the CTest tests sanitize.asan and sanitize.tsan.
 #   (defaults: all, the source directory)
 # Server URLs come from the environment (source $SQLOCK_RUN_DIR/env.sh). Prints the time each
 # build and run took.
@@ -30,24 +28,26 @@ nofork_tsan="$nofork:*_across_processes:*_across_threads_and_processes"
 runs=("sqlock_unit_tests:*" "sqlock_conformance_local:*")
 backends=(-DSQLOCK_WITH_SQLITE=ON -DSQLOCK_WITH_MYSQL=OFF -DSQLOCK_WITH_SOCI=OFF
   -DSQLOCK_WITH_ZOOKEEPER=OFF -DSQLOCK_WITH_ETCD=OFF)
-short=false
-case "$which" in short | tsan-short) short=true ;; esac
-if $short; then
-  unset SQLOCK_TEST_POSTGRES_URL SQLOCK_TEST_REDIS_URL
-fi
+missing=0
 if [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
   runs+=("sqlock_postgres_tests:postgres/conformance*")
   backends+=(-DSQLOCK_WITH_POSTGRES=ON)
 else
-  $short || echo "sanitize.sh: SQLOCK_TEST_POSTGRES_URL unset: PostgreSQL conformance not run" >&2
+  echo "sanitize.sh: SQLOCK_TEST_POSTGRES_URL unset: PostgreSQL conformance not run" >&2
   backends+=(-DSQLOCK_WITH_POSTGRES=OFF)
+  missing=1
 fi
 if [ -n "${SQLOCK_TEST_REDIS_URL:-}" ]; then
   runs+=("sqlock_redis_tests:redis/conformance*")
   backends+=(-DSQLOCK_WITH_REDIS=ON)
 else
-  $short || echo "sanitize.sh: SQLOCK_TEST_REDIS_URL unset: Redis conformance not run" >&2
+  echo "sanitize.sh: SQLOCK_TEST_REDIS_URL unset: Redis conformance not run" >&2
   backends+=(-DSQLOCK_WITH_REDIS=OFF)
+  missing=1
+fi
+if [ "$missing" = 1 ] && [ "${SQLOCK_TEST_REQUIRE_ALL:-0}" = 1 ]; then
+  echo "sanitize.sh: SQLOCK_TEST_REQUIRE_ALL=1 and a server URL is unset" >&2
+  exit 1
 fi
 
 one() {
@@ -88,8 +88,6 @@ case "$which" in
   asan | all) one asan "-fsanitize=address,undefined -fno-sanitize-recover=all" || status=1 ;;&
   tsan | all) one tsan "-fsanitize=thread" || status=1 ;;
   asan) ;;
-  short) one asan-short "-fsanitize=address,undefined -fno-sanitize-recover=all" || status=1 ;;
-  tsan-short) one tsan-short "-fsanitize=thread" || status=1 ;;
-  *) echo "usage: sanitize.sh [asan|tsan|all|short|tsan-short] [BUILD_ROOT]" >&2; exit 64 ;;
+  *) echo "usage: sanitize.sh [asan|tsan|all] [BUILD_ROOT]" >&2; exit 64 ;;
 esac
 exit $status

@@ -55,7 +55,7 @@ one() {
   t0=$(date +%s)
   mkdir -p "$build"
   cmake -S "$src" -B "$build" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" -DSQLOCK_WERROR=ON \
+    -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DSQLOCK_WERROR=ON \
     -DSQLOCK_BUILD_CLI=OFF -DSQLOCK_BUILD_BENCHMARKS=OFF "${backends[@]}" >"$build/configure.log" 2>&1 ||
     { cat "$build/configure.log" >&2; return 1; }
   for run in "${runs[@]}"; do targets+=("${run%%:*}"); done

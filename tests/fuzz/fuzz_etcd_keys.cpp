@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kinds.hpp"
+#include "queue_rules.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/etcd/etcd.hpp"
 
@@ -34,13 +35,7 @@ void check_turns(const std::vector<queue_key>& q) {
       if (std::none_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(i),
                        [&](const queue_key& k) { return k.key == w; }))
         std::abort();
-    if (me.kind == lock_kind::exclusive) {
-      if (t.holds != (i == 0)) std::abort();
-      continue;
-    }
-    const bool alone = std::all_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(i),
-                                   [&](const queue_key& k) { return k.kind == me.kind; });
-    if (t.holds != (alone && (me.kind == lock_kind::shared || i < me.permits))) std::abort();
+    if (t.holds != sqlock::fuzz::holds(q, i)) std::abort();
   }
 }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "queue_rules.hpp"
 #include "zk_kinds.hpp"
 
 using namespace sqlock;
@@ -25,20 +26,16 @@ void check_turns(const std::vector<queue_node>& q) {
   for (std::size_t i = 0; i < q.size(); ++i) {
     const auto& me = q[i];
     const turn t = turn_of(q, i);
-    const bool alone = std::all_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(i),
-                                   [&](const queue_node& n) { return n.kind == me.kind; });
     if (i == 0 && !t.holds) std::abort();
     if (t.holds && !t.watch.empty()) std::abort();
+    if (t.holds != sqlock::fuzz::holds(q, i)) std::abort();
+    if (t.holds) continue;
     if (me.kind == lock_kind::exclusive) {
-      if (t.holds != (i == 0)) std::abort();
-      if (!t.holds && t.watch != q[i - 1].znode) std::abort();
+      if (t.watch != q[i - 1].znode) std::abort();
       continue;
     }
-    const bool may_hold = alone && (me.kind == lock_kind::shared || i < me.permits);
-    if (t.holds != may_hold) std::abort();
-    if (t.holds) continue;
     if (t.watch.empty()) {
-      if (me.kind != lock_kind::permit || !alone) std::abort();
+      if (me.kind != lock_kind::permit || !sqlock::fuzz::only_own_kind_before(q, i)) std::abort();
       continue;
     }
     bool earlier = false;

@@ -1,0 +1,30 @@
+// Who holds in a lock queue of mixed kinds, as both queue-based backends decide it (ZooKeeper's
+// children, zk_kinds.hpp; etcd's keys, kinds.hpp): the fuzz targets of both check their
+// turn_of() against this. `Node` has `kind` and `permits`.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "sqlock/backend.hpp"
+
+namespace sqlock::fuzz {
+
+/// True when every node before `i` is of node `i`'s kind.
+template <class Node>
+bool only_own_kind_before(const std::vector<Node>& q, std::size_t i) {
+  return std::all_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(i),
+                     [&](const Node& n) { return n.kind == q[i].kind; });
+}
+
+/// Whether node `i` holds: an exclusive one when first; a shared one behind shared ones only;
+/// a permit behind fewer than its N permits only.
+template <class Node>
+bool holds(const std::vector<Node>& q, std::size_t i) {
+  const auto& me = q[i];
+  if (me.kind == lock_kind::exclusive) return i == 0;
+  return only_own_kind_before(q, i) && (me.kind == lock_kind::shared || i < me.permits);
+}
+
+}  // namespace sqlock::fuzz

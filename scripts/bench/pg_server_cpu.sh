@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Server CPU time per advisory pair on PostgreSQL: the raw pg_try_advisory_lock +
-# pg_advisory_unlock beside the library's advisory_lock + advisory_unlock, and the recording
+# pg_advisory_unlock beside the library's advisory_lock_key + advisory_unlock_key, the same pair
+# by name (advisory_lock + advisory_unlock; SCHEMA_V8 may name a schema at version 8), the recording
 # pair acquire_advisory + release_advisory that SQL callers use (and, when SCHEMA_OLD
 # names a scratch schema holding older routines as acquire_old/release_old, those too), as
 # the CPU time of the server process that runs them (`perf stat -e task-clock -p`, Debian
@@ -47,9 +48,15 @@ declare -A got
 for _ in $(seq "$runs"); do
   got[raw]+=" $(us_per_pair raw "PREPARE l AS SELECT pg_try_advisory_lock(4242);
 PREPARE u AS SELECT pg_advisory_unlock(4242);" "EXECUTE l; EXECUTE u;")"
-  # The library's pair (schema version 8): no write per hold.
-  got[sqlock]+=" $(us_per_pair sqlock "PREPARE l(text) AS SELECT $schema.advisory_lock('cpu-bench', \$1, 'h') AS f;
-PREPARE u(text, bigint) AS SELECT $schema.advisory_unlock('cpu-bench', \$1, \$2, false);" "EXECUTE l('o%d') \\gset\nEXECUTE u('o%d', :f);")"
+  # The library's pair (schema version 9): no write per hold, the key computed by the client.
+  got[sqlock]+=" $(us_per_pair sqlock "SELECT $schema.lock_key('cpu-bench') AS key \\gset
+PREPARE l(text) AS SELECT $schema.advisory_lock_key(:key, 'cpu-bench', \$1, 'h') AS f;
+PREPARE u(text, bigint) AS SELECT $schema.advisory_unlock_key(:key, 'cpu-bench', \$1, \$2, false);" "EXECUTE l('o%d') \\gset\nEXECUTE u('o%d', :f);")"
+  # The same pair by name, the key computed in SQL (the library's pair of schema version 8; in
+  # SCHEMA_V8 when it names a schema installed at version 8).
+  v8=${SCHEMA_V8:-$schema}
+  got[by_name]+=" $(us_per_pair by_name "PREPARE l(text) AS SELECT $v8.advisory_lock('cpu-bench', \$1, 'h') AS f;
+PREPARE u(text, bigint) AS SELECT $v8.advisory_unlock('cpu-bench', \$1, \$2, false);" "EXECUTE l('o%d') \\gset\nEXECUTE u('o%d', :f);")"
   # The recording pair SQL callers use (acquire_advisory writes the hold's row).
   got[recording]+=" $(us_per_pair recording "PREPARE l(text) AS SELECT fence, status FROM $schema.acquire_advisory('cpu-bench', \$1, 'h');
 PREPARE u(text) AS SELECT $schema.release_advisory('cpu-bench', \$1);" "EXECUTE l('o%d'); EXECUTE u('o%d');")"

@@ -29,11 +29,14 @@ for mode in pessimistic optimistic advisory; do
     [ $c = c ] && name="'pgbench/c'"
     owner="'owner-' || CAST(:k AS text)"
     if [ $mode = advisory ]; then
-      # The library's advisory pair (advisory_lock / advisory_unlock, schema version 8).
+      # The library's advisory pair (advisory_lock_key / advisory_unlock_key, schema version 9)
+      # with the key the library would compute client-side; pgbench has no SHA-256, so its own
+      # hash of the name stands in (the routines take any key).
       cat >"$dir/${mode}_$c.sql" <<SQL
 \set k random(1, 1000000000)
-SELECT coalesce($schema.advisory_lock($name, $owner, 'pgbench'), 0) AS f \\gset
-SELECT $schema.advisory_unlock($name, $owner, :f, false);
+\set key hash($( [ $c = c ] && echo 0 || echo ':client_id'))
+SELECT coalesce($schema.advisory_lock_key(:key, $name, $owner, 'pgbench'), 0) AS f \\gset
+SELECT $schema.advisory_unlock_key(:key, $name, $owner, :f, false);
 SQL
     else
       cat >"$dir/${mode}_$c.sql" <<SQL

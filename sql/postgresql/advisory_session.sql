@@ -19,36 +19,49 @@
 -- two-int4 locks, name_guard's (1397836875, hashtext(name)), meet a fence's pair only in fence
 -- epoch 341268: the epoch rises once per crash or promotion.)
 
--- Takes the advisory lock of p_name on the calling session: one try (p_wait_ms = 0) or a wait
--- inside the server of at most p_wait_ms (lock_timeout), as acquire_advisory. Returns the
--- fencing token (sqlock.advisory_fence(), inline in the common case), or NULL when busy. The
--- caller must not hold the lock on this session already (a session lock is reentrant: it would
--- be granted again). p_owner and p_holder go to the audit log only (sqlock.audit = on). One
--- scalar result: a function returning a row costs the server a tuplestore per call.
---   SELECT sqlock.advisory_lock('orders:42', 'owner-token', 'host:pid:app');
-CREATE OR REPLACE FUNCTION sqlock.advisory_lock(p_name text, p_owner text, p_holder text,
-                                                p_wait_ms bigint DEFAULT 0)
+-- Takes the advisory lock of p_name, whose key p_key the caller computed, on the calling
+-- session: one try (p_wait_ms = 0) or a wait inside the server of at most p_wait_ms
+-- (lock_timeout), as acquire_advisory. Returns the fencing token (sqlock.advisory_fence(),
+-- inline in the common case), or NULL when busy. The caller must not hold the lock on this
+-- session already (a session lock is reentrant: it would be granted again). p_owner and
+-- p_holder go to the audit log only (sqlock.audit = on). One scalar result: a function
+-- returning a row costs the server a tuplestore per call.
+-- The library calls this form (schema version 9): sqlock.lock_key(p_name) in SQL — SHA-256, hex
+-- encoding and a bit-string cast, twice a pair — was a measurable part of the pair's time
+-- (docs/backends/postgres.md). p_key must be sqlock.lock_key(p_name); the library computes it
+-- with the same SHA-256 (src/backends/postgres/lock_key.cpp) and a test checks that the two
+-- agree. A wrong key is refused nowhere but gains nothing either: pg_try_advisory_lock(any key)
+-- is open to every role, and fence_check(), advisory_record() and force_release() look holds up
+-- by lock_key(name), so a hold on a wrong key is not one of the name's (fence_check refuses it).
+--   SELECT sqlock.advisory_lock_key(sqlock.lock_key('orders:42'), 'orders:42', 'owner-token',
+--                                   'host:pid:app');
+CREATE OR REPLACE FUNCTION sqlock.advisory_lock_key(p_key bigint, p_name text, p_owner text,
+                                                    p_holder text, p_wait_ms bigint DEFAULT 0)
   RETURNS bigint
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
 AS $$
 DECLARE
-  v_key   bigint;
+  v_epoch bigint;
+  v_n     bigint;
   v_fence bigint;
 BEGIN
-  IF p_name IS NULL OR p_name = '' OR p_owner IS NULL OR p_owner = '' THEN
+  IF p_key IS NULL OR p_name IS NULL OR p_name = '' OR p_owner IS NULL OR p_owner = '' THEN
     PERFORM sqlock.check_name_owner(p_name, p_owner);
+    RAISE EXCEPTION 'sqlock: advisory_lock_key needs the key of the name' USING ERRCODE = '22023';
   END IF;
-  v_key := sqlock.lock_key(p_name);
-  IF NOT pg_try_advisory_lock(v_key) THEN
-    IF coalesce(p_wait_ms, 0) <= 0 OR NOT sqlock.advisory_wait(v_key, false, p_wait_ms) THEN
+  IF NOT pg_try_advisory_lock(p_key) THEN
+    IF coalesce(p_wait_ms, 0) <= 0 OR NOT sqlock.advisory_wait(p_key, false, p_wait_ms) THEN
       RETURN NULL;
     END IF;
   END IF;
-  SELECT (e.epoch << 44) | n.v INTO v_fence
-    FROM sqlock.fence_epoch_live e, LATERAL (SELECT nextval('sqlock.advisory_fence_seq') AS v) n
-   WHERE n.v < 17592186044416;
-  IF v_fence IS NULL THEN
+  -- One statement; no epoch row (first acquire after a crash or promotion) or a spent counter
+  -- takes the slow path.
+  SELECT e.epoch, nextval('sqlock.advisory_fence_seq') INTO v_epoch, v_n
+    FROM sqlock.fence_epoch_live e;
+  IF v_epoch IS NOT NULL AND v_n < 17592186044416 THEN
+    v_fence := (v_epoch << 44) | v_n;
+  ELSE
     v_fence := sqlock.advisory_fence();  -- the epoch raised if need be (or a spent counter's error)
   END IF;
   PERFORM pg_try_advisory_lock_shared((v_fence >> 32)::integer,
@@ -59,24 +72,27 @@ BEGIN
   RETURN v_fence;
 END
 $$;
-REVOKE ALL ON FUNCTION sqlock.advisory_lock(text, text, text, bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sqlock.advisory_lock(text, text, text, bigint) TO sqlock_execute;
+REVOKE ALL ON FUNCTION sqlock.advisory_lock_key(bigint, text, text, text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.advisory_lock_key(bigint, text, text, text, bigint)
+  TO sqlock_execute;
 
--- Unlocks the calling session's advisory lock of p_name, taken with fence p_fence, once; true
--- = it was held. Pass p_recorded = true when the hold was recorded with advisory_record(): its
--- row then stops naming this session, so that a later hold of the name on this session is not
--- shown with the old owner and fence before its own record. Waiters registered on the
--- notification path are woken as by release_advisory.
---   SELECT sqlock.advisory_unlock('orders:42', 'owner-token', 17592186044417, false);
-CREATE OR REPLACE FUNCTION sqlock.advisory_unlock(p_name text, p_owner text, p_fence bigint,
-                                                  p_recorded boolean)
+-- Unlocks the calling session's advisory lock of p_name (key p_key = sqlock.lock_key(p_name), see
+-- advisory_lock_key), taken with fence p_fence, once; true = it was held. Pass p_recorded = true
+-- when the hold was recorded with advisory_record(): its row then stops naming this session, so
+-- that a later hold of the name on this session is not shown with the old owner and fence
+-- before its own record. Waiters registered on the notification path are woken as by
+-- release_advisory.
+--   SELECT sqlock.advisory_unlock_key(sqlock.lock_key('orders:42'), 'orders:42', 'owner-token',
+--                                     17592186044417, false);
+CREATE OR REPLACE FUNCTION sqlock.advisory_unlock_key(p_key bigint, p_name text, p_owner text,
+                                                      p_fence bigint, p_recorded boolean)
   RETURNS boolean
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
 AS $$
 BEGIN
   -- pg_advisory_unlock is false (with a WARNING) when this session did not hold the lock.
-  IF p_name IS NULL OR NOT pg_advisory_unlock(sqlock.lock_key(p_name)) THEN
+  IF p_key IS NULL OR p_name IS NULL OR NOT pg_advisory_unlock(p_key) THEN
     RETURN false;
   END IF;
   IF p_fence IS NOT NULL THEN
@@ -96,6 +112,38 @@ BEGIN
     PERFORM sqlock.log_event('release', p_name, p_owner, p_fence, 'advisory', NULL);
   END IF;
   RETURN true;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_unlock_key(bigint, text, text, bigint, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.advisory_unlock_key(bigint, text, text, bigint, boolean)
+  TO sqlock_execute;
+
+-- advisory_lock_key() for callers that do not compute the key (the library before version 9):
+--   SELECT sqlock.advisory_lock('orders:42', 'owner-token', 'host:pid:app');
+CREATE OR REPLACE FUNCTION sqlock.advisory_lock(p_name text, p_owner text, p_holder text,
+                                                p_wait_ms bigint DEFAULT 0)
+  RETURNS bigint
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+BEGIN
+  RETURN sqlock.advisory_lock_key(sqlock.lock_key(p_name), p_name, p_owner, p_holder, p_wait_ms);
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_lock(text, text, text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.advisory_lock(text, text, text, bigint) TO sqlock_execute;
+
+-- advisory_unlock_key() for callers that do not compute the key:
+--   SELECT sqlock.advisory_unlock('orders:42', 'owner-token', 17592186044417, false);
+CREATE OR REPLACE FUNCTION sqlock.advisory_unlock(p_name text, p_owner text, p_fence bigint,
+                                                  p_recorded boolean)
+  RETURNS boolean
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+BEGIN
+  RETURN sqlock.advisory_unlock_key(sqlock.lock_key(p_name), p_name, p_owner, p_fence,
+                                    p_recorded);
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.advisory_unlock(text, text, bigint, boolean) FROM PUBLIC;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "connection.hpp"
+#include "lock_key.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/hold_recorder_json.hpp"
 #include "sqlock/random.hpp"
@@ -29,17 +30,25 @@ milliseconds whole_ms(D d) {
   return std::chrono::duration_cast<milliseconds>(d);
 }
 
+// The parameters with the name's advisory key, which the exclusive pair takes from the client
+// (advisory_lock_key / advisory_unlock_key, schema version 9).
+sql::params keyed(sql::params p) {
+  p.key = lock_key(p.name);
+  return p;
+}
+
 }  // namespace
 
 advisory_backend::advisory_backend(const std::string& conninfo, const std::string& shown,
                                    const options& o, sql::dialect d)
     : pg_backend(conninfo, shown, o, std::move(d)),
       wait_{"pg_advisory_wait",
-            {"SELECT " + o.schema + ".advisory_lock(:name, :owner, :holder, :lease_ms)"}},
+            {"SELECT " + o.schema + ".advisory_lock_key(:key, :name, :owner, :holder, :lease_ms)"}},
       register_{"pg_advisory_register",
                 {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}},
-      release_recorded_{"pg_advisory_release_recorded",
-                        {"SELECT " + o.schema + ".advisory_unlock(:name, :owner, :fence, true)"}},
+      release_recorded_{
+          "pg_advisory_release_recorded",
+          {"SELECT " + o.schema + ".advisory_unlock_key(:key, :name, :owner, :fence, true)"}},
       record_{"pg_advisory_record",
               {"SELECT " + o.schema + ".advisory_record(CAST(:holds AS jsonb))"}},
       kinds_{{"pg_advisory_acquire_shared",
@@ -92,7 +101,7 @@ std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
     }
     if (w->listens() && !w->registered(now)) register_waiter(*w, req, deadline);
   }
-  const auto p = params_for(req);
+  const auto p = keyed(params_for(req));
   const auto& op = req.kind == lock_kind::exclusive ? dialect_.acquire : kinds_.acquire;
   for (unsigned attempt = 0;; ++attempt) {
     auto c = session_for(req, deadline);
@@ -157,7 +166,7 @@ std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c
   const auto left = whole_ms(deadline - now);
   const auto margin = std::clamp(left / 10, server_wait_min, milliseconds(50));
   const auto wait = std::min(left - margin, server_wait_chunk);
-  auto p = params_for(req);
+  auto p = keyed(params_for(req));
   p.lease_ms = std::max<std::int64_t>(wait.count(), 1);  // :lease_ms carries the wait here
   const auto& op = req.kind == lock_kind::exclusive ? wait_ : kinds_.wait;
   if (req.stop.stop_requested()) return std::nullopt;
@@ -232,7 +241,7 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
     const auto& op = c->holds_shared(l.name) ? kinds_.release
                      : recorded              ? release_recorded_
                                              : dialect_.release;
-    auto p = params_for(l);
+    auto p = keyed(params_for(l));
     p.fence = static_cast<std::int64_t>(l.fence);  // advisory_unlock ends the fence's pair too
     auto r = c->conn().run(op, p, exchange_bound(deadline, io_timeout()));
     c->forget(l.name);

@@ -101,9 +101,10 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
   if (mode == "advisory") {
     // The lean pair (sql/postgresql/advisory_session.sql): the library tracks its holds on
     // each session and records the lasting ones itself (advisory_backend, hold_recorder).
-    d.acquire = op("acquire", "SELECT " + s + "advisory_lock(:name, :owner, :holder)");
+    d.acquire = op("acquire", "SELECT " + s + "advisory_lock_key(:key, :name, :owner, :holder)");
     d.renew = op("renew", "SELECT " + s + "advisory_holding(:name)");
-    d.release = op("release", "SELECT " + s + "advisory_unlock(:name, :owner, :fence, false)");
+    d.release =
+        op("release", "SELECT " + s + "advisory_unlock_key(:key, :name, :owner, :fence, false)");
   } else {
     d.acquire = op("acquire", "SELECT fence, status FROM " + s + "acquire_" + mode +
                                   "(:name, :owner, :lease_ms, :holder, :mark_ms)");

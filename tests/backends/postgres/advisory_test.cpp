@@ -1,7 +1,8 @@
 // Advisory mode beyond the conformance suite: `sqlock migrate` to version 4 with a hold of the
-// version-3 routines live, holds recorded for other processes only once they last (and fenced at
-// once), waiters inside the server and on the notification path, and the connections one
-// process uses for many holds and waiters.
+// version-3 routines live, keys computed by the client (version 9) meeting the server's, holds
+// recorded for other processes only once they last (and fenced at once), waiters inside the
+// server and on the notification path, and the connections one process uses for many holds and
+// waiters.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -176,6 +177,47 @@ TEST_F(postgres, advisory_holds_are_recorded_once_they_last_and_fenced_at_once) 
                         1),
             1);
   lz.unlock();
+}
+
+TEST_F(postgres, advisory_keys_from_the_client_are_the_servers_and_exclude_version_8_holds) {
+  // Since schema version 9 the library computes sqlock.lock_key(name) itself; the server's
+  // routines of version 8 (advisory_lock / advisory_unlock, which hash in SQL) and raw
+  // pg_try_advisory_lock(lock_key(name)) must meet the library's holds on the same key, for
+  // names of every shape.
+  auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto dc = dba();
+  const std::string tag = unique_name("key");
+  for (const std::string& n :
+       {tag + "-plain", tag + " with spaces, 'quotes' and \"double\"", tag + "-ключ-🔒-鍵",
+        tag + std::string(900, 'x'), tag + "\t\n\\%_", tag + "-é" /* precomposed */}) {
+    SCOPED_TRACE(n);
+    auto l = a.make_lock(n);
+    ASSERT_TRUE(l.try_lock());
+    {
+      pqxx::nontransaction tx(dc);
+      EXPECT_FALSE(
+          tx.exec_params1("SELECT pg_try_advisory_lock(sqlock.lock_key($1))", n)[0].as<bool>());
+      EXPECT_TRUE(tx.exec_params1("SELECT sqlock.advisory_lock($1, 'v8-owner', 'v8') IS NULL", n)[0]
+                      .as<bool>());
+    }
+    l.unlock();
+    std::uint64_t v8_fence = 0;
+    {
+      pqxx::nontransaction tx(dc);
+      v8_fence = tx.exec_params1("SELECT sqlock.advisory_lock($1, 'v8-owner', 'v8')", n)[0]
+                     .as<std::uint64_t>();
+    }
+    EXPECT_FALSE(l.try_lock());  // the version-8 routine's hold, on the same key
+    {
+      pqxx::nontransaction tx(dc);
+      EXPECT_TRUE(tx.exec_params1("SELECT sqlock.advisory_unlock($1, 'v8-owner', $2, false)", n,
+                                  v8_fence)[0]
+                      .as<bool>());
+    }
+    ASSERT_TRUE(l.try_lock());
+    EXPECT_GT(l.fence(), v8_fence);
+    l.unlock();
+  }
 }
 
 TEST_F(postgres, advisory_waiters_wait_inside_the_server_and_get_the_lock_at_release) {

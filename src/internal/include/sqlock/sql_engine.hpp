@@ -49,6 +49,9 @@ struct params {
   std::string holds;               ///< :holds — a JSON array of holds to record (advisory)
   std::int64_t mark_ms = 0;        ///< :mark_ms — lifetime of the writer mark a busy exclusive
                              ///< attempt leaves (0 = leave none: a try_lock() that will not wait)
+  /// :key — the name's advisory-lock key, for a backend that computes it in the client
+  /// (PostgreSQL advisory mode); a statement that uses :key with none set is refused
+  std::optional<std::int64_t> key;
 };
 
 /// A bound value: integer or text.

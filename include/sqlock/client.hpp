@@ -157,10 +157,13 @@ class SQLOCK_API mutex {
   std::uint64_t fence() const;
   /// Owner token of the current hold; usage_error when not held.
   std::string owner() const;
-  /// True once the current (or last) hold was found lost.
+  /// True once the current (or last) hold was found lost (and its on_lost callback returned).
   bool lost() const;
   /// Called once when a hold of this lock is found lost, from the library thread that found
-  /// it (renewal, a store's watch or session watcher) just after lost() turns true.
+  /// it (renewal, a store's watch or session watcher). lost() answers true once the callback
+  /// has returned, and a callback replaced, or dropped by the destructor, is not called after
+  /// they return: each of them waits for a callback that is running (unless called from
+  /// inside it).
   void on_lost(std::function<void(const std::string& name)> cb);
   /// Renews now; false when the hold is lost (and marks it lost). usage_error when not held.
   bool renew();

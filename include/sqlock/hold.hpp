@@ -43,8 +43,10 @@ class SQLOCK_API hold {
   std::string owner() const;
   /// True once the hold was found lost (lease ran out, renewal refused, session died).
   bool lost() const;
-  /// Called once when the hold is found lost, from the library thread that found it, just
-  /// after lost() turns true; replaces the previous one.
+  /// Called once when the hold is found lost, from the library thread that found it; replaces
+  /// the previous one. lost() answers true once the callback has returned, and a callback
+  /// replaced, or dropped by release() or the destructor, is not called after they return:
+  /// each of them waits for a callback that is running (unless called from inside it).
   void on_lost(std::function<void(const std::string& name)> cb);
   /// Renews now; false when the hold is lost (and marks it lost). usage_error when released.
   bool renew();

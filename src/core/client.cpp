@@ -94,8 +94,9 @@ mutex::~mutex() {
 void mutex::release_all() noexcept {
   if (!entry_) return;
   {
-    std::lock_guard g(entry_->m);
+    std::unique_lock lk(entry_->m);
     std::erase_if(entry_->on_lost, [&](const auto& p) { return p.first == id_; });
+    entry_->await_callbacks(lk);  // a callback of this handle still running ends first
   }
   // Only levels of the hold this handle took part in: never someone else's later hold.
   unsigned n = levels_.exchange(0);
@@ -229,14 +230,16 @@ std::string mutex::owner() const {
 
 bool mutex::lost() const {
   if (!entry_) return false;
-  std::lock_guard g(entry_->m);
+  std::unique_lock lk(entry_->m);
+  if (entry_->lost) entry_->await_callbacks(lk);  // true once the loss's callbacks returned
   return entry_->lost;
 }
 
 void mutex::on_lost(std::function<void(const std::string&)> cb) {
   if (!entry_) throw usage_error("lock handle was moved from");
-  std::lock_guard g(entry_->m);
+  std::unique_lock lk(entry_->m);
   std::erase_if(entry_->on_lost, [&](const auto& p) { return p.first == id_; });
+  entry_->await_callbacks(lk);  // the callback replaced is not called after this returns
   if (cb) entry_->on_lost.emplace_back(id_, std::move(cb));
 }
 

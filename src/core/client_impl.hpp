@@ -54,6 +54,17 @@ struct hold_slot {
   std::uint64_t next_hold_id = 1;
   std::vector<std::pair<std::uint64_t, std::function<void(const std::string&)>>> on_lost;
   std::string last_error;
+  /// on_lost callbacks being run now (by mark_lost, without `m` held), and by which thread.
+  unsigned callbacks_running = 0;
+  std::thread::id callbacks_thread{};
+  std::condition_variable callbacks_done;
+  /// Waits (with `lk` on `m`) until no on_lost callback runs, unless this thread is the one
+  /// running them: once a handle has dropped its callback and this returned, it is not called.
+  void await_callbacks(std::unique_lock<std::mutex>& lk) {
+    callbacks_done.wait(lk, [&] {
+      return callbacks_running == 0 || callbacks_thread == std::this_thread::get_id();
+    });
+  }
 };
 
 /// Per-(client, name) state shared by every mutex handle of that name: the local queue that

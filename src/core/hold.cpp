@@ -73,8 +73,9 @@ hold::operator bool() const noexcept {
 void hold::release() noexcept {
   if (!slot_) return;
   {
-    std::lock_guard g(slot_->m);
+    std::unique_lock lk(slot_->m);
     slot_->on_lost.clear();
+    slot_->await_callbacks(lk);  // a callback still running ends before the hold does
   }
   client_->give_back(*slot_);  // keeps the slot: lost() and last_error() still answer
 }
@@ -93,14 +94,16 @@ std::string hold::owner() const {
 
 bool hold::lost() const {
   if (!slot_) return false;
-  std::lock_guard g(slot_->m);
+  std::unique_lock lk(slot_->m);
+  if (slot_->lost) slot_->await_callbacks(lk);  // true once the loss's callbacks returned
   return slot_->lost;
 }
 
 void hold::on_lost(std::function<void(const std::string&)> cb) {
   auto& s = held(slot_, "on_lost()");
-  std::lock_guard g(s.m);
+  std::unique_lock lk(s.m);
   s.on_lost.clear();
+  s.await_callbacks(lk);  // the callback replaced is not called after this returns
   if (cb) s.on_lost.emplace_back(1, std::move(cb));
 }
 

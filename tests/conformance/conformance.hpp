@@ -466,7 +466,7 @@ TYPED_TEST_P(conformance, list_and_force_release) {
   EXPECT_TRUE(lb.try_lock_for(5s));
   EXPECT_FALSE(la.renew());
   EXPECT_TRUE(la.lost());
-  EXPECT_TRUE(told);
+  EXPECT_TRUE(told);  // lost() answers true once the callback has returned
   la.unlock();
   EXPECT_FALSE(a.make_lock(n).try_lock());  // b still holds
   lb.unlock();

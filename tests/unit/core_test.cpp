@@ -39,6 +39,48 @@ TEST(core, refused_renewal_marks_loss_and_calls_back) {
   l.unlock();
 }
 
+TEST(core, lost_answers_true_once_the_callback_has_returned) {
+  store s;
+  auto c = s.connect();
+  auto l = c.make_lock("cb-done", {.lease = 300ms});
+  std::atomic<bool> done{false};
+  l.on_lost([&](const std::string&) {
+    std::this_thread::sleep_for(200ms);  // a callback that takes a while
+    done = true;
+  });
+  l.lock();
+  s.faults().renew_refused = true;
+  bool lost = false;
+  for (int i = 0; i < 200 && !(lost = l.lost()); ++i) std::this_thread::sleep_for(5ms);
+  s.faults().renew_refused = false;
+  EXPECT_TRUE(lost);
+  EXPECT_TRUE(done);  // lost() waited for the callback under way
+  l.unlock();
+}
+
+TEST(core, a_dropped_callback_is_not_called_after_its_handle_is_gone) {
+  store s;
+  auto c = s.connect();
+  std::atomic<bool> started{false}, late{false};
+  std::atomic<bool> alive{true};  // what the callback's owner keeps only while the handle lives
+  {
+    auto l = c.make_lock("cb-gone", {.lease = 300ms});
+    l.on_lost([&](const std::string&) {
+      started = true;
+      std::this_thread::sleep_for(200ms);
+      if (!alive) late = true;  // called on after its handle was gone
+    });
+    l.lock();
+    s.faults().renew_refused = true;
+    for (int i = 0; i < 200 && !started; ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(started);
+  }  // ~mutex: waits for the callback that is running
+  alive = false;
+  s.faults().renew_refused = false;
+  std::this_thread::sleep_for(300ms);  // a callback not waited for would finish by now
+  EXPECT_FALSE(late);
+}
+
 TEST(core, store_down_while_held_is_loss_once_the_lease_runs_out) {
   store s;
   auto c = s.connect();

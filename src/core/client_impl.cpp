@@ -121,8 +121,8 @@ void client_impl::mark_lost(hold_slot& e, std::uint64_t hold_id, std::unique_loc
   stats.losses++;
   observe.lost(e.name, e.current->lease.fence, e.current->lease.sent);
   auto callbacks = e.on_lost;
-  ++e.callbacks_running;
-  e.callbacks_thread = std::this_thread::get_id();
+  const auto me = std::this_thread::get_id();
+  e.callback_threads.push_back(me);
   lk.unlock();
   unwatch(&e, {});  // the owner stays registered until the hold is given back
   for (auto& [id, cb] : callbacks) {
@@ -134,7 +134,8 @@ void client_impl::mark_lost(hold_slot& e, std::uint64_t hold_id, std::unique_loc
   }
   lk.lock();
   // A handle that dropped its callback meanwhile waits for this (hold_slot::await_callbacks).
-  if (--e.callbacks_running == 0) e.callbacks_done.notify_all();
+  e.callback_threads.erase(std::find(e.callback_threads.begin(), e.callback_threads.end(), me));
+  if (e.callback_threads.empty()) e.callbacks_done.notify_all();
 }
 
 bool client_impl::renew_now(hold_slot& e) {

@@ -5,6 +5,7 @@
 // worker thread that runs the backend calls). Internal to the core.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -54,15 +55,17 @@ struct hold_slot {
   std::uint64_t next_hold_id = 1;
   std::vector<std::pair<std::uint64_t, std::function<void(const std::string&)>>> on_lost;
   std::string last_error;
-  /// on_lost callbacks being run now (by mark_lost, without `m` held), and by which thread.
-  unsigned callbacks_running = 0;
-  std::thread::id callbacks_thread{};
+  /// The threads running on_lost callbacks now (mark_lost, without `m` held): one per loss
+  /// being told (a slot taken again can lose its next hold while an earlier callback runs).
+  std::vector<std::thread::id> callback_threads;
   std::condition_variable callbacks_done;
-  /// Waits (with `lk` on `m`) until no on_lost callback runs, unless this thread is the one
-  /// running them: once a handle has dropped its callback and this returned, it is not called.
+  /// Waits (with `lk` on `m`) until no on_lost callback runs, unless this thread runs one:
+  /// once a handle has dropped its callback and this returned, it is not called.
   void await_callbacks(std::unique_lock<std::mutex>& lk) {
     callbacks_done.wait(lk, [&] {
-      return callbacks_running == 0 || callbacks_thread == std::this_thread::get_id();
+      return callback_threads.empty() ||
+             std::find(callback_threads.begin(), callback_threads.end(),
+                       std::this_thread::get_id()) != callback_threads.end();
     });
   }
 };

@@ -237,8 +237,12 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
     // (and after the feed restarted) the predecessor is read again.
     auto feed_at = feed_.confirmed(attempt);
     if (feed_at.revision > read_at) known.reset();
+    // Kept alive at a third of the lease the caller asked for, not of the TTL (whole seconds,
+    // rounded up): the hold's lease runs from the last keep-alive sent before the grant, so
+    // when the lock comes the core still has two thirds of its lease to renew it in.
     const auto keepalive_every =
-        std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1) * 1000 / 3);
+        std::min(std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1) * 1000 / 3),
+                 std::max(req.lease / 3, std::chrono::milliseconds(1)));
     auto next_keepalive = sent + keepalive_every;
     unsigned failures = 0;
     for (;;) {

@@ -62,8 +62,12 @@ struct lease_info {
   std::uint64_t fence = 0;      ///< fencing token: strictly rises across holders of a name
   std::shared_ptr<void> state;  ///< backend-private (session handle, node path, ...); may be null
   bool waited = false;          ///< acquire() had to wait for it (contention statistics)
-  steady_time sent{};           ///< when the winning request was sent (epoch = not known):
-                                ///< the lease is valid from here, not from when acquire() returned
+  steady_time sent{};           ///< when the lease began, on steady_clock (epoch = not known:
+                                ///< acquire() then sets when the winning request was sent). A
+                                ///< backend whose request may wait in the server before the
+                                ///< grant sets it: to when the answer arrived for a hold that
+                                ///< has no lease on the server (session-bound), never later
+                                ///< than the server started a lease it keeps
   lock_kind kind = lock_kind::exclusive;  ///< what the request asked for (set by the core): a
                                           ///< backend releases by it a hold it has no state of
 };
@@ -187,7 +191,7 @@ class SQLOCK_API backend {
   /// deadline); the first attempt is made at once. The default loops try_acquire() with waits
   /// on open_wait()'s state (or capped jittered backoff without one) and retries connection
   /// errors with backoff until the deadline, then rethrows the last. Queue-shaped backends
-  /// override it to wait fairly. Sets `waited` and `sent`.
+  /// override it to wait fairly. Sets `waited`, and `sent` unless the attempt set it.
   virtual std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
                                             const wait_policy& policy);
 

@@ -72,7 +72,8 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
     }
     if (l) {
       l->waited = busy > 0;
-      l->sent = sent;
+      // The attempt knows better when it waited in the server for a session-bound hold.
+      if (l->sent == steady_time{}) l->sent = sent;
       return l;
     }
     auto now = std::chrono::steady_clock::now();

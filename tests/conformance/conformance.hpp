@@ -253,6 +253,40 @@ TYPED_TEST_P(conformance, renewal_keeps_the_lock_past_several_leases) {
   lb.unlock();
 }
 
+TYPED_TEST_P(conformance, a_wait_longer_than_the_lease_keeps_the_lock) {
+  // The waiter's lease starts when the store grants the lock, not when its wait began: after a
+  // wait of three leases it holds the lock, renews it and is not told it lost it (in PostgreSQL
+  // advisory mode, a wait inside the server once counted against the lease: the hold was
+  // reported lost the moment it was granted).
+  auto a = this->connect_new();
+  auto b = this->connect_new();
+  auto n = this->name("longwait");
+  constexpr auto lease = 400ms;
+  auto la = a.make_lock(n);
+  la.lock();
+  std::atomic<bool> waiting{false};
+  std::thread waiter([&] {
+    auto lb = b.make_lock(n, {.lease = lease});
+    std::atomic<int> lost_calls{0};
+    lb.on_lost([&](const std::string&) { ++lost_calls; });
+    waiting = true;
+    const auto began = std::chrono::steady_clock::now();
+    ASSERT_TRUE(lb.try_lock_for(20s));
+    EXPECT_GE(std::chrono::steady_clock::now() - began, 2 * lease);
+    std::this_thread::sleep_for(3 * lease);  // renewed meanwhile
+    EXPECT_FALSE(lb.lost());
+    EXPECT_EQ(lost_calls.load(), 0);
+    EXPECT_FALSE(this->connect_new().make_lock(n).try_lock());
+    lb.unlock();
+  });
+  while (!waiting) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(3 * lease);
+  la.unlock();
+  waiter.join();
+  EXPECT_TRUE(la.try_lock());  // the waiter released it
+  la.unlock();
+}
+
 TYPED_TEST_P(conformance, release_is_idempotent) {
   auto a = this->connect_new();
   auto n = this->name("idem");
@@ -482,10 +516,10 @@ namespace sqlock::test {
 REGISTER_TYPED_TEST_SUITE_P(
     conformance, exclusive_between_two_clients, works_with_standard_lock_types,
     non_owner_release_is_a_noop, expiry_allows_takeover_and_old_holder_sees_loss,
-    renewal_keeps_the_lock_past_several_leases, release_is_idempotent,
-    try_lock_for_gives_up_at_its_deadline, reentrant_per_thread, fencing_tokens_strictly_rise,
-    threads_and_processes_keep_an_exact_counter, odd_names_are_stored_verbatim,
-    invalid_input_is_a_config_error, list_and_force_release,
+    renewal_keeps_the_lock_past_several_leases, a_wait_longer_than_the_lease_keeps_the_lock,
+    release_is_idempotent, try_lock_for_gives_up_at_its_deadline, reentrant_per_thread,
+    fencing_tokens_strictly_rise, threads_and_processes_keep_an_exact_counter,
+    odd_names_are_stored_verbatim, invalid_input_is_a_config_error, list_and_force_release,
     shared_and_exclusive_exclude_each_other_across_processes, many_shared_holders_at_once,
     waiting_writer_is_not_starved_by_arriving_readers, one_shared_holders_expiry_leaves_the_others,
     shared_timeouts_end_on_time, permits_are_never_exceeded_across_threads_and_processes,

@@ -212,7 +212,10 @@ class advisory_backend final : public sql::engine_backend {
       s.holds[req.name] =
           hold{req.owner, r[0].size() > 2 && r[0][2] ? *r[0][2] : std::string(), fence};
     }
-    return lease_info{req.name, req.owner, fence, t.s};
+    lease_info l{req.name, req.owner, fence, t.s};
+    // Session-bound: the lease runs from the grant, whatever GET_LOCK waited before it.
+    l.sent = clock::now();
+    return l;
   }
 
   bool renew(const lease_info& l, milliseconds, steady_time deadline) override {

@@ -148,13 +148,17 @@ std::optional<lease_info> advisory_backend::granted(session_pool::call& c, const
     return std::nullopt;  // busy (or the server's lock_timeout)
   }
   auto fence = sql::decode_u64(r[0][0], "fence");
+  const auto now = std::chrono::steady_clock::now();
   c.keep(req.name, req.owner, fence, req.kind != lock_kind::exclusive);
   if (req.kind == lock_kind::exclusive) {
     // advisory_lock() wrote nothing: the hold is recorded if it lasts (hold_recorder).
-    recorder_.held({req.name, req.owner, req.holder, fence, c.conn().server_pid(),
-                    std::chrono::steady_clock::now()});
+    recorder_.held({req.name, req.owner, req.holder, fence, c.conn().server_pid(), now});
   }
-  return lease_info{req.name, req.owner, fence, c.token()};
+  lease_info l{req.name, req.owner, fence, c.token()};
+  // The hold lives as long as its session, from the grant: a wait in the server before it
+  // (however much longer than the lease) takes nothing from the lease.
+  l.sent = now;
+  return l;
 }
 
 std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c,

@@ -72,6 +72,22 @@ struct lease_info {
                                           ///< backend releases by it a hold it has no state of
 };
 
+/// One hold of a batch renewal (backend::renew_all) and, once it returns, what came of it.
+struct renewal {
+  /// What a renewal found.
+  enum class outcome {
+    unknown,  ///< not answered or failed (`error` says why): the core tries again in the lease
+    renewed,  ///< extended by `duration` from `sent`
+    gone      ///< the hold is gone (expired and taken, forced, session died)
+  };
+  const lease_info* lease = nullptr;  ///< the hold
+  milliseconds duration{};            ///< the lease to extend it by
+  steady_time deadline{};             ///< an answer after this is moot (the lease has ended)
+  steady_time sent{};                 ///< set by renew_all(): when its request was sent
+  outcome result = outcome::unknown;  ///< set by renew_all()
+  std::string error;                  ///< set by renew_all() when the result is unknown
+};
+
 /// One row of `list()`: a lock as the backend sees it.
 struct lock_status {
   std::string name;         ///< lock name, verbatim
@@ -178,6 +194,11 @@ class SQLOCK_API backend {
   /// Extends the lease of a hold. false = the hold is gone (expired and taken, forced, session
   /// died). Throws connection_error when the outcome is unknown.
   virtual bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) = 0;
+
+  /// Renews every hold of `batch` (each by its own deadline) and sets each one's `sent`,
+  /// `result` and `error`; never throws. A store that can renew many holds in one round trip
+  /// overrides it; the default renews them one at a time with renew().
+  virtual void renew_all(std::vector<renewal>& batch) noexcept;
 
   /// Owner-checked release; idempotent; false when nothing of this owner was held. Throws
   /// connection_error when the outcome is unknown (then the lease ends on the server).

@@ -92,6 +92,22 @@ std::optional<lease_info> backend::acquire(const lock_request& req, steady_time 
   }
 }
 
+void backend::renew_all(std::vector<renewal>& batch) noexcept {
+  for (auto& r : batch) {
+    r.sent = std::chrono::steady_clock::now();
+    try {
+      r.result = renew(*r.lease, r.duration, r.deadline) ? renewal::outcome::renewed
+                                                         : renewal::outcome::gone;
+    } catch (const std::exception& ex) {
+      r.result = renewal::outcome::unknown;
+      r.error = ex.what();
+    } catch (...) {
+      r.result = renewal::outcome::unknown;
+      r.error = "unknown error";
+    }
+  }
+}
+
 int backend::migrate() {
   throw unsupported(kind() + " keeps no schema: nothing to migrate");
 }

@@ -144,42 +144,49 @@ bool client_impl::renew_now(hold_slot& e) {
   if (e.lost) return false;
   hold h = *e.current;
   lk.unlock();
-  auto sent = clock::now();
-  bool ok = false;
-  try {
-    // A renewal that has not answered when the lease runs out is moot: the hold is lost then.
-    ok = backend_->renew(h.lease, h.duration,
-                         std::max(h.valid_until, sent + opts_.waiting.min_attempt));
-  } catch (const error& ex) {
+  std::vector<renewal> batch{renewal_of(h)};
+  backend_->renew_all(batch);
+  return renewed(e, h, batch.front());
+}
+
+renewal client_impl::renewal_of(const hold& h) const {
+  renewal r;
+  r.lease = &h.lease;
+  r.duration = h.duration;
+  // A renewal that has not answered when the lease runs out is moot: the hold is lost then.
+  r.deadline = std::max(h.valid_until, clock::now() + opts_.waiting.min_attempt);
+  return r;
+}
+
+bool client_impl::renewed(hold_slot& e, const hold& h, const renewal& r) {
+  if (r.result == renewal::outcome::unknown) {
     stats.renewal_failures++;
-    observe.renewal_failed(e.name, h.lease.fence, ex.what());
-    lk.lock();
-    e.last_error = ex.what();
-    if (e.current && e.current->id == h.id) {
-      if (clock::now() >= loss_time(*e.current)) {
-        mark_lost(e, h.id, lk);
-        return false;
-      }
-      // Outcome unknown: try again soon, before the lease runs out.
-      auto left = loss_time(*e.current) - clock::now();
-      auto retry = clock::now() + std::min<clock::duration>(left / 4, std::chrono::seconds(1));
-      e.current->next_renewal = retry;
-      lk.unlock();  // lock order: client mutex before entry mutex
-      poke(retry);
-      return true;
+    observe.renewal_failed(e.name, h.lease.fence, r.error);
+    std::unique_lock lk(e.m);
+    e.last_error = r.error;
+    if (!e.current || e.current->id != h.id) return !e.lost;
+    if (clock::now() >= loss_time(*e.current)) {
+      mark_lost(e, h.id, lk);
+      return false;
     }
-    return !e.lost;
+    // Outcome unknown: try again soon, before the lease runs out.
+    auto left = loss_time(*e.current) - clock::now();
+    auto retry = clock::now() + std::min<clock::duration>(left / 4, std::chrono::seconds(1));
+    e.current->next_renewal = retry;
+    lk.unlock();  // lock order: client mutex before entry mutex
+    poke(retry);
+    return true;
   }
-  lk.lock();
+  std::unique_lock lk(e.m);
   if (!e.current || e.current->id != h.id) return true;  // released meanwhile
-  if (!ok) {
+  if (r.result == renewal::outcome::gone) {
     mark_lost(e, h.id, lk);
     return false;
   }
   stats.renewals++;
   observe.renewed(e.name, h.lease.fence);
-  e.current->valid_until = sent + h.duration;
-  e.current->next_renewal = sent + h.renew_every;
+  e.current->valid_until = r.sent + h.duration;
+  e.current->next_renewal = r.sent + h.renew_every;
   return true;
 }
 
@@ -195,6 +202,7 @@ void client_impl::renewal_loop() {
     // Find the earliest renewal due and the holds whose lease ran out mid-renewal.
     steady_time next = next_sweep;
     std::vector<std::shared_ptr<hold_slot>> due;
+    std::vector<std::shared_ptr<hold_slot>> early;  // renewals due soon
     std::vector<std::pair<std::shared_ptr<hold_slot>, std::uint64_t>> expired;
     auto now = clock::now();
     for (auto& [ptr, e] : renewing_) {
@@ -215,7 +223,19 @@ void client_impl::renewal_loop() {
         e->current->in_flight = true;
         due.push_back(e);
       } else {
+        if (e->current->next_renewal - now <= e->current->renew_every / 2) early.push_back(e);
         next = std::min(next, e->current->next_renewal);
+      }
+    }
+    // Holds due within half their renewal period go with a batch that leaves now: the store
+    // renews them in the same round trip, and renewals of many holds come in a few batches a
+    // period instead of one call per hold.
+    if (!due.empty()) {
+      for (auto& e : early) {
+        std::lock_guard eg(e->m);
+        if (!e->current || e->lost || e->current->in_flight) continue;
+        e->current->in_flight = true;
+        due.push_back(e);
       }
     }
     if (due.empty() && expired.empty() && now < next_sweep) {
@@ -258,18 +278,25 @@ void client_impl::start_worker() {
   }
 }
 
-// Runs renewals (and sweeps) one at a time, off the scheduler thread.
+// Runs renewals and sweeps off the scheduler thread: every renewal queued at the time in one
+// batch (backend::renew_all), then a sweep if one was asked for.
 void client_impl::worker_loop() {
   std::unique_lock lk(work_m_);
   for (;;) {
     work_cv_.wait(lk, [&] { return work_stop_ || !work_.empty(); });
     if (work_stop_) return;
-    auto e = std::move(work_.front());
-    work_.pop_front();
+    std::vector<std::shared_ptr<hold_slot>> batch;
+    bool sweep = false;
+    for (auto& e : work_) {
+      if (e)
+        batch.push_back(std::move(e));
+      else
+        sweep = true;
+    }
+    work_.clear();
     lk.unlock();
-    if (e) {
-      renew_in_background(*e);
-    } else {
+    if (!batch.empty()) renew_in_background(batch);
+    if (sweep) {
       try {
         backend_->sweep();
       } catch (...) {
@@ -280,26 +307,38 @@ void client_impl::worker_loop() {
   }
 }
 
-void client_impl::renew_in_background(hold_slot& e) {
-  std::uint64_t id = 0;
-  {
-    std::lock_guard g(e.m);
-    if (!e.current) return;
-    id = e.current->id;
+void client_impl::renew_in_background(const std::vector<std::shared_ptr<hold_slot>>& slots) {
+  // The holds of the slots as they are now (a slot released meanwhile has none).
+  std::vector<std::pair<hold_slot*, hold>> held;
+  held.reserve(slots.size());
+  for (const auto& s : slots) {
+    std::lock_guard g(s->m);
+    if (!s->current) continue;
+    if (s->lost) {
+      s->current->in_flight = false;
+      continue;
+    }
+    held.emplace_back(s.get(), *s->current);
   }
-  try {
-    renew_now(e);
-  } catch (...) {
-    // Released meanwhile (usage_error) or a failure renew_now already recorded.
+  if (held.empty()) return;
+  std::vector<renewal> batch;  // points into `held`, which does not change from here on
+  batch.reserve(held.size());
+  for (const auto& [s, h] : held) batch.push_back(renewal_of(h));
+  backend_->renew_all(batch);
+  steady_time next = steady_time::max();
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    auto& [s, h] = held[i];
+    try {
+      renewed(*s, h, batch[i]);
+    } catch (...) {
+      // A failure renewed() already recorded.
+    }
+    std::lock_guard g(s->m);
+    if (!s->current || s->current->id != h.id) continue;
+    s->current->in_flight = false;
+    next = std::min(next, s->current->next_renewal);
   }
-  steady_time next{};
-  {
-    std::lock_guard g(e.m);
-    if (!e.current || e.current->id != id) return;
-    e.current->in_flight = false;
-    next = e.current->next_renewal;
-  }
-  poke(next);
+  if (next != steady_time::max()) poke(next);
 }
 
 }  // namespace sqlock::detail

@@ -137,7 +137,14 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   void renewal_loop();
   void worker_loop();
   void start_worker();
-  void renew_in_background(hold_slot& s);
+  // Renews the current holds of `slots` in one backend call (renew_all) and schedules each one's
+  // next renewal.
+  void renew_in_background(const std::vector<std::shared_ptr<hold_slot>>& slots);
+  // The renewal of `h` that renew_all() is asked for: by the end of its lease.
+  renewal renewal_of(const hold& h) const;
+  // Records what renewing `h` of `s` found: the lease extended, the hold lost, or a failure to
+  // try again within the lease. False when the hold is lost.
+  bool renewed(hold_slot& s, const hold& h, const renewal& r);
   void backend_lost(const std::string& name, const std::string& owner);
   // Adds a hold to the renewal set; wakes the renewal thread only when this hold is due before
   // the time it is sleeping until (keeps the thread out of the acquire hot path).

@@ -11,6 +11,7 @@
 #include "sqlock/postgres/dialect.hpp"
 #include "sqlock/postgres/postgres.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
+#include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 
 namespace sqlock::test {
@@ -214,6 +215,59 @@ TEST_F(postgres, print_script_is_every_file_in_order) {
   }
   // For the default schema the files are printed exactly as they are in the repository.
   EXPECT_NE(script.find(std::string(b.routines.back().text)), std::string::npos);
+}
+
+// ---- renewals of many holds ----
+
+TEST_F(postgres, a_batch_renewal_renews_live_holds_in_one_call_and_tells_gone_ones_apart) {
+  register_builtin_backends();
+  auto be = make_backend(pg::with(app_, "mode=pessimistic"));
+  auto request = [](const std::string& name, lock_kind kind) {
+    lock_request r;
+    r.name = name;
+    r.owner = random_token();
+    r.lease = 2s;
+    r.kind = kind;
+    r.permits = kind == lock_kind::permit ? 2 : 0;
+    return r;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  std::vector<lease_info> held;
+  for (auto [stem, kind] :
+       {std::pair{"batch-x", lock_kind::exclusive}, std::pair{"batch-s", lock_kind::shared},
+        std::pair{"batch-p", lock_kind::permit}, std::pair{"batch-released", lock_kind::exclusive},
+        std::pair{"batch-forced", lock_kind::exclusive}}) {
+    auto l = be->try_acquire(request(unique_name(stem), kind), deadline, nullptr);
+    ASSERT_TRUE(l) << stem;
+    l->kind = kind;
+    held.push_back(*l);
+  }
+  ASSERT_TRUE(be->release(held[3], deadline));
+  ASSERT_TRUE(be->force_release(held[4].name));
+  std::vector<renewal> batch;
+  for (const auto& l : held) {
+    renewal r;
+    r.lease = &l;
+    r.duration = 3s;
+    r.deadline = deadline;
+    batch.push_back(r);
+  }
+  const auto before = std::chrono::steady_clock::now();
+  be->renew_all(batch);
+  using o = renewal::outcome;
+  const std::vector<o> want = {o::renewed, o::renewed, o::renewed, o::gone, o::gone};
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(batch[i].result, want[i]) << held[i].name << ": " << batch[i].error;
+    EXPECT_GE(batch[i].sent, before);
+  }
+  // Renewed to three seconds: an exclusive request is still refused after the two-second lease
+  // they were taken with.
+  std::this_thread::sleep_for(2200ms);
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto other = request(held[i].name, lock_kind::exclusive);
+    EXPECT_FALSE(be->try_acquire(other, deadline, nullptr)) << held[i].name;
+    EXPECT_TRUE(be->release(held[i], deadline)) << held[i].name;
+  }
 }
 
 // ---- roles ----

@@ -22,8 +22,6 @@ constexpr milliseconds transient_cap{50};
 constexpr milliseconds server_wait_chunk{60000};
 // The shortest wait worth sending to the server.
 constexpr milliseconds server_wait_min{5};
-// How long a notification-path registration lasts at most; a longer wait registers again.
-constexpr milliseconds registration_span{60000};
 
 template <class D>
 milliseconds whole_ms(D d) {
@@ -44,8 +42,6 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
     : pg_backend(conninfo, shown, o, std::move(d)),
       wait_{"pg_advisory_wait",
             {"SELECT " + o.schema + ".advisory_lock_key(:key, :name, :owner, :holder, :lease_ms)"}},
-      register_{"pg_advisory_register",
-                {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}},
       release_recorded_{
           "pg_advisory_release_recorded",
           {"SELECT " + o.schema + ".advisory_unlock_key(:key, :name, :owner, :fence, true)"}},
@@ -77,17 +73,9 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
             report_lost(name, owner);
           }) {}
 
-std::unique_ptr<wait_state> advisory_backend::open_wait(const lock_request& req) {
-  // pg_backend makes a notify_wait, or nothing when the backend does not listen.
-  auto n = pg_backend::open_wait(req);
-  return std::make_unique<advisory_wait>(
-      std::unique_ptr<notify_wait>(static_cast<notify_wait*>(n.release())));
-}
-
 std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
                                                         steady_time deadline, wait_state* ws) {
-  // Only open_wait() above makes the wait states this backend is given.
-  auto* w = static_cast<advisory_wait*>(ws);
+  auto* w = waiting(ws);
   if (w && !w->first_attempt()) {
     // A waiting call found the lock busy before: wait inside the server if a waiter session
     // is free (not for a permit: that would wait for one of its N keys only), else make sure
@@ -99,7 +87,19 @@ std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
         return wait_in_server(*c, req, deadline);
       }
     }
-    if (w->listens() && !w->registered(now)) register_waiter(*w, req, deadline);
+    // On a lock session, not the engine's pool: waiting threads never open more connections.
+    register_waiter(*w, req, deadline,
+                    [this](const sql::operation& op, const sql::params& p, steady_time d) {
+                      auto c = sessions_.pick(d);
+                      try {
+                        c.conn().run(op, p, d);
+                      } catch (const config_error&) {
+                        throw;
+                      } catch (const error&) {
+                        c.kill();  // the session's state is unknown (see below)
+                        throw;
+                      }
+                    });
   }
   const auto p = keyed(params_for(req));
   const auto& op = req.kind == lock_kind::exclusive ? dialect_.acquire : kinds_.acquire;
@@ -193,26 +193,6 @@ std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c
       return std::nullopt;
     throw;
   }
-}
-
-void advisory_backend::register_waiter(advisory_wait& w, const lock_request& req,
-                                       steady_time deadline) {
-  const auto now = std::chrono::steady_clock::now();
-  const auto span = std::min(whole_ms(deadline - now), registration_span);
-  sql::params p;
-  p.name = req.name;
-  p.lease_ms = span.count();
-  // On a lock session, not the engine's pool: waiting threads never open more connections.
-  auto c = sessions_.pick(deadline);
-  try {
-    c.conn().run(register_, p, exchange_bound(deadline, io_timeout()));
-  } catch (const config_error&) {
-    throw;
-  } catch (const error&) {
-    c.kill();  // the session's state is unknown (see try_acquire)
-    throw;
-  }
-  w.registered_until(now + span);
 }
 
 bool advisory_backend::renew(const lease_info& l, milliseconds, steady_time deadline) {

@@ -22,7 +22,6 @@
 // notification path only (a wait inside the server could only wait for one of the N keys).
 #pragma once
 
-#include "advisory_wait.hpp"
 #include "pg_backend.hpp"
 #include "session_pool.hpp"
 #include "sqlock/hold_recorder.hpp"
@@ -37,7 +36,6 @@ class advisory_backend final : public pg_backend {
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state* ws) override;
-  std::unique_ptr<wait_state> open_wait(const lock_request& req) override;
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   capabilities caps() const noexcept override;
@@ -62,13 +60,10 @@ class advisory_backend final : public pg_backend {
   // config_error when the name's holders are of another kind or number of permits.
   std::optional<lease_info> granted(session_pool::call& c, const lock_request& req,
                                     const sql::rows& r);
-  // Registers the call for NOTIFY on the name (once per minute of its wait).
-  void register_waiter(advisory_wait& w, const lock_request& req, steady_time deadline);
   // Writes a batch of hold_recorder's records.
   void record(const std::vector<sql::hold_recorder::record>& batch, steady_time deadline);
 
   sql::operation wait_;              // advisory_lock with a wait in the server
-  sql::operation register_;          // advisory_wait_notify
   sql::operation release_recorded_;  // advisory_unlock of a hold hold_recorder wrote
   sql::operation record_;            // advisory_record
   kind_operations kinds_;            // acquire_advisory_shared and its renew and release

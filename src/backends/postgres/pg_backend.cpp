@@ -1,11 +1,20 @@
 // The shared base of the PostgreSQL backends: engine, notifier, description.
 #include "pg_backend.hpp"
 
+#include <algorithm>
+
 #include "connection.hpp"
 #include "conninfo.hpp"
 #include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::postgres {
+
+namespace {
+
+// How long a registration as a waiter lasts at most; a longer wait registers again.
+constexpr milliseconds registration_span{60000};
+
+}  // namespace
 
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
                        sql::dialect d)
@@ -13,7 +22,9 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
           bundle(), std::move(d),
           [conninfo, t = o.timeout] { return std::make_unique<pg_connection>(conninfo, t); }, shown,
           o.pool),
-      shown_(shown) {
+      shown_(shown),
+      register_{"pg_register_waiter",
+                {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}} {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
   if (o.listen)
@@ -21,14 +32,27 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
 }
 
 std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {
-  if (!notifier_) return nullptr;
-  return std::make_unique<notify_wait>(*notifier_, req.name);
+  return std::make_unique<registered_wait>(
+      notifier_ ? std::make_unique<notify_wait>(*notifier_, req.name) : nullptr);
 }
 
-void pg_backend::attempt_starts(wait_state* ws) {
+registered_wait* pg_backend::waiting(wait_state* ws) {
   // Only release_watch() above makes the wait states this backend is given (wrapped by the
   // engine's open_wait() for exclusive row requests).
-  if (auto* w = inner_wait(ws)) static_cast<notify_wait*>(w)->attempt_starts();
+  return static_cast<registered_wait*>(inner_wait(ws));
+}
+
+void pg_backend::register_waiter(registered_wait& w, const lock_request& req, steady_time deadline,
+                                 const runner& run) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!w.listens() || w.registered(now)) return;
+  const auto span =
+      std::min(std::chrono::duration_cast<milliseconds>(deadline - now), registration_span);
+  sql::params p;
+  p.name = req.name;
+  p.lease_ms = std::max<std::int64_t>(span.count(), 1);
+  run(register_, p, exchange_bound(deadline, io_timeout()));
+  w.registered_until(now + span);
 }
 
 capabilities pg_backend::caps() const noexcept {

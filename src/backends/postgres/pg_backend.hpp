@@ -1,13 +1,16 @@
 // What the PostgreSQL backends of every lock model share: the engine with this driver's
-// connections, LISTEN/NOTIFY waits (release_watch() makes a notify_wait for each acquire() call),
-// describe() without passwords in either connection-string form. The lock models derive from
-// it: row_backend (pessimistic, optimistic) and advisory_backend (session-bound holds).
+// connections, LISTEN/NOTIFY waits (release_watch() makes a registered_wait for each acquire()
+// call, registered as a waiter of its name before its second attempt: releases notify only
+// registered names), describe() without passwords in either connection-string form. The lock models
+// derive from it: row_backend (pessimistic, optimistic) and advisory_backend (session-bound holds).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "notifier.hpp"
+#include "registered_wait.hpp"
 #include "sqlock/postgres/postgres.hpp"
 #include "sqlock/sql_engine.hpp"
 
@@ -24,14 +27,22 @@ class pg_backend : public sql::engine_backend {
   std::string describe() const override;
 
  protected:
-  /// A notify_wait for each acquire() call (the engine's open_wait() wraps it).
+  /// A registered_wait for each acquire() call (the engine's open_wait() wraps it for exclusive
+  /// row requests).
   std::unique_ptr<wait_state> release_watch(const lock_request& req) override;
-  /// Marks the start of an attempt in the acquire() call's wait state (may be null).
-  static void attempt_starts(wait_state* ws);
+  /// The registered_wait of an acquire() call's wait state `ws` (may be null: a single try).
+  static registered_wait* waiting(wait_state* ws);
+  /// Registers the call of `w` (past its first attempt) as a waiter of req.name, for a minute
+  /// of its wait at most, through `run` (the operation, its parameters and its deadline),
+  /// unless it does not listen or is registered already: releases notify registered names only.
+  using runner = std::function<void(const sql::operation&, const sql::params&, steady_time)>;
+  void register_waiter(registered_wait& w, const lock_request& req, steady_time deadline,
+                       const runner& run);
 
  private:
   const std::string shown_;
   std::unique_ptr<notifier> notifier_;
+  sql::operation register_;  // advisory_wait_notify
 };
 
 }  // namespace sqlock::postgres

@@ -26,7 +26,13 @@ row_backend::row_backend(const std::string& conninfo, const std::string& shown, 
 
 std::optional<lease_info> row_backend::try_acquire(const lock_request& req, steady_time deadline,
                                                    wait_state* ws) {
-  attempt_starts(ws);
+  auto* w = waiting(ws);
+  if (w && !w->first_attempt()) {
+    register_waiter(*w, req, deadline,
+                    [this](const sql::operation& op, const sql::params& p, steady_time d) {
+                      run(op, p, d);  // the engine's pool
+                    });
+  }
   return engine_backend::try_acquire(req, deadline, ws);
 }
 

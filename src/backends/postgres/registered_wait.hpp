@@ -1,8 +1,11 @@
-// The wait state of one acquire() call in advisory mode: whether the call is past its first
-// attempt (later attempts may wait inside the server), whether its last attempt already waited
-// there (then there is nothing more to wait for before the next one), until when the call is
-// registered as a notification-path waiter of its name, and the LISTEN/NOTIFY wait it uses
-// when it waits outside the server (or jittered backoff when the backend does not listen).
+// The wait state of one PostgreSQL acquire() call, in every mode: whether the call is past its
+// first attempt, until when it is registered as a waiter of its name (a release notifies only
+// the names somebody registered for: advisory_wait_notify, sqlock.advisory_waits), the
+// LISTEN/NOTIFY wait it uses between attempts (or jittered backoff when the backend does not
+// listen), and, in advisory mode, whether its last attempt already waited inside the server
+// (then there is nothing more to wait for before the next one).
+// A call registers before its second attempt: the first busy attempt is followed at once by the
+// second, which registers first, so that a release after it is notified.
 #pragma once
 
 #include <memory>
@@ -14,17 +17,17 @@
 
 namespace sqlock::postgres {
 
-/// One advisory acquire() call's state between its attempts.
-class advisory_wait final : public wait_state {
+/// One acquire() call's state between its attempts.
+class registered_wait final : public wait_state {
  public:
   /// `notify`: the LISTEN/NOTIFY wait of the call, or null when the backend does not listen.
-  explicit advisory_wait(std::unique_ptr<notify_wait> notify) : notify_(std::move(notify)) {}
+  explicit registered_wait(std::unique_ptr<notify_wait> notify) : notify_(std::move(notify)) {}
 
   void wait(steady_time until, const std::stop_token& stop) override {
     if (std::exchange(waited_in_server_, false)) return;  // that attempt was the wait
     if (notify_) {
       // Releases notify only registered waiters: until the call is, the next attempt comes at
-      // once (it waits inside the server, or registers first).
+      // once (it registers first, or waits inside the server).
       if (registered(std::chrono::steady_clock::now())) notify_->wait(until, stop);
       return;
     }
@@ -33,18 +36,19 @@ class advisory_wait final : public wait_state {
     sleep_until(std::min(std::chrono::steady_clock::now() + pause, until), stop);
   }
 
-  /// Called at the start of every attempt; true for the first one of the call.
+  /// Called at the start of every attempt (notifications before it are seen by the attempt);
+  /// true for the first one of the call.
   bool first_attempt() {
     if (notify_) notify_->attempt_starts();
     return attempts_++ == 0;
   }
-  /// True when releases can wake the call (LISTEN/NOTIFY).
+  /// True when releases can wake the call (LISTEN/NOTIFY) once it is registered.
   bool listens() const { return notify_ != nullptr; }
-  /// The attempt that just ended waited inside the server.
+  /// The attempt that just ended waited inside the server (advisory mode).
   void waited_in_server() { waited_in_server_ = true; }
-  /// True while the call's notification-path registration is current at `now`.
+  /// True while the call's registration is current at `now`.
   bool registered(steady_time now) const { return now < registered_until_; }
-  /// The call is registered as a notification-path waiter until `until`.
+  /// The call is registered as a waiter of its name until `until`.
   void registered_until(steady_time until) { registered_until_ = until; }
 
  private:

@@ -3,6 +3,7 @@
 #include "connection.hpp"
 
 #include "errors.hpp"
+#include "session_settings.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {
@@ -25,7 +26,12 @@ void pg_connection::connect(steady_time deadline) {
 }
 
 link& pg_connection::ready(steady_time deadline) {
-  if (!link_) link_ = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+  if (!link_) {
+    // A session whose settings failed is dropped: every open link has them.
+    auto l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+    apply_session_settings(*l, deadline);
+    link_ = std::move(l);
+  }
   return *link_;
 }
 

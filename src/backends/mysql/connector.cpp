@@ -3,6 +3,7 @@
 // `sqlock::sql::`. Every connector exception is mapped here, in rethrow(), and nowhere else.
 #include <cppconn/driver.h>
 #include <cppconn/exception.h>
+#include <cppconn/metadata.h>
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
 #include <cppconn/resultset_metadata.h>
@@ -19,6 +20,7 @@
 #include "connector.hpp"
 #include "socket_deadline.hpp"
 #include "sqlock/mysql/dialect.hpp"
+#include "sqlock/mysql/session_settings.hpp"
 
 namespace sqlock::mysql::detail {
 namespace {
@@ -403,6 +405,13 @@ native connect_native(const options& o, milliseconds limit) {
     const int fd = new_socket(before, o.port > 0 ? o.port : 3306, o.socket);
     g.unlock();
     c->setAutoCommit(true);
+    // The handshake told the server's version: no round trip to tell MariaDB from MySQL.
+    {
+      const auto server =
+          parse_server_version(c->getMetaData()->getDatabaseProductVersion().asStdString());
+      std::unique_ptr<::sql::Statement> st(c->createStatement());
+      st->execute(session_settings_statement(server, o.timeout));
+    }
     return native{std::move(c), fd};
   } catch (...) {
     rethrow("cannot connect to MySQL at " + where + " as '" + o.user + "' (database '" +

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "mysql_env.hpp"
+#include "own_database.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/mysql/session_settings.hpp"
 #include "test_env.hpp"
@@ -51,54 +52,6 @@ TEST(mysql_session_settings, the_statement_fits_the_server) {
     EXPECT_EQ(s.find("max_execution_time"), std::string::npos) << v;
   }
 }
-
-// A database and a user of the test's own, dropped at the end.
-class own_database {
- public:
-  explicit own_database(const std::string& dba_url) {
-    auto o = mysql::parse_url(dba_url);
-    server_ = o.host + ":" + std::to_string(o.port);
-    dba_ = with_db(o.user, o.password, o.database);
-    tag_ = random_token().substr(0, 10);
-    for (auto& ch : tag_)
-      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = 'x';
-    db_ = "sqlock_t_ss" + tag_;
-    user_ = "sqlock_t_u" + tag_;
-    admin_ = raw_backend(dba_);
-    query(*admin_, "CREATE DATABASE " + db_ + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin");
-    dba_ = with_db(o.user, o.password, db_);
-  }
-  ~own_database() {
-    try {
-      query(*admin_, "DROP USER IF EXISTS '" + user_ + "'@'127.0.0.1'");
-      query(*admin_, "DROP DATABASE IF EXISTS " + db_);
-    } catch (...) {
-    }
-  }
-  own_database(const own_database&) = delete;
-  own_database& operator=(const own_database&) = delete;
-
-  /// The URL of the sqlock_dba account on this database.
-  const std::string& dba() const { return dba_; }
-  /// Creates the test's user with EXECUTE on this database and `limits` (e.g. "WITH
-  /// MAX_STATEMENT_TIME 0.3"); its URL.
-  std::string make_user(const std::string& limits) {
-    query(*admin_,
-          "CREATE USER '" + user_ + "'@'127.0.0.1' IDENTIFIED BY '" + tag_ + "' " + limits);
-    // '_' is a wildcard in GRANT's database name: escaped, it names this database only.
-    std::string escaped;
-    for (char ch : db_) escaped += ch == '_' ? std::string("\\_") : std::string(1, ch);
-    query(*admin_, "GRANT EXECUTE ON `" + escaped + "`.* TO '" + user_ + "'@'127.0.0.1'");
-    return with_db(user_, tag_, db_);
-  }
-
- private:
-  std::string with_db(const std::string& user, const std::string& pw, const std::string& db) {
-    return "mysql://" + user + ":" + pw + "@" + server_ + "/" + db;
-  }
-  std::string server_, dba_, tag_, db_, user_;
-  std::shared_ptr<sql::engine_backend> admin_;
-};
 
 TEST(mysql_session_settings, a_user_statement_time_limit_ends_no_hold_and_no_wait) {
   std::string dba_url;

@@ -5,23 +5,21 @@
 // its own deadline, so the server's limits are turned off for its sessions.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include "link.hpp"
 
 namespace sqlock::postgres {
 
-/// The settings apply_session_settings() turns off (those the server knows: the list holds
-/// names of newer versions too).
-inline constexpr const char* session_timeouts[] = {
-    "idle_session_timeout",                 // PostgreSQL 14+: ends an idle session
-    "idle_in_transaction_session_timeout",  // ends a session idle inside a transaction
-    "transaction_timeout",                  // PostgreSQL 17+: ends a long transaction's session
-    "statement_timeout",                    // cancels a wait in the server
-    "lock_timeout",                         // cancels a statement waiting for a row lock
-};
+/// The statement that sets each timeout the server (`server_version`, PQserverVersion) has to
+/// 0: idle_session_timeout (14+), idle_in_transaction_session_timeout, transaction_timeout
+/// (17+), statement_timeout, lock_timeout; a setting the connection's startup `options` name
+/// ("-c statement_timeout=5s", "--lock-timeout=1s": the user's own choice) is left out.
+std::string session_settings_statement(int server_version, std::string_view startup_options);
 
-/// Sets each of session_timeouts to 0 for the session of `l`, in one statement, by `deadline`;
-/// a setting the connection string chose itself (libpq `options=-c name=value` or PGOPTIONS:
-/// source "client") is kept. Throws as link's calls do.
+/// Sends session_settings_statement() for the session of `l`, in one round trip, by
+/// `deadline`. Throws as link's calls do.
 void apply_session_settings(link& l, steady_time deadline);
 
 }  // namespace sqlock::postgres

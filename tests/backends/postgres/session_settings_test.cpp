@@ -168,6 +168,12 @@ TEST_F(postgres, library_sessions_turn_role_timeouts_off_and_keep_the_connection
   auto own = sqlock::connect(pg::with(url, "mode=pessimistic&options=-c%20statement_timeout%3D7s"));
   EXPECT_EQ(show(own, "statement_timeout"), "7s");
   EXPECT_EQ(show(own, "lock_timeout"), "0");
+  // The long form with dashes, beside another setting.
+  auto other = sqlock::connect(pg::with(
+      url, "mode=pessimistic&options=-c%20search_path%3Dpublic%20--idle-session-timeout%3D9s"));
+  EXPECT_EQ(show(other, "idle_session_timeout"), "9s");
+  EXPECT_EQ(show(other, "lock_timeout"), "0");
+  EXPECT_EQ(show(other, "statement_timeout"), "0");
 }
 
 }  // namespace

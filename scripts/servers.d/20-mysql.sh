@@ -4,6 +4,8 @@
 #   sqlock_admin  owns the schema `sqlock` (runs `sqlock migrate`)          SQLOCK_TEST_MYSQL_URL
 #   sqlock_exec   EXECUTE on `sqlock` only (calls the DEFINER procedures)    SQLOCK_TEST_MYSQL_EXEC_URL
 #   sqlock_killer PROCESS + CONNECTION ADMIN, no sqlock access (KILL in tests) SQLOCK_TEST_MYSQL_ADMIN_URL
+#   sqlock_dba    CREATE USER, and everything on databases named sqlock_t_* (tests that need a
+#                 database or a user of their own create and drop them)     SQLOCK_TEST_MYSQL_DBA_URL
 # The bare server (no sqlock schema) is in `sqlock_empty` for the missing-schema test.
 
 mysql_dir() { echo "$SQLOCK_RUN_DIR/mysql"; }
@@ -96,10 +98,15 @@ GRANT EXECUTE ON sqlock.* TO 'sqlock_exec'@'localhost';
 CREATE USER IF NOT EXISTS 'sqlock_killer'@'127.0.0.1' IDENTIFIED BY 'killer-pw';
 GRANT PROCESS, CONNECTION ADMIN ON *.* TO 'sqlock_killer'@'127.0.0.1';
 GRANT SELECT ON sqlock_empty.* TO 'sqlock_killer'@'127.0.0.1';
+CREATE USER IF NOT EXISTS 'sqlock_dba'@'127.0.0.1' IDENTIFIED BY 'dba-pw';
+GRANT CREATE USER ON *.* TO 'sqlock_dba'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON \`sqlock\\_t\\_%\`.* TO 'sqlock_dba'@'127.0.0.1' WITH GRANT OPTION;
+GRANT SELECT ON sqlock_empty.* TO 'sqlock_dba'@'127.0.0.1';
 SQL
   emit SQLOCK_TEST_MYSQL_URL "mysql://sqlock_admin:admin-pw@127.0.0.1:$port/sqlock"
   emit SQLOCK_TEST_MYSQL_EXEC_URL "mysql://sqlock_exec:exec-pw@127.0.0.1:$port/sqlock"
   emit SQLOCK_TEST_MYSQL_ADMIN_URL "mysql://sqlock_killer:killer-pw@127.0.0.1:$port/sqlock_empty"
   emit SQLOCK_TEST_MYSQL_EMPTY_URL "mysql://sqlock_admin:admin-pw@127.0.0.1:$port/sqlock_empty"
+  emit SQLOCK_TEST_MYSQL_DBA_URL "mysql://sqlock_dba:dba-pw@127.0.0.1:$port/sqlock_empty"
   emit SQLOCK_TEST_MYSQL_SOCKET "$sock"
 }

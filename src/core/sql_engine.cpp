@@ -185,20 +185,29 @@ void refuse_gaps(connection& c, const bundle& b, const dialect& d, int current) 
 }  // namespace
 
 int migrate(connection& c, const bundle& b, const dialect& d) {
-  int current = schema_version(c, d);
-  if (current > 0) refuse_gaps(c, b, d, current);
-  bool changed = false;
-  for (const auto& m : b.migrations) {
-    if (migration_version(m.name) <= current) continue;
-    c.execute_script(rendered(d, m.text));
-    changed = true;
+  c.begin_migration();
+  int version = 0;
+  try {
+    int current = schema_version(c, d);
+    if (current > 0) refuse_gaps(c, b, d, current);
+    bool changed = false;
+    for (const auto& m : b.migrations) {
+      if (migration_version(m.name) <= current) continue;
+      c.execute_script(rendered(d, m.text));
+      changed = true;
+    }
+    for (const auto& r : d.install_routines) {
+      c.execute_script(rendered(d, b.routine(r)));
+      changed = true;
+    }
+    // Up to date already (an embedded SQLite file opened again): no need to read it twice.
+    version = changed ? schema_version(c, d) : current;
+  } catch (...) {
+    c.end_migration(false);
+    throw;
   }
-  for (const auto& r : d.install_routines) {
-    c.execute_script(rendered(d, b.routine(r)));
-    changed = true;
-  }
-  // Up to date already (an embedded SQLite file opened again): no need to read it twice.
-  return changed ? schema_version(c, d) : current;
+  c.end_migration(true);
+  return version;
 }
 
 std::string migration_script(const bundle& b, const dialect& d) {

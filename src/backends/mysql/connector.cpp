@@ -3,6 +3,7 @@
 // `sqlock::sql::`. Every connector exception is mapped here, in rethrow(), and nowhere else.
 #include <cppconn/driver.h>
 #include <cppconn/exception.h>
+#include <cppconn/metadata.h>
 #include <cppconn/prepared_statement.h>
 #include <cppconn/resultset.h>
 #include <cppconn/resultset_metadata.h>
@@ -19,6 +20,7 @@
 #include "connector.hpp"
 #include "socket_deadline.hpp"
 #include "sqlock/mysql/dialect.hpp"
+#include "sqlock/mysql/session_settings.hpp"
 
 namespace sqlock::mysql::detail {
 namespace {
@@ -112,6 +114,10 @@ sql::rows read_all(::sql::ResultSet& rs) {
   return out;
 }
 
+// How long a migration waits for another one of the same database (a migration may rebuild
+// tables).
+constexpr milliseconds migration_wait{5 * 60 * 1000};
+
 int seconds_ceil(milliseconds ms) {
   return static_cast<int>(std::max<std::int64_t>(1, (ms.count() + 999) / 1000));
 }
@@ -199,6 +205,35 @@ class connector_connection final : public connection {
         auto first_line = stmt.substr(0, stmt.find('\n'));
         rethrow("MySQL script statement failed [" + first_line.substr(0, 120) + "]");
       }
+    }
+  }
+
+  void begin_migration() override {
+    const auto until = std::chrono::steady_clock::now() + migration_wait;
+    // Each GET_LOCK waits at most half the I/O timeout, so that its answer fits in the read
+    // timeout; repeated until the other migration ends or `until`.
+    const auto chunk = std::max(opts_.timeout / 2 - milliseconds(100), milliseconds(100));
+    const std::string get = std::string("SELECT GET_LOCK(") + migration_lock_name + ", " +
+                            std::to_string(chunk.count()) + " / 1000.0)";
+    for (;;) {
+      auto r = query(get, steady_time::max());
+      if (!r.empty() && !r[0].empty() && r[0][0] == "1") return;
+      if (!r.empty() && !r[0].empty() && !r[0][0])
+        throw backend_error("MySQL migration lock: GET_LOCK answered NULL");
+      if (std::chrono::steady_clock::now() + chunk > until)
+        throw connection_error(
+            "MySQL migration lock: another migration of this database still "
+            "runs after " +
+            std::to_string(migration_wait.count() / 1000) + " s");
+    }
+  }
+
+  void end_migration(bool) noexcept override {
+    if (!conn_) return;  // closed: the session's lock went with it
+    try {
+      query(std::string("DO RELEASE_LOCK(") + migration_lock_name + ")", steady_time::max());
+    } catch (...) {
+      close();  // not released: ending the session frees it
     }
   }
 
@@ -403,6 +438,13 @@ native connect_native(const options& o, milliseconds limit) {
     const int fd = new_socket(before, o.port > 0 ? o.port : 3306, o.socket);
     g.unlock();
     c->setAutoCommit(true);
+    // The handshake told the server's version: no round trip to tell MariaDB from MySQL.
+    {
+      const auto server =
+          parse_server_version(c->getMetaData()->getDatabaseProductVersion().asStdString());
+      std::unique_ptr<::sql::Statement> st(c->createStatement());
+      st->execute(session_settings_statement(server, o.timeout));
+    }
     return native{std::move(c), fd};
   } catch (...) {
     rethrow("cannot connect to MySQL at " + where + " as '" + o.user + "' (database '" +

@@ -3,6 +3,7 @@
 #include "connection.hpp"
 
 #include "errors.hpp"
+#include "session_settings.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {
@@ -25,7 +26,12 @@ void pg_connection::connect(steady_time deadline) {
 }
 
 link& pg_connection::ready(steady_time deadline) {
-  if (!link_) link_ = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+  if (!link_) {
+    // A session whose settings failed is dropped: every open link has them.
+    auto l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+    apply_session_settings(*l, deadline);
+    link_ = std::move(l);
+  }
   return *link_;
 }
 
@@ -91,23 +97,29 @@ sql::rows pg_connection::run(const sql::operation& op, const sql::params& p, ste
 void pg_connection::execute_script(std::string_view script) {
   const std::string what = "PostgreSQL migration script failed";
   auto deadline = std::chrono::steady_clock::now() + std::max(script_timeout, io_timeout_);
-  auto& l = ready(deadline);
-  const std::string lock = std::string("SELECT pg_advisory_lock(") + migrate_lock_key + ")";
-  const std::string unlock = std::string("SELECT pg_advisory_unlock(") + migrate_lock_key + ")";
-  l.run_simple(lock, deadline, what);
+  ready(deadline).run_simple(std::string(script), deadline, what);
+}
+
+void pg_connection::begin_migration() {
+  // Waits in the server as long as another migration of this database runs (its session
+  // settings leave lock_timeout and statement_timeout off); the session lock goes with a
+  // connection closed by the deadline.
+  auto deadline = std::chrono::steady_clock::now() + std::max(script_timeout, io_timeout_);
+  ready(deadline).run_simple(
+      std::string("SELECT pg_catalog.pg_advisory_lock(") + migrate_lock_key + ")", deadline,
+      "PostgreSQL migration lock failed");
+}
+
+void pg_connection::end_migration(bool) noexcept {
+  if (!link_ || link_->closed()) return;  // the session, and its lock, are gone
   try {
-    l.run_simple(std::string(script), deadline, what);
+    auto deadline = exchange_bound(steady_time::max(), io_timeout_);
+    link_->run_simple(std::string("SELECT pg_catalog.pg_advisory_unlock(") + migrate_lock_key + ")",
+                      deadline, "PostgreSQL migration unlock failed");
   } catch (...) {
-    if (!l.closed()) {
-      try {
-        l.run_simple(unlock, deadline, what);
-      } catch (const error&) {
-        // The connection broke: the session lock went with it.
-      }
-    }
-    throw;
+    // Not released: end the session, which frees the lock.
+    link_->close();
   }
-  l.run_simple(unlock, deadline, what);
 }
 
 sql::rows pg_connection::query(std::string_view text, steady_time deadline) {

@@ -29,8 +29,12 @@ class pg_connection final : public session_connection {
 
   sql::rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override;
   /// One file per call, sent as one simple query (PostgreSQL runs it as one implicit
-  /// transaction); concurrent migrations of one database wait for each other.
+  /// transaction).
   void execute_script(std::string_view script) override;
+  /// Concurrent migrations of one database wait for each other: a session-level advisory
+  /// lock of a fixed key, held by this connection from begin to end.
+  void begin_migration() override;
+  void end_migration(bool) noexcept override;
   sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
   int server_pid() const override { return link_ ? link_->server_pid() : 0; }

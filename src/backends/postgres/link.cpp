@@ -80,6 +80,16 @@ int link::server_pid() const {
   return c_ ? PQbackendPID(c_) : 0;
 }
 
+std::string link::startup_options() const {
+  std::string out;
+  if (!c_) return out;
+  PQconninfoOption* opts = PQconninfo(c_);
+  for (auto* o = opts; o && o->keyword; ++o)
+    if (std::strcmp(o->keyword, "options") == 0 && o->val) out = o->val;
+  PQconninfoFree(opts);
+  return out;
+}
+
 void link::close() {
   if (c_) PQfinish(c_);
   c_ = nullptr;

@@ -32,6 +32,12 @@ class link {
   int socket() const;
   /// The server process serving this connection (0 when closed).
   int server_pid() const;
+  /// The server's version number (PQserverVersion: 150004 for 15.4; 0 when closed), known
+  /// from the connection's start without a round trip.
+  int server_version() const { return c_ ? PQserverVersion(c_) : 0; }
+  /// The `options` the connection started with (the conninfo's or PGOPTIONS: "-c name=value
+  /// ..."), "" when none.
+  std::string startup_options() const;
   /// True once the connection is closed (timed out, broken): it must not be used again.
   bool closed() const { return c_ == nullptr; }
   /// Closes the connection now.

@@ -108,6 +108,28 @@ class sqlite_connection final : public sql::connection {
     }
   }
 
+  // Concurrent migrations of one file: each runs in one write transaction (BEGIN IMMEDIATE
+  // waits for another writer up to the busy timeout, then "busy", which migrate() retries), so
+  // a later one reads the version the earlier one committed.
+  void begin_migration() override {
+    sqlite3_busy_timeout(db_,
+                         static_cast<int>(std::min<std::int64_t>(busy_timeout_.count(), 1 << 30)));
+    exec_simple("BEGIN IMMEDIATE");
+  }
+
+  void end_migration(bool completed) override {
+    if (!completed) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      return;
+    }
+    try {
+      exec_simple("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
   rows query(std::string_view text, steady_time) override {
     sqlite3_stmt* s = nullptr;
     int rc = sqlite3_prepare_v2(db_, text.data(), static_cast<int>(text.size()), &s, nullptr);

@@ -109,6 +109,14 @@ class connection {
   virtual rows run(const operation& op, const params& p, steady_time deadline) = 0;
   /// Runs a script of several statements (a migration or routine file) as the DBA would.
   virtual void execute_script(std::string_view script) = 0;
+  /// migrate() calls these around all it does (the version check, the scripts): a store that
+  /// several processes may migrate at once serializes them here (a named lock of the database,
+  /// a write transaction), so that each later one finds the version the earlier one left.
+  /// end_migration() is called on every path: `completed` false after a failure (it must not
+  /// throw then); true after success, when it may throw if the work did not take effect (a
+  /// transaction that did not commit). Default: nothing.
+  virtual void begin_migration() {}
+  virtual void end_migration(bool completed) { (void)completed; }
   /// Plain query without parameters (schema checks); rows as text. Returns by `deadline` or
   /// the driver's I/O timeout, whichever comes first (else connection_error).
   virtual rows query(std::string_view sql, steady_time deadline) = 0;
@@ -180,7 +188,7 @@ struct dialect {
 using connector = std::function<std::unique_ptr<connection>()>;
 
 /// Applies the migrations newer than the database's version and then the dialect's routine
-/// files. Returns the version afterwards.
+/// files, between c.begin_migration() and c.end_migration(). Returns the version afterwards.
 int migrate(connection& c, const bundle& b, const dialect& d);
 /// The whole install script (migrations + routines) as `sqlock migrate --print` shows it.
 std::string migration_script(const bundle& b, const dialect& d);

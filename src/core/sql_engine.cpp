@@ -349,6 +349,12 @@ constexpr milliseconds server_full_wait{30000};
 // closed, and count as an unknown outcome.
 constexpr milliseconds exchange_reserve{50};
 
+// A call that met a server with too many clients and then ran out of time on a later try (a
+// connect the deadline cut short): what it throws says both.
+[[noreturn]] void still_full(const std::string& full, const connection_error& last) {
+  throw server_full(full + "; the last try: " + last.what());
+}
+
 steady_time pool_deadline(steady_time deadline) {
   if (deadline == steady_time::max()) return deadline;
   const auto left = deadline - std::chrono::steady_clock::now();
@@ -365,6 +371,7 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
   // a retry after a lost reply cannot produce a false "busy" or a double acquisition.
   bool reconnected = false;
   unsigned full = 0;
+  std::string full_message;  // the last server_full, if any
   for (unsigned attempt = 0;; ++attempt) {
     try {
       rows r;
@@ -378,12 +385,16 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
       std::this_thread::sleep_for(pause);
     } catch (const pool_busy&) {
       throw;
-    } catch (const server_full&) {
+    } catch (const server_full& e) {
+      full_message = e.what();
       auto now = std::chrono::steady_clock::now();
       auto pause = backoff_delay(full++, full_initial, full_cap);
       if (now + pause >= deadline || !sleep_until(now + pause, stop)) throw;
-    } catch (const connection_error&) {
-      if (reconnected || std::chrono::steady_clock::now() >= deadline) throw;
+    } catch (const connection_error& e) {
+      if (reconnected || std::chrono::steady_clock::now() >= deadline) {
+        if (!full_message.empty()) still_full(full_message, e);
+        throw;
+      }
       reconnected = true;
     }
   }
@@ -523,6 +534,7 @@ void engine_backend::check_schema(steady_time deadline) {
       left < milliseconds(10000) ? std::chrono::ceil<milliseconds>(left) : milliseconds(10000);
   // A server with too many clients is asked again until the deadline (30 s without one).
   const auto until = deadline == steady_time::max() ? now + server_full_wait : deadline;
+  std::string full_message;  // the last server_full, if any
   for (unsigned full = 0;; ++full) {
     try {
       retry_transient(
@@ -532,11 +544,15 @@ void engine_backend::check_schema(steady_time deadline) {
           },
           std::max(budget, milliseconds(0)));
       break;
-    } catch (const server_full&) {
+    } catch (const server_full& e) {
+      full_message = e.what();
       auto t = std::chrono::steady_clock::now();
       auto pause = backoff_delay(full, full_initial, full_cap);
       if (t + pause >= until) throw;
       std::this_thread::sleep_for(pause);
+    } catch (const connection_error& e) {
+      if (full_message.empty()) throw;
+      still_full(full_message, e);  // a later connect the deadline cut short
     }
   }
   int need = latest_version(bundle_);

@@ -36,8 +36,7 @@ bool too_many_clients(const std::string& msg) {
 [[noreturn]] void throw_server_full(const std::string& msg) {
   throw sql::server_full(msg +
                          " — the server had too many clients (max_connections, or a role's or "
-                         "database's CONNECTION LIMIT), and still did when the call's time ran "
-                         "out [SQLSTATE 53300]");
+                         "database's CONNECTION LIMIT) [SQLSTATE 53300]");
 }
 
 // libpqxx 6.4 leaves sqlstate() empty on some of its subclasses: recover it from the type.

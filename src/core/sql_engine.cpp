@@ -279,19 +279,33 @@ std::unique_ptr<connection> engine_backend::checkout(steady_time deadline,
                                                      const std::stop_token& stop) {
   {
     std::unique_lock lk(pool_mutex_);
-    auto ready = [&] { return !idle_.empty() || !bounded_ || pool_open_ < pool_size_; };
-    const bool got = deadline == steady_time::max()
-                         ? pool_cv_.wait(lk, stop, ready)
-                         : pool_cv_.wait_until(lk, stop, deadline, ready);
-    if (!got)
-      throw pool_busy("every one of the " + std::to_string(pool_size_) +
-                      " pooled connections stayed busy until the call's deadline");
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
-      return c;
+    // Nobody waiting: an idle connection, or a new one while the pool has room. Otherwise wait
+    // in line behind the callers already waiting, so that none of them is passed over.
+    bool open = false;
+    if (pool_waiters_.empty()) {
+      if (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+      open = !bounded_ || pool_open_ < pool_size_;
+      if (open) ++pool_open_;  // a place for the connection opened below
     }
-    ++pool_open_;  // a place for the connection opened below
+    if (!open) {
+      pool_waiter w;
+      pool_waiters_.push_back(&w);
+      auto served = [&] { return w.given || w.may_open; };
+      if (deadline == steady_time::max())
+        w.cv.wait(lk, stop, served);
+      else
+        w.cv.wait_until(lk, stop, deadline, served);
+      if (w.given) return std::move(w.given);
+      if (!w.may_open) {  // still in line: leave it
+        pool_waiters_.erase(std::find(pool_waiters_.begin(), pool_waiters_.end(), &w));
+        throw pool_busy("every one of the " + std::to_string(pool_size_) +
+                        " pooled connections stayed busy until the call's deadline");
+      }
+    }
   }
   try {
     return open_();
@@ -302,25 +316,33 @@ std::unique_ptr<connection> engine_backend::checkout(steady_time deadline,
 }
 
 void engine_backend::checkin(std::unique_ptr<connection> c) {
-  {
-    std::lock_guard g(pool_mutex_);
-    if (bounded_ || idle_.size() < pool_size_) {
-      idle_.push_back(std::move(c));
-    } else {
-      --pool_open_;
-    }
+  std::unique_lock lk(pool_mutex_);
+  if (!pool_waiters_.empty()) {  // straight to the caller waiting longest
+    auto* w = pool_waiters_.front();
+    pool_waiters_.pop_front();
+    w->given = std::move(c);
+    w->cv.notify_one();
+    return;
   }
-  pool_cv_.notify_one();
-  // An unbounded pool's connection beyond the idle ones kept is closed here, unlocked.
+  if (bounded_ || idle_.size() < pool_size_) {
+    idle_.push_back(std::move(c));
+    return;
+  }
+  --pool_open_;  // an unbounded pool's connection beyond the idle ones kept
+  lk.unlock();   // closed unlocked, on return
 }
 
 void engine_backend::discard(std::unique_ptr<connection> c) {
   c.reset();  // closed before its place is given to another caller
-  {
-    std::lock_guard g(pool_mutex_);
-    --pool_open_;
+  std::lock_guard g(pool_mutex_);
+  if (!pool_waiters_.empty()) {  // the place goes to the caller waiting longest
+    auto* w = pool_waiters_.front();
+    pool_waiters_.pop_front();
+    w->may_open = true;
+    w->cv.notify_one();
+    return;
   }
-  pool_cv_.notify_one();
+  --pool_open_;
 }
 
 void engine_backend::with_connection(const std::function<void(connection&)>& fn,

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -305,7 +306,7 @@ class engine_backend : public backend {
   /// subclass with notifications overrides instead of open_wait().
   virtual std::unique_ptr<wait_state> release_watch(const lock_request& req);
   /// Hands out an idle connection or opens one; a bounded pool at its size waits for one to
-  /// come back until `deadline` or `stop` (pool_busy).
+  /// come back until `deadline` or `stop` (pool_busy), callers served in arrival order.
   std::unique_ptr<connection> checkout(steady_time deadline, const std::stop_token& stop);
   /// Returns a healthy connection to the pool.
   void checkin(std::unique_ptr<connection> c);
@@ -320,9 +321,16 @@ class engine_backend : public backend {
   bool bounded_;
   std::shared_ptr<connection_counter> counter_;
   std::mutex pool_mutex_;
-  std::condition_variable_any pool_cv_;  // a connection came back (or a place became free)
-  std::size_t pool_open_ = 0;            // connections of the pool: idle, in use, opening
+  // A caller waiting for a bounded pool's connection, served in arrival order: checkin() hands
+  // it the connection, discard() the place of one it may open.
+  struct pool_waiter {
+    std::condition_variable_any cv;
+    std::unique_ptr<connection> given;
+    bool may_open = false;
+  };
+  std::size_t pool_open_ = 0;  // connections of the pool: idle, in use, opening
   std::vector<std::unique_ptr<connection>> idle_;
+  std::deque<pool_waiter*> pool_waiters_;  // guarded by pool_mutex_
   bool auto_migrate_ = false;
   milliseconds io_timeout_{5000};
 };

@@ -135,6 +135,13 @@ struct capabilities {
                                ///< their session
 };
 
+/// The connections one backend object made to its store (backend::connections()).
+struct connection_stats {
+  std::uint64_t opened = 0;  ///< connections made since the backend was created
+  std::size_t open = 0;      ///< connections open now
+  std::size_t peak = 0;      ///< most connections open at once
+};
+
 /// Waiting policy the core hands to acquire(): capped exponential backoff with full jitter.
 struct wait_policy {
   milliseconds initial{2};            ///< first delay between attempts
@@ -256,6 +263,9 @@ class SQLOCK_API backend {
 
   /// Mode the backend runs in ("pessimistic", "optimistic", "advisory", "" when not applicable).
   virtual std::string mode() const { return {}; }
+  /// The connections this backend object made to its store, for backends that count them
+  /// (the SQL server backends); nullopt otherwise.
+  virtual std::optional<connection_stats> connections() const { return std::nullopt; }
 
   /// Registers a listener for holds that die outside any call; returns its id. Thread-safe.
   std::uint64_t add_loss_listener(loss_listener l);

@@ -37,9 +37,11 @@ int bench_command(const bench_args& a) {
   const std::string tag = "sqlock-bench:" + random_token().substr(0, 8) + ":";
 
   // One client per thread, as separate processes would have: contention then goes through the
-  // backend instead of the in-process queue.
+  // backend instead of the in-process queue. --one-client: the threads of one application
+  // sharing its client, its connection budget and its in-process queue.
   std::vector<client> clients;
-  for (int t = 0; t < a.threads; ++t) clients.push_back(connect(url));
+  for (int t = 0; t < (a.one_client ? 1 : a.threads); ++t) clients.push_back(connect(url));
+  auto client_of = [&](std::size_t t) -> client& { return clients[a.one_client ? 0 : t]; };
   const auto& b = clients.front().get_backend();
 
   // Handoff: the release start time per shared lock, read by the next holder.
@@ -64,11 +66,11 @@ int bench_command(const bench_args& a) {
           std::string name = a.contended ? tag + std::to_string(k)
                                          : tag + std::to_string(t) + ":" + std::to_string(k);
           if (a.shared)
-            shared.push_back(clients[ti].make_shared_mutex(name, {.lease = lease}));
+            shared.push_back(client_of(ti).make_shared_mutex(name, {.lease = lease}));
           else if (a.permits > 0)
-            sems.push_back(clients[ti].make_semaphore(name, a.permits, {.lease = lease}));
+            sems.push_back(client_of(ti).make_semaphore(name, a.permits, {.lease = lease}));
           else
-            locks.push_back(clients[ti].make_lock(name, {.lease = lease}));
+            locks.push_back(client_of(ti).make_lock(name, {.lease = lease}));
         }
         auto take = [&](std::size_t k) {
           if (a.shared)
@@ -128,6 +130,16 @@ int bench_command(const bench_args& a) {
   for (const auto& e : errors)
     if (!e.empty()) throw connection_error("bench thread failed: " + e);
 
+  // Connections the clients made (backends that count them): made in all, and the most open at
+  // once, each client's peak summed (an upper bound of the process's).
+  std::optional<connection_stats> conns;
+  for (const auto& c : clients)
+    if (auto s = c.get_backend().connections()) {
+      if (!conns) conns.emplace();
+      conns->opened += s->opened;
+      conns->peak += s->peak;
+    }
+
   std::vector<double> all, handoff;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   for (auto& v : hand) handoff.insert(handoff.end(), v.begin(), v.end());
@@ -138,6 +150,7 @@ int bench_command(const bench_args& a) {
                    {"threads", a.threads},
                    {"locks", a.locks},
                    {"contended", a.contended},
+                   {"one_client", a.one_client},
                    {"kind", a.shared        ? "shared"
                             : a.permits > 0 ? "permit"
                                             : "exclusive"},
@@ -147,6 +160,7 @@ int bench_command(const bench_args& a) {
                    {"pairs", pairs},
                    {"pairs_per_sec", static_cast<double>(pairs) / secs},
                    {"latency_us", {{"p50", percentile(all, 0.5)}, {"p99", percentile(all, 0.99)}}}};
+  if (conns) j["connections"] = {{"opened", conns->opened}, {"peak", conns->peak}};
   if (a.contended)
     j["handoff_us"] = {{"p50", percentile(handoff, 0.5)},
                        {"p99", percentile(handoff, 0.99)},
@@ -155,12 +169,15 @@ int bench_command(const bench_args& a) {
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "backend " << b.describe() << ", " << a.threads << " thread(s), " << a.locks
-              << " lock(s)" << (a.contended ? ", contended" : "") << (a.shared ? ", shared" : "")
+              << " lock(s)" << (a.one_client ? ", one client" : "")
+              << (a.contended ? ", contended" : "") << (a.shared ? ", shared" : "")
               << (a.permits > 0 ? ", " + std::to_string(a.permits) + " permits" : "") << "\n"
               << "pairs/s " << std::fixed << std::setprecision(0)
               << j["pairs_per_sec"].get<double>() << "  latency p50 " << std::setprecision(1)
               << j["latency_us"]["p50"].get<double>() << "us  p99 "
               << j["latency_us"]["p99"].get<double>() << "us\n";
+    if (conns)
+      std::cout << "connections opened " << conns->opened << "  peak " << conns->peak << "\n";
     if (a.contended)
       std::cout << "handoff p50 " << j["handoff_us"]["p50"].get<double>() << "us  p99 "
                 << j["handoff_us"]["p99"].get<double>() << "us (" << handoff.size()

@@ -56,8 +56,9 @@ struct bench_args {
   std::string url, mode, duration = "5s", lease = "30s";
   int threads = 1, locks = 1;
   bool contended = false, json = false;
-  bool shared = false;   ///< --shared: shared holds instead of exclusive ones
-  unsigned permits = 0;  ///< --permits N: permits of N-permit semaphores; 0 = exclusive
+  bool one_client = false;  ///< --one-client: every thread on one client (its connection budget)
+  bool shared = false;      ///< --shared: shared holds instead of exclusive ones
+  unsigned permits = 0;     ///< --permits N: permits of N-permit semaphores; 0 = exclusive
 };
 int bench_command(const bench_args& a);
 

@@ -266,6 +266,8 @@ int main(int argc, char** argv) {
     bench->add_option("--duration", ba.duration, "how long to run")->capture_default_str();
     bench->add_option("--lease", ba.lease, "lease of each hold")->capture_default_str();
     bench->add_flag("--contended", ba.contended, "all threads share the same lock names");
+    bench->add_flag("--one-client", ba.one_client,
+                    "all threads share one client (and its connection budget)");
     bench->add_flag("--json", ba.json, "one JSON object on stdout");
     auto* bench_shared = bench->add_flag("--shared", ba.shared, "shared holds (readers)");
     bench->add_option("--permits", ba.permits, "permits of N-permit semaphores")

@@ -225,6 +225,23 @@ std::string migration_script(const bundle& b, const dialect& d) {
   return out;
 }
 
+void connection_counter::opened() noexcept {
+  opened_.fetch_add(1, std::memory_order_relaxed);
+  auto now = open_.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void connection_counter::closed() noexcept {
+  open_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+connection_stats connection_counter::get() const noexcept {
+  return {opened_.load(std::memory_order_relaxed), open_.load(std::memory_order_relaxed),
+          peak_.load(std::memory_order_relaxed)};
+}
+
 void retry_transient(const std::function<void()>& fn, milliseconds budget) {
   auto until = std::chrono::steady_clock::now() + budget;
   for (unsigned attempt = 0;; ++attempt) {
@@ -252,36 +269,99 @@ bool says_true(const rows& r) {
 // ---- engine_backend ----
 
 engine_backend::engine_backend(bundle b, dialect d, connector open, std::string url_text,
-                               std::size_t pool_size)
+                               std::size_t pool_size, bool bounded,
+                               std::shared_ptr<connection_counter> counter)
     : bundle_(std::move(b)),
       dialect_(std::move(d)),
       open_(std::move(open)),
       url_text_(std::move(url_text)),
-      pool_size_(std::max<std::size_t>(1, pool_size)) {}
+      pool_size_(std::max<std::size_t>(1, pool_size)),
+      bounded_(bounded),
+      counter_(std::move(counter)) {}
 
-std::unique_ptr<connection> engine_backend::checkout() {
+std::optional<connection_stats> engine_backend::connections() const {
+  if (!counter_) return std::nullopt;
+  return counter_->get();
+}
+
+std::unique_ptr<connection> engine_backend::checkout(steady_time deadline,
+                                                     const std::stop_token& stop) {
   {
-    std::lock_guard g(pool_mutex_);
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
-      return c;
+    std::unique_lock lk(pool_mutex_);
+    // Nobody waiting: an idle connection, or a new one while the pool has room. Otherwise wait
+    // in line behind the callers already waiting, so that none of them is passed over.
+    bool open = false;
+    if (pool_waiters_.empty()) {
+      if (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+      open = !bounded_ || pool_open_ < pool_size_;
+      if (open) ++pool_open_;  // a place for the connection opened below
+    }
+    if (!open) {
+      pool_waiter w;
+      pool_waiters_.push_back(&w);
+      auto served = [&] { return w.given || w.may_open; };
+      if (deadline == steady_time::max())
+        w.cv.wait(lk, stop, served);
+      else
+        w.cv.wait_until(lk, stop, deadline, served);
+      if (w.given) return std::move(w.given);
+      if (!w.may_open) {  // still in line: leave it
+        pool_waiters_.erase(std::find(pool_waiters_.begin(), pool_waiters_.end(), &w));
+        throw pool_busy("every one of the " + std::to_string(pool_size_) +
+                        " pooled connections stayed busy until the call's deadline");
+      }
     }
   }
-  return open_();
+  try {
+    return open_();
+  } catch (...) {
+    discard(nullptr);
+    throw;
+  }
 }
 
 void engine_backend::checkin(std::unique_ptr<connection> c) {
-  std::lock_guard g(pool_mutex_);
-  if (idle_.size() < pool_size_) idle_.push_back(std::move(c));
+  std::unique_lock lk(pool_mutex_);
+  if (!pool_waiters_.empty()) {  // straight to the caller waiting longest
+    auto* w = pool_waiters_.front();
+    pool_waiters_.pop_front();
+    w->given = std::move(c);
+    w->cv.notify_one();
+    return;
+  }
+  if (bounded_ || idle_.size() < pool_size_) {
+    idle_.push_back(std::move(c));
+    return;
+  }
+  --pool_open_;  // an unbounded pool's connection beyond the idle ones kept
+  lk.unlock();   // closed unlocked, on return
 }
 
-void engine_backend::with_connection(const std::function<void(connection&)>& fn) {
-  auto c = checkout();
+void engine_backend::discard(std::unique_ptr<connection> c) {
+  c.reset();  // closed before its place is given to another caller
+  std::lock_guard g(pool_mutex_);
+  if (!pool_waiters_.empty()) {  // the place goes to the caller waiting longest
+    auto* w = pool_waiters_.front();
+    pool_waiters_.pop_front();
+    w->may_open = true;
+    w->cv.notify_one();
+    return;
+  }
+  --pool_open_;
+}
+
+void engine_backend::with_connection(const std::function<void(connection&)>& fn,
+                                     steady_time deadline, const std::stop_token& stop) {
+  auto c = checkout(deadline, stop);
   try {
     fn(*c);
   } catch (const connection_error&) {
-    throw;  // the connection is dropped
+    discard(std::move(c));  // broken or in an unknown state
+    throw;
   } catch (...) {
     checkin(std::move(c));
     throw;
@@ -289,24 +369,63 @@ void engine_backend::with_connection(const std::function<void(connection&)>& fn)
   checkin(std::move(c));
 }
 
-rows engine_backend::run(const operation& op, const params& p, steady_time deadline) {
+namespace {
+// Backoff between connection attempts to a server with too many clients.
+constexpr milliseconds full_initial{10};
+constexpr milliseconds full_cap{1000};
+// How long connect() without a deadline waits for a server with too many clients.
+constexpr milliseconds server_full_wait{30000};
+// The part of a call's time a bounded pool keeps for the exchange itself: a connection that
+// came back at the last moment would otherwise be given a statement that cannot finish, be
+// closed, and count as an unknown outcome.
+constexpr milliseconds exchange_reserve{50};
+
+// A call that met a server with too many clients and then ran out of time on a later try (a
+// connect the deadline cut short): what it throws says both.
+[[noreturn]] void still_full(const std::string& full, const connection_error& last) {
+  throw server_full(full + "; the last try: " + last.what());
+}
+
+steady_time pool_deadline(steady_time deadline) {
+  if (deadline == steady_time::max()) return deadline;
+  const auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= left.zero()) return deadline;
+  return deadline - std::min<std::chrono::steady_clock::duration>(exchange_reserve, left / 5);
+}
+}  // namespace
+
+rows engine_backend::run(const operation& op, const params& p, steady_time deadline,
+                         const std::stop_token& stop) {
   // Transient errors (deadlock, serialization, busy) are retried with jittered backoff while
-  // the deadline allows; a broken pooled connection is replaced once. Every operation is
-  // idempotent for its owner, so a retry after a lost reply cannot produce a false "busy" or a
-  // double acquisition.
+  // the deadline allows; a broken pooled connection is replaced once; a server with too many
+  // clients is asked again until the deadline. Every operation is idempotent for its owner, so
+  // a retry after a lost reply cannot produce a false "busy" or a double acquisition.
   bool reconnected = false;
+  unsigned full = 0;
+  std::string full_message;  // the last server_full, if any
   for (unsigned attempt = 0;; ++attempt) {
     try {
       rows r;
       with_connection(
-          [&](connection& c) { r = c.run(op, p, exchange_bound(deadline, io_timeout_)); });
+          [&](connection& c) { r = c.run(op, p, exchange_bound(deadline, io_timeout_)); },
+          pool_deadline(deadline), stop);
       return r;
     } catch (const transient_error&) {
       auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(50));
       if (std::chrono::steady_clock::now() + pause >= deadline) throw;
       std::this_thread::sleep_for(pause);
-    } catch (const connection_error&) {
-      if (reconnected || std::chrono::steady_clock::now() >= deadline) throw;
+    } catch (const pool_busy&) {
+      throw;
+    } catch (const server_full& e) {
+      full_message = e.what();
+      auto now = std::chrono::steady_clock::now();
+      auto pause = backoff_delay(full++, full_initial, full_cap);
+      if (now + pause >= deadline || !sleep_until(now + pause, stop)) throw;
+    } catch (const connection_error& e) {
+      if (reconnected || std::chrono::steady_clock::now() >= deadline) {
+        if (!full_message.empty()) still_full(full_message, e);
+        throw;
+      }
       reconnected = true;
     }
   }
@@ -440,14 +559,33 @@ std::string engine_backend::describe() const {
 
 void engine_backend::check_schema(steady_time deadline) {
   int have = 0;
-  const auto left = deadline - std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  const auto left = deadline - now;
   const auto budget =
       left < milliseconds(10000) ? std::chrono::ceil<milliseconds>(left) : milliseconds(10000);
-  retry_transient(
-      [&] {
-        with_connection([&](connection& c) { have = schema_version(c, dialect_, deadline); });
-      },
-      std::max(budget, milliseconds(0)));
+  // A server with too many clients is asked again until the deadline (30 s without one).
+  const auto until = deadline == steady_time::max() ? now + server_full_wait : deadline;
+  std::string full_message;  // the last server_full, if any
+  for (unsigned full = 0;; ++full) {
+    try {
+      retry_transient(
+          [&] {
+            with_connection([&](connection& c) { have = schema_version(c, dialect_, deadline); },
+                            until);
+          },
+          std::max(budget, milliseconds(0)));
+      break;
+    } catch (const server_full& e) {
+      full_message = e.what();
+      auto t = std::chrono::steady_clock::now();
+      auto pause = backoff_delay(full, full_initial, full_cap);
+      if (t + pause >= until) throw;
+      std::this_thread::sleep_for(pause);
+    } catch (const connection_error& e) {
+      if (full_message.empty()) throw;
+      still_full(full_message, e);  // a later connect the deadline cut short
+    }
+  }
   int need = latest_version(bundle_);
   if (have < need) {
     std::string shown = describe();

@@ -91,7 +91,12 @@ std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, s
   if (writer) p.mark_ms = writer_mark.count();  // a try_lock() (no wait state) leaves no mark
   const operation& op = exclusive ? dialect_.acquire : dialect_.acquire_shared;
   for (unsigned attempt = 0;; ++attempt) {
-    auto r = run(op, p, deadline);
+    rows r;
+    try {
+      r = run(op, p, deadline, req.stop);
+    } catch (const pool_busy&) {
+      return std::nullopt;  // nothing was asked: at the deadline that is a timeout, not an error
+    }
     if (!r.empty() && !r[0].empty() && r[0][0]) {
       if (writer) writer->marked(false);  // the acquire removed the call's mark
       lease_info l{req.name, req.owner, decode_u64(r[0][0], "fence"), nullptr};

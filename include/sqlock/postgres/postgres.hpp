@@ -14,7 +14,12 @@
 //                    <schema>_execute). Role names are cluster-wide: give each database of a
 //                    cluster its own, or an app role of one database can call another's.
 //   migrate=auto     apply `sqlock migrate` at connect (default: check the version and fail)
-//   pool=N           idle connections kept for lock operations (default 4, at least 1)
+//   max_connections=N  the most connections one backend object opens at once, of every kind:
+//                    the statement pool, advisory sessions and waiters, the listener (default 8,
+//                    or pool + the others when pool is given). Calls wait for a busy pool's
+//                    connection within their own deadline; connections are kept, not churned.
+//   pool=N           the statement pool's share of max_connections (default: what the listener
+//                    and the advisory sessions leave; at least 1)
 //   sessions=N       advisory mode: dedicated sessions the locks are multiplexed over (default 2,
 //                    at least 1)
 //   waiters=N        advisory mode: extra sessions that wait for a busy lock inside the server
@@ -34,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sqlock/backend.hpp"
@@ -47,12 +53,16 @@ struct options {
   std::string schema = "sqlock";     ///< schema holding the sqlock tables and functions
   std::string execute_role{};        ///< role granted EXECUTE at migrate; "" = <schema>_execute
   bool auto_migrate = false;         ///< migrate at verify() instead of failing when outdated
-  std::size_t pool = 4;              ///< idle connections kept for lock operations (>= 1)
-  std::size_t sessions = 2;          ///< advisory mode: dedicated lock sessions (>= 1)
-  bool listen = true;                ///< wake waiters with LISTEN/NOTIFY (false: poll)
-  milliseconds timeout{5000};        ///< I/O timeout: longest one exchange may take (> 0)
-  std::size_t waiters = 2;           ///< advisory mode: sessions that wait inside the server
-  milliseconds record_after{10};     ///< advisory mode: a hold's age when it is recorded
+  /// The most connections this backend opens at once, of every kind; nullopt = 8, or `pool`
+  /// plus the listener and advisory sessions when `pool` is given.
+  std::optional<std::size_t> max_connections{};
+  /// The statement pool's connections (>= 1); nullopt = what the others leave of the budget.
+  std::optional<std::size_t> pool{};
+  std::size_t sessions = 2;       ///< advisory mode: dedicated lock sessions (>= 1)
+  bool listen = true;             ///< wake waiters with LISTEN/NOTIFY (false: poll)
+  milliseconds timeout{5000};     ///< I/O timeout: longest one exchange may take (> 0)
+  std::size_t waiters = 2;        ///< advisory mode: sessions that wait inside the server
+  milliseconds record_after{10};  ///< advisory mode: a hold's age when it is recorded
 };
 
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without

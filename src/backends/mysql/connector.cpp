@@ -65,6 +65,8 @@ const char* const migrate_hint =
     std::string msg = what + ": " + e.what() + " (MySQL error " + std::to_string(code) +
                       ", SQLSTATE " + e.getSQLState() + ")";
     if (is_transient_error(code)) throw sql::transient_error(msg, std::to_string(code));
+    if (code == 1040)  // ER_CON_COUNT_ERROR: retried until the call's deadline (sql_engine.hpp)
+      throw sql::server_full(msg + " — the server had too many clients (max_connections)");
     if (is_connection_error(code)) throw connection_error(msg);
     switch (code) {
       case 1044:  // access denied to database

@@ -63,8 +63,8 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
                 o.record_after, o.timeout),
       sessions_(
           o.sessions, o.waiters,
-          [conninfo, t = o.timeout](steady_time deadline) {
-            auto c = std::make_unique<pg_connection>(conninfo, t);
+          [conninfo, t = o.timeout, counter = counter_](steady_time deadline) {
+            auto c = std::make_unique<pg_connection>(conninfo, t, -1, counter);
             c->connect(deadline);
             return c;
           },
@@ -75,6 +75,15 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
 
 std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
                                                         steady_time deadline, wait_state* ws) {
+  try {
+    return attempt(req, deadline, ws);
+  } catch (const sql::pool_busy&) {
+    return std::nullopt;  // every session stayed busy: nothing was asked, the caller may wait
+  }
+}
+
+std::optional<lease_info> advisory_backend::attempt(const lock_request& req, steady_time deadline,
+                                                    wait_state* ws) {
   auto* w = waiting(ws);
   if (w && !w->first_attempt()) {
     // A waiting call found the lock busy before: wait inside the server if a waiter session
@@ -254,7 +263,11 @@ void advisory_backend::verify(steady_time deadline) {
   pg_backend::verify(deadline);
   // A first try_lock() has only wait_policy::min_attempt when it must also connect and
   // authenticate; connecting here, within the I/O timeout, spares it that.
-  sessions_.open_next(exchange_bound(deadline, io_timeout()));
+  try {
+    sessions_.open_next(exchange_bound(deadline, io_timeout()));
+  } catch (const sql::server_full&) {
+    // The server has no slot for it now: the first lock connects, waiting within its deadline.
+  }
 }
 
 capabilities advisory_backend::caps() const noexcept {

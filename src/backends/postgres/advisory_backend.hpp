@@ -50,6 +50,8 @@ class advisory_backend final : public pg_backend {
     sql::operation acquire, wait, renew, release;
   };
 
+  // One attempt; try_acquire() turns a busy session pool (sql::pool_busy) into "busy".
+  std::optional<lease_info> attempt(const lock_request& req, steady_time deadline, wait_state* ws);
   // A lock session for `req`: one carrying no hold of the name, or the one carrying this
   // owner's hold (a retried call); nullopt (busy) when every session carries another owner's.
   std::optional<session_pool::call> session_for(const lock_request& req, steady_time deadline);

@@ -18,8 +18,16 @@ constexpr milliseconds script_timeout{5 * 60 * 1000};
 
 }  // namespace
 
-pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd)
-    : conninfo_(std::move(conninfo)), io_timeout_(io_timeout), stop_fd_(stop_fd) {}
+pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd,
+                             std::shared_ptr<sql::connection_counter> counter)
+    : conninfo_(std::move(conninfo)),
+      io_timeout_(io_timeout),
+      stop_fd_(stop_fd),
+      connections_(std::move(counter)) {}
+
+pg_connection::~pg_connection() {
+  if (counted_) connections_->closed();
+}
 
 void pg_connection::connect(steady_time deadline) {
   ready(deadline);
@@ -31,6 +39,10 @@ link& pg_connection::ready(steady_time deadline) {
     auto l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
     apply_session_settings(*l, deadline);
     link_ = std::move(l);
+    if (connections_ && !counted_) {
+      connections_->opened();
+      counted_ = true;
+    }
   }
   return *link_;
 }

@@ -22,7 +22,12 @@ class pg_connection final : public session_connection {
   /// A connection to `conninfo`, made by connect() or by the first call, within that call's
   /// deadline (the engine's pool opens connections without one). `io_timeout` bounds the calls
   /// that carry no deadline (query, execute_script). `stop_fd`: see link.
-  pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd = -1);
+  /// `counter` (optional) counts the connection while its link is open.
+  pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd = -1,
+                std::shared_ptr<sql::connection_counter> counter = nullptr);
+  ~pg_connection() override;
+  pg_connection(const pg_connection&) = delete;
+  pg_connection& operator=(const pg_connection&) = delete;
 
   /// Connects now unless connected, by `deadline`.
   void connect(steady_time deadline);
@@ -65,6 +70,8 @@ class pg_connection final : public session_connection {
   std::string conninfo_;
   milliseconds io_timeout_;
   int stop_fd_;
+  std::shared_ptr<sql::connection_counter> connections_;
+  bool counted_ = false;  // connections_ counts this connection
   std::unique_ptr<link> link_;
   std::map<std::string, std::vector<statement>, std::less<>> cache_;
   unsigned counter_ = 0;

@@ -152,8 +152,8 @@ namespace {
 
 // sqlock's own URL parameters; everything else is libpq's.
 bool is_sqlock_param(const std::string& key) {
-  for (const char* k : {"mode", "schema", "execute_role", "migrate", "pool", "sessions", "waiters",
-                        "listen", "timeout", "record_after"})
+  for (const char* k : {"mode", "schema", "execute_role", "migrate", "max_connections", "pool",
+                        "sessions", "waiters", "listen", "timeout", "record_after"})
     if (key == k) return true;
   return false;
 }
@@ -171,6 +171,8 @@ void read_options(const url& u, options& o) {
   if (u.query.count("schema")) o.schema = u.param("schema");
   if (u.query.count("execute_role")) o.execute_role = u.param("execute_role");
   if (auto v = u.choice_param("migrate", {"auto", "off"})) o.auto_migrate = *v == "auto";
+  if (auto v = u.count_param("max_connections", 1, max_connections))
+    o.max_connections = static_cast<std::size_t>(*v);
   if (auto v = u.count_param("pool", 1, max_connections)) o.pool = static_cast<std::size_t>(*v);
   if (auto v = u.count_param("sessions", 1, max_connections))
     o.sessions = static_cast<std::size_t>(*v);

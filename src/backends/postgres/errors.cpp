@@ -25,6 +25,20 @@ bool contains_any(const std::string& msg, std::initializer_list<const char*> nee
   return false;
 }
 
+// The server's refusals of a new connection for want of a slot (SQLSTATE 53300; libpq gives no
+// SQLSTATE for a failed connection, only the message).
+bool too_many_clients(const std::string& msg) {
+  return contains_any(
+      msg, {"too many clients", "too many connections for role",
+            "too many connections for database", "remaining connection slots are reserved"});
+}
+
+[[noreturn]] void throw_server_full(const std::string& msg) {
+  throw sql::server_full(msg +
+                         " — the server had too many clients (max_connections, or a role's or "
+                         "database's CONNECTION LIMIT) [SQLSTATE 53300]");
+}
+
 // libpqxx 6.4 leaves sqlstate() empty on some of its subclasses: recover it from the type.
 std::string code_of(const pqxx::sql_error& e) {
   if (!e.sqlstate().empty()) return e.sqlstate();
@@ -53,8 +67,8 @@ void throw_mapped(const std::string& what, const std::string& st, const std::str
   std::string msg = what + ": " + trimmed(message);
   if (st == "40001" || st == "40P01" || st == "55P03")
     throw sql::transient_error(msg + " [SQLSTATE " + st + "]", st);
-  if (starts_with(st, "08") || st == "57P01" || st == "57P02" || st == "57P03" || st == "53300" ||
-      st.empty())
+  if (st == "53300") throw_server_full(msg);
+  if (starts_with(st, "08") || st == "57P01" || st == "57P02" || st == "57P03" || st.empty())
     throw connection_error(msg);
   if (st == "28000" || st == "28P01") throw auth_error(msg + " [SQLSTATE " + st + "]");
   if (st == "42501")
@@ -76,6 +90,7 @@ void throw_mapped(const std::string& what, const std::string& st, const std::str
 
 void throw_connect_failure(const std::string& what, const std::string& message) {
   std::string msg = what + ": " + trimmed(message);
+  if (too_many_clients(msg)) throw_server_full(msg);
   if (contains_any(msg, {"password authentication failed", "no password supplied", "pg_hba.conf",
                          "permission denied for database", "is not permitted to log in",
                          "authentication failed", "SSL authentication", "certificate"}))

@@ -10,7 +10,8 @@
 namespace sqlock::postgres {
 
 /// Throws the sqlock error for a failed statement: deadlock, serialization and lock-timeout
-/// SQLSTATEs become sql::transient_error; connection-class ones connection_error;
+/// SQLSTATEs become sql::transient_error; 53300 (too many clients) sql::server_full;
+/// connection-class ones connection_error;
 /// authentication and permission failures (28000, 28P01, 42501) auth_error; a missing schema
 /// or function a config_error naming `sqlock migrate`; bad text config_error; anything else
 /// backend_error carrying the SQLSTATE. `what` prefixes the message.
@@ -19,7 +20,9 @@ namespace sqlock::postgres {
 
 /// Throws the sqlock error for a connection libpq could not make (it gives no SQLSTATE then):
 /// auth_error for refused credentials, config_error for an unknown database or bad option,
-/// connection_error for anything retrying may fix. `message` must already be scrubbed.
+/// sql::server_full when the server has no slot for it (too many clients, a role's or
+/// database's connection limit), connection_error for anything else retrying may fix. `message`
+/// must already be scrubbed.
 [[noreturn]] void throw_connect_failure(const std::string& what, const std::string& message);
 
 /// Rethrows the libpqxx exception being handled as a sqlock error (see throw_mapped); call

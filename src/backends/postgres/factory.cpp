@@ -1,5 +1,6 @@
 // open() and the URL factory: one class per lock model, picked by mode.
 #include "advisory_backend.hpp"
+#include "budget.hpp"
 #include "conninfo.hpp"
 #include "row_backend.hpp"
 #include "sqlock/errors.hpp"
@@ -13,8 +14,8 @@ namespace {
 std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::string& shown,
                                       const options& o) {
   auto d = make_dialect(o.mode, o.schema, o.execute_role);  // validates mode, schema, role
-  if (o.pool == 0) throw config_error("PostgreSQL pool must be at least 1 connection");
   if (o.sessions == 0) throw config_error("PostgreSQL sessions must be at least 1");
+  split_budget(o);  // the parts must fit the budget
   if (o.timeout <= milliseconds(0)) throw config_error("PostgreSQL timeout must be positive");
   d.notify = o.listen;
   check_conninfo(conninfo);

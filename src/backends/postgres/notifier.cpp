@@ -40,8 +40,12 @@ std::string quoted_identifier(const std::string& s) {
 
 }  // namespace
 
-notifier::notifier(std::string conninfo, std::string channel, milliseconds io_timeout)
-    : conninfo_(std::move(conninfo)), channel_(std::move(channel)), io_timeout_(io_timeout) {}
+notifier::notifier(std::string conninfo, std::string channel, milliseconds io_timeout,
+                   std::shared_ptr<sql::connection_counter> counter)
+    : conninfo_(std::move(conninfo)),
+      channel_(std::move(channel)),
+      io_timeout_(io_timeout),
+      counter_(std::move(counter)) {}
 
 notifier::~notifier() {
   {
@@ -93,7 +97,7 @@ void notifier::push(std::size_t h) {
 
 void notifier::listen_once(unsigned& attempt) {
   auto bound = [&] { return std::chrono::steady_clock::now() + io_timeout_; };
-  pg_connection c(conninfo_, io_timeout_, pipe_[0]);
+  pg_connection c(conninfo_, io_timeout_, pipe_[0], counter_);
   c.connect(bound());
   c.exec("LISTEN " + quoted_identifier(channel_), bound());
   push(0);  // (re)connected: a release may have been missed meanwhile

@@ -11,11 +11,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
 
@@ -23,7 +25,9 @@ namespace sqlock::postgres {
 class notifier {
  public:
   /// Listens on `channel` through connections to `conninfo`; exchanges bounded by `io_timeout`.
-  notifier(std::string conninfo, std::string channel, milliseconds io_timeout);
+  /// `counter` (optional) counts the listener connection while it is open.
+  notifier(std::string conninfo, std::string channel, milliseconds io_timeout,
+           std::shared_ptr<sql::connection_counter> counter = nullptr);
   ~notifier();
   notifier(const notifier&) = delete;
   notifier& operator=(const notifier&) = delete;
@@ -45,6 +49,7 @@ class notifier {
   const std::string conninfo_;
   const std::string channel_;
   const milliseconds io_timeout_;
+  const std::shared_ptr<sql::connection_counter> counter_;
   std::mutex m_;
   std::condition_variable_any cv_;  // waiters also end on their caller's stop
   std::deque<std::pair<std::uint64_t, std::size_t>> log_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "budget.hpp"
 #include "connection.hpp"
 #include "conninfo.hpp"
 #include "sqlock/postgres/dialect.hpp"
@@ -18,17 +19,24 @@ constexpr milliseconds registration_span{60000};
 
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
                        sql::dialect d)
+    : pg_backend(conninfo, shown, o, std::move(d), std::make_shared<sql::connection_counter>()) {}
+
+pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
+                       sql::dialect d, std::shared_ptr<sql::connection_counter> counter)
+    // The statement pool is bounded by its share of the budget; its connections are kept.
     : engine_backend(
           bundle(), std::move(d),
-          [conninfo, t = o.timeout] { return std::make_unique<pg_connection>(conninfo, t); }, shown,
-          o.pool),
+          [conninfo, t = o.timeout, counter] {
+            return std::make_unique<pg_connection>(conninfo, t, -1, counter);
+          },
+          shown, split_budget(o).statements, true, counter),
       shown_(shown),
       register_{"pg_register_waiter",
                 {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}} {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
   if (o.listen)
-    notifier_ = std::make_unique<notifier>(conninfo, notify_channel(o.schema), o.timeout);
+    notifier_ = std::make_unique<notifier>(conninfo, notify_channel(o.schema), o.timeout, counter_);
 }
 
 std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {

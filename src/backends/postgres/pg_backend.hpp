@@ -40,6 +40,9 @@ class pg_backend : public sql::engine_backend {
                        const runner& run);
 
  private:
+  pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
+             sql::dialect d, std::shared_ptr<sql::connection_counter> counter);
+
   const std::string shown_;
   std::unique_ptr<notifier> notifier_;
   sql::operation register_;  // advisory_wait_notify

@@ -28,10 +28,14 @@ std::optional<lease_info> row_backend::try_acquire(const lock_request& req, stea
                                                    wait_state* ws) {
   auto* w = waiting(ws);
   if (w && !w->first_attempt()) {
-    register_waiter(*w, req, deadline,
-                    [this](const sql::operation& op, const sql::params& p, steady_time d) {
-                      run(op, p, d);  // the engine's pool
-                    });
+    try {
+      register_waiter(*w, req, deadline,
+                      [this](const sql::operation& op, const sql::params& p, steady_time d) {
+                        run(op, p, d);  // the engine's pool
+                      });
+    } catch (const sql::pool_busy&) {
+      return std::nullopt;  // no connection came free in time: busy, as the engine counts it
+    }
   }
   return engine_backend::try_acquire(req, deadline, ws);
 }

@@ -275,7 +275,7 @@ session_pool::call session_pool::pick(steady_time deadline) {
   for (;;) {
     auto s = sh_->slot(1);
     if (!s->t.take_until(deadline))
-      throw connection_error("every call on the lock session ran past the deadline");
+      throw sql::pool_busy("the lock session stayed busy with other calls until the deadline");
     call c(s, sh_);
     if (s->dead) continue;  // killed while we waited: take the next one
     sh_->connect(*s, deadline);
@@ -309,7 +309,7 @@ std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<vo
   auto s = std::static_pointer_cast<session>(token);
   if (!s) return std::nullopt;
   if (!s->t.take_until(deadline))
-    throw connection_error("the lock session stayed busy past the deadline");
+    throw sql::pool_busy("the lock session stayed busy past the deadline");
   call c(s, sh_);
   auto it = s->holds.find(name);
   if (s->dead || !s->conn || it == s->holds.end() || it->second.owner != owner) return std::nullopt;

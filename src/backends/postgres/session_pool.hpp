@@ -92,8 +92,8 @@ class session_pool {
     std::shared_ptr<shared> sh_;
   };
 
-  /// The next session in turn, locked by `deadline` and connected (connection_error when it
-  /// cannot be, by then).
+  /// The next session in turn, locked by `deadline` (sql::pool_busy when it stays busy until
+  /// then) and connected (connection_error when it cannot be, by then).
   call pick(steady_time deadline);
   /// A waiter session that is free and carries no hold, locked and connected by `deadline`;
   /// nullopt when every waiter session is busy or holds something.
@@ -102,8 +102,8 @@ class session_pool {
   /// connect within its own (possibly short) deadline.
   void open_next(steady_time deadline);
   /// The session of a lease (its token()) locked, if it still carries the hold of `name` for
-  /// `owner`; nullopt when the hold is gone. connection_error when the session stays busy
-  /// past `deadline`.
+  /// `owner`; nullopt when the hold is gone. sql::pool_busy (a connection_error) when the
+  /// session stays busy past `deadline`.
   std::optional<call> holding(const std::shared_ptr<void>& token, const std::string& name,
                               const std::string& owner, steady_time deadline);
 

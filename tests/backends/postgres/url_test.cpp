@@ -30,7 +30,8 @@ TEST(postgres_url, sqlock_parameters_are_taken_and_libpq_ones_passed_through) {
   EXPECT_EQ(o.mode, "advisory");
   EXPECT_EQ(o.schema, "locks");
   EXPECT_EQ(o.sessions, 3u);
-  EXPECT_EQ(o.pool, 2u);
+  EXPECT_EQ(o.pool, std::optional<std::size_t>(2));
+  EXPECT_FALSE(o.max_connections);  // 2 + 3 sessions + 2 waiters, the listener being off
   EXPECT_TRUE(o.auto_migrate);
   EXPECT_FALSE(o.listen);
   EXPECT_EQ(ci,
@@ -49,11 +50,25 @@ TEST(postgres_url, bad_urls_are_config_errors_without_a_server) {
         "postgresql://h/db?schema=pg_x", "postgresql://h/db?no_such_option=1",
         "postgresql://h/db?pool=many", "postgresql://h/db?migrate=maybe", "postgres://h:99999/db",
         "postgresql://h/db?pool=0", "postgresql://h/db?sessions=0", "postgresql://h/db?timeout=0",
-        "postgresql://h/db?timeout=soon", "postgresql://h/db?listen=maybe"}) {
+        "postgresql://h/db?timeout=soon", "postgresql://h/db?listen=maybe",
+        "postgresql://h/db?max_connections=0", "postgresql://h/db?max_connections=1",
+        "postgresql://h/db?max_connections=4&pool=4",
+        "postgresql://h/db?mode=advisory&max_connections=5",
+        "postgresql://h/db?mode=advisory&sessions=6",
+        "postgresql://h/db?mode=advisory&waiters=5"}) {
     EXPECT_THROW(make_backend(u), config_error) << u;
   }
   EXPECT_THROW(sqlock::postgres::open("dbname=x", {.pool = 0}), config_error);
   EXPECT_THROW(sqlock::postgres::open("dbname=x", {.sessions = 0}), config_error);
+  EXPECT_THROW(sqlock::postgres::open("dbname=x", {.max_connections = 2, .pool = 2}), config_error);
+  // What fits: the listener and advisory sessions inside the budget, pool= beside them.
+  for (const char* u :
+       {"postgresql://h/db?max_connections=2", "postgresql://h/db?max_connections=1&listen=off",
+        "postgresql://h/db?mode=advisory&max_connections=6",
+        "postgresql://h/db?mode=advisory&sessions=6&waiters=0&listen=off",
+        "postgresql://h/db?mode=advisory&sessions=6&pool=40",
+        "postgresql://h/db?max_connections=50&pool=49"})
+    EXPECT_NO_THROW(make_backend(u)) << u;
   EXPECT_THROW(sqlock::postgres::open("dbname=x", {.timeout = 0ms}), config_error);
   // make_backend() does not connect: printing the script needs no server.
   auto be = make_backend("postgresql://nobody@127.0.0.1:1/none?schema=other");

@@ -15,11 +15,15 @@
 // No vendor header is included here.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +97,38 @@ struct operation {
 class transient_error : public backend_error {
  public:
   using backend_error::backend_error;
+};
+
+/// Every connection of a bounded pool stayed busy until the caller's deadline (or stop): nothing
+/// was sent. An acquire attempt counts it as busy; anywhere else it is a connection_error.
+class pool_busy : public connection_error {
+ public:
+  using connection_error::connection_error;
+};
+
+/// The server refused a new connection because it has too many clients (PostgreSQL SQLSTATE
+/// 53300: max_connections, or a role's or database's CONNECTION LIMIT). Transient: the engine
+/// tries again with capped jittered backoff until the call's deadline, then throws it.
+class server_full : public connection_error {
+ public:
+  using connection_error::connection_error;
+};
+
+/// Counts the connections of one backend object, of every kind (statement pool, lock
+/// sessions, listener): what backend::connections() reports. Thread-safe.
+class connection_counter {
+ public:
+  /// A connection was made.
+  void opened() noexcept;
+  /// A connection counted by opened() was closed.
+  void closed() noexcept;
+  /// The counts so far.
+  connection_stats get() const noexcept;
+
+ private:
+  std::atomic<std::uint64_t> opened_{0};
+  std::atomic<std::size_t> open_{0};
+  std::atomic<std::size_t> peak_{0};
 };
 
 /// Runs `fn`, retrying transient_error with capped jittered backoff until `budget` has passed
@@ -201,9 +237,14 @@ int latest_version(const bundle& b);
 /// session-bound modes and anything else the database has beyond the engine.
 class engine_backend : public backend {
  public:
-  /// `pool_size` bounds idle connections kept; `url_text` is shown (redacted) in describe().
+  /// `pool_size` bounds idle connections kept (more are opened under load) unless
+  /// `bounded`: then it bounds every connection of the pool, all of them are kept, and a call
+  /// that finds them all busy waits for one within its deadline. `url_text` is shown
+  /// (redacted) in describe(); `counter` (optional) is what connections() reports, which the
+  /// connector's connections count themselves into.
   engine_backend(bundle b, dialect d, connector open, std::string url_text,
-                 std::size_t pool_size = 4);
+                 std::size_t pool_size = 4, bool bounded = false,
+                 std::shared_ptr<connection_counter> counter = nullptr);
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state* ws) override;
@@ -225,6 +266,7 @@ class engine_backend : public backend {
   std::string describe() const override;
   std::string kind() const override { return dialect_.kind; }
   std::string mode() const override { return dialect_.mode; }
+  std::optional<connection_stats> connections() const override;
 
   /// True when `fence` is the token of the current hold of `name` (fenced writes).
   bool fence_check(std::string_view name, std::uint64_t fence);
@@ -241,8 +283,12 @@ class engine_backend : public backend {
   std::string migration_script() const override;
 
   /// Runs an operation on a pooled connection by `deadline`, retrying transient errors and
-  /// replacing a broken pooled connection once while time is left.
-  rows run(const operation& op, const params& p, steady_time deadline);
+  /// replacing a broken pooled connection once while time is left. A bounded pool's
+  /// connection is waited for until a little before `deadline` (or `stop`): pool_busy then. A
+  /// server with too many clients (server_full) is tried again with capped jittered backoff
+  /// until `deadline` or `stop`.
+  rows run(const operation& op, const params& p, steady_time deadline,
+           const std::stop_token& stop = {});
   /// The deadline of an administrative call (list, force_release, sweep, fence_check, schema
   /// checks): now + the I/O timeout.
   steady_time admin_deadline() const;
@@ -250,8 +296,10 @@ class engine_backend : public backend {
   void set_io_timeout(milliseconds t) { io_timeout_ = t; }
   /// The I/O timeout.
   milliseconds io_timeout() const { return io_timeout_; }
-  /// Runs `fn` with a pooled connection (dropped from the pool if `fn` throws connection_error).
-  void with_connection(const std::function<void(connection&)>& fn);
+  /// Runs `fn` with a pooled connection (dropped from the pool if `fn` throws connection_error),
+  /// waiting for one of a bounded pool until `deadline` or `stop` (pool_busy).
+  void with_connection(const std::function<void(connection&)>& fn,
+                       steady_time deadline = steady_time::max(), const std::stop_token& stop = {});
 
   /// Parameters of an acquire: name, owner, lease, holder and this backend's mode.
   params params_for(const lock_request& req) const;
@@ -265,18 +313,32 @@ class engine_backend : public backend {
   /// The wait state of one acquire() call that wakes on releases (null = back off): what a
   /// subclass with notifications overrides instead of open_wait().
   virtual std::unique_ptr<wait_state> release_watch(const lock_request& req);
-  /// Hands out an idle connection or opens one.
-  std::unique_ptr<connection> checkout();
+  /// Hands out an idle connection or opens one; a bounded pool at its size waits for one to
+  /// come back until `deadline` or `stop` (pool_busy), callers served in arrival order.
+  std::unique_ptr<connection> checkout(steady_time deadline, const std::stop_token& stop);
   /// Returns a healthy connection to the pool.
   void checkin(std::unique_ptr<connection> c);
+  /// A checked-out connection was dropped (broken): its place in the pool is free again.
+  void discard(std::unique_ptr<connection> c);
 
   bundle bundle_;
   dialect dialect_;
   connector open_;
   std::string url_text_;
   std::size_t pool_size_;
+  bool bounded_;
+  std::shared_ptr<connection_counter> counter_;
   std::mutex pool_mutex_;
+  // A caller waiting for a bounded pool's connection, served in arrival order: checkin() hands
+  // it the connection, discard() the place of one it may open.
+  struct pool_waiter {
+    std::condition_variable_any cv;
+    std::unique_ptr<connection> given;
+    bool may_open = false;
+  };
+  std::size_t pool_open_ = 0;  // connections of the pool: idle, in use, opening
   std::vector<std::unique_ptr<connection>> idle_;
+  std::deque<pool_waiter*> pool_waiters_;  // guarded by pool_mutex_
   bool auto_migrate_ = false;
   milliseconds io_timeout_{5000};
 };

@@ -56,14 +56,17 @@ BEGIN
   IF pg_try_advisory_lock(p_key) THEN
     -- One statement after the lock (a snapshot taken once the session holds the key, so a row
     -- mode's hold committed before is seen): the fence (the epoch and the next counter) and
-    -- whether the row modes have anything of the name (two index probes). No epoch row (first
-    -- acquire after a crash or promotion), a spent counter or rows take the slow paths.
-    SELECT (SELECT e.epoch FROM sqlock.fence_epoch_live e),
-           nextval('sqlock.advisory_fence_seq'),
+    -- whether the row modes have anything of the name (two index probes: plain index scans,
+    -- which cost the server less per call than index-only scans here). No epoch row (first
+    -- acquire after a crash or promotion: no row at all, so v_rows is NULL too), a spent counter
+    -- or rows take the slow paths.
+    SELECT e.epoch, nextval('sqlock.advisory_fence_seq'),
            EXISTS (SELECT 1 FROM sqlock.locks l WHERE l.name = p_name AND l.owner IS NOT NULL)
-           OR EXISTS (SELECT 1 FROM sqlock.holders h WHERE h.name = p_name)
-      INTO v_epoch, v_n, v_rows;
-    IF v_rows AND sqlock.rows_hold(p_name, true) THEN
+           OR EXISTS (SELECT 1 FROM sqlock.holders h
+                       WHERE h.name = p_name AND h.expires_at > clock_timestamp())
+      INTO v_epoch, v_n, v_rows
+      FROM sqlock.fence_epoch_live e;
+    IF (v_rows OR v_epoch IS NULL) AND sqlock.rows_hold(p_name, true) THEN
       -- A row mode holds the name (one name, one lock across modes): give the key back.
       PERFORM pg_advisory_unlock(p_key);
       IF coalesce(p_wait_ms, 0) <= 0 OR NOT sqlock.advisory_take(p_key, p_name, false, p_wait_ms)

@@ -116,6 +116,7 @@ BEGIN
     UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence_epoch';
     SET p_epoch = LAST_INSERT_ID();
     COMMIT;  -- durable before any fence is made from it
+    CALL sqlock_row_names_fill();  -- emptied by the restart too (01_holders.sql)
     CALL sqlock_binlog_off(v_unlogged);
     INSERT INTO sqlock_fence_epoch_live (id, epoch) VALUES (1, p_epoch)
       ON DUPLICATE KEY UPDATE epoch = GREATEST(epoch, VALUES(epoch));

@@ -42,6 +42,47 @@ RETURNS INT
 NOT DETERMINISTIC NO SQL SQL SECURITY INVOKER
 RETURN IS_USED_LOCK(sqlock_lock_name(p_name)) IS NOT NULL$$
 
+-- Adds the name of row key p_key to sqlock_row_names (migrations/mysql/V005) before a row-mode
+-- acquire looks at the name's GET_LOCK lock, once per name and server start. Kept out of the
+-- binary log when the definer may (replicas hold no GET_LOCK locks). A full table sets the
+-- marker row's all_names instead: every advisory acquire then reads the InnoDB tables.
+DROP PROCEDURE IF EXISTS sqlock_row_name_seen$$
+CREATE PROCEDURE sqlock_row_name_seen(IN p_key VARBINARY(255))
+MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_unlogged INT DEFAULT 0;
+  DECLARE CONTINUE HANDLER FOR 1114
+    UPDATE sqlock_row_names SET all_names = 1 WHERE name_key = X'FF';
+  IF NOT EXISTS (SELECT 1 FROM sqlock_row_names WHERE name_key = p_key) THEN
+    CALL sqlock_binlog_off(v_unlogged);
+    INSERT IGNORE INTO sqlock_row_names (name_key) VALUES (p_key);
+    IF v_unlogged = 1 THEN SET SESSION sql_log_bin = 1; END IF;
+  END IF;
+END$$
+
+-- Lists every name a committed row holds (or held) in sqlock_row_names, then adds the marker row
+-- X'FF' that lets advisory acquires trust the list (see migrations/mysql/V005). Run by
+-- `sqlock migrate` (zz_row_names.sql) and after a start of the server (sqlock_fence_epoch_raise).
+DROP PROCEDURE IF EXISTS sqlock_row_names_fill$$
+CREATE PROCEDURE sqlock_row_names_fill()
+MODIFIES SQL DATA SQL SECURITY DEFINER
+BEGIN
+  DECLARE v_unlogged INT DEFAULT 0;
+  DECLARE v_full INT DEFAULT 0;
+  DECLARE CONTINUE HANDLER FOR 1114 SET v_full = 1;
+  CALL sqlock_binlog_off(v_unlogged);
+  INSERT IGNORE INTO sqlock_row_names (name_key)
+  SELECT name_key FROM sqlock_locks WHERE owner <> ''
+  UNION SELECT name_key FROM sqlock_holders;
+  IF v_full = 0 THEN
+    INSERT IGNORE INTO sqlock_row_names (name_key, all_names) VALUES (X'FF', 0);
+  END IF;
+  IF v_full = 1 THEN
+    UPDATE sqlock_row_names SET all_names = 1 WHERE name_key = X'FF';
+  END IF;
+  IF v_unlogged = 1 THEN SET SESSION sql_log_bin = 1; END IF;
+END$$
+
 -- 1 when a row mode holds the name of row key p_key: a live exclusive row, or a live shared or
 -- permit holder (advisory mode has exclusive holds only). Locking reads (see above).
 DROP FUNCTION IF EXISTS sqlock_rows_hold$$

@@ -30,6 +30,7 @@ main: BEGIN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'sqlock: lease must be > 0 ms';
   END IF;
   CALL sqlock_fence_epoch_ready();  -- outside the transaction: it may commit an epoch raise
+  CALL sqlock_row_name_seen(v_key);  -- before the look at the GET_LOCK lock (01_holders.sql)
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SELECT owner, fence, expires_at INTO v_owner, v_fence, v_expires

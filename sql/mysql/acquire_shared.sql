@@ -44,6 +44,7 @@ main: BEGIN
       SET MESSAGE_TEXT = 'sqlock: kind must be shared, or permit with permits >= 1';
   END IF;
   CALL sqlock_fence_epoch_ready();  -- outside the transaction: it may commit an epoch raise
+  CALL sqlock_row_name_seen(v_key);  -- before the look at the GET_LOCK lock (01_holders.sql)
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SELECT owner, expires_at INTO v_owner, v_expires

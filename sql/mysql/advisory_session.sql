@@ -85,6 +85,9 @@ CREATE FUNCTION sqlock_advisory_take(
   p_wait_ms BIGINT) RETURNS BIGINT UNSIGNED
 NOT DETERMINISTIC READS SQL DATA SQL SECURITY DEFINER
 BEGIN
+  -- As few statements as will do on the common path (each costs server time on every
+  -- acquisition): the lock, then one statement for the fence that is NULL when the name is
+  -- listed in sqlock_row_names (or the list is not to be trusted) or there is no live epoch.
   DECLARE v_fence BIGINT UNSIGNED;
   DECLARE v_left BIGINT DEFAULT GREATEST(COALESCE(p_wait_ms, 0), 0);
   DECLARE v_until DATETIME(6);
@@ -97,32 +100,9 @@ BEGIN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT =
       'sqlock_advisory_take takes sqlock_lock_name(name) and the name';
   END IF;
-  IF IS_USED_LOCK(p_lock) = CONNECTION_ID() THEN
+  IF IS_USED_LOCK(p_lock) = CONNECTION_ID() OR GET_LOCK(p_lock, v_left / 1000) IS NOT TRUE THEN
     RETURN NULL;
   END IF;
-  -- SYSDATE(6): the time now (UTC_TIMESTAMP() would stay at the start of the statement).
-  IF v_left > 0 THEN
-    SET v_until = SYSDATE(6) + INTERVAL v_left * 1000 MICROSECOND;
-  END IF;
-  take: LOOP
-    IF GET_LOCK(p_lock, v_left / 1000) IS NOT TRUE THEN
-      RETURN NULL;
-    END IF;
-    IF NOT sqlock_rows_hold(v_key) THEN
-      LEAVE take;
-    END IF;
-    DO RELEASE_LOCK(p_lock);  -- a row mode holds the name
-    IF v_until IS NULL THEN
-      RETURN NULL;
-    END IF;
-    SET v_left = TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), v_until) DIV 1000;
-    IF v_left <= 0 THEN
-      RETURN NULL;
-    END IF;
-    DO SLEEP(LEAST(v_pause, v_left) / 1000);
-    SET v_pause = LEAST(v_pause * 2, 100);
-    SET v_left = GREATEST(TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), v_until) DIV 1000, 0);
-  END LOOP;
   BEGIN
     DECLARE EXIT HANDLER FOR SQLEXCEPTION
     BEGIN
@@ -130,7 +110,35 @@ BEGIN
       RESIGNAL;
     END;
     SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
-                     FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+                     FROM sqlock_fence_epoch_live e
+                    WHERE e.id = 1
+                      AND (SELECT COUNT(*) = 1 AND MAX(r.name_key = X'FF' AND r.all_names = 0)
+                             FROM sqlock_row_names r WHERE r.name_key IN (v_key, X'FF')));
+    IF v_fence IS NULL THEN
+      -- The name is listed (a row mode took it since the server started) or the list is not to
+      -- be trusted: the InnoDB look-up, and while a row mode holds the name, the lock given
+      -- back and (waiting) taken again after a pause, within p_wait_ms in all. SYSDATE(6): the
+      -- time now (UTC_TIMESTAMP() would stay at the start of the statement).
+      SET v_until = SYSDATE(6) + INTERVAL v_left * 1000 MICROSECOND;
+      take: LOOP
+        IF NOT sqlock_rows_hold(v_key) THEN
+          LEAVE take;
+        END IF;
+        DO RELEASE_LOCK(p_lock);
+        SET v_left = TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), v_until) DIV 1000;
+        IF v_left <= 0 THEN
+          RETURN NULL;
+        END IF;
+        DO SLEEP(LEAST(v_pause, v_left) / 1000);
+        SET v_pause = LEAST(v_pause * 2, 100);
+        SET v_left = GREATEST(TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), v_until) DIV 1000, 0);
+        IF GET_LOCK(p_lock, v_left / 1000) IS NOT TRUE THEN
+          RETURN NULL;
+        END IF;
+      END LOOP;
+      SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                       FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+    END IF;
     IF v_fence IS NULL THEN
       SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
         'sqlock: no fence epoch since the server started: CALL sqlock_fence_epoch_raise(@e), then lock again';

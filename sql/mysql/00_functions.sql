@@ -34,17 +34,45 @@ CREATE FUNCTION sqlock_now() RETURNS DATETIME(6)
 NOT DETERMINISTIC NO SQL SQL SECURITY DEFINER
 RETURN UTC_TIMESTAMP(6)$$
 
--- The next fencing token, into p_fence. Call it inside the acquiring transaction: the counter
--- row stays locked until that transaction ends. A procedure, not a function, so that creating
--- it needs no log_bin_trust_function_creators; SQL SECURITY INVOKER, so that it runs with the
+-- The next fencing token of a row-mode hold, into p_fence. On MariaDB (schema version 5) the
+-- one fence source of every mode: (epoch << 40) + NEXTVAL(sqlock_fence_seq), as advisory mode's
+-- (migrations/mysql/V004), so fences of a name rise in one order whatever mode took them; the
+-- caller makes sure of a live epoch first, outside its transaction (sqlock_fence_epoch_ready).
+-- On MySQL 8 (no sequences; advisory mode draws from the same row there): the counter row,
+-- locked until the acquiring transaction ends. A procedure, not a function, so that creating it
+-- needs no log_bin_trust_function_creators; SQL SECURITY INVOKER, so that it runs with the
 -- rights of the sqlock procedure calling it, and an EXECUTE-only user calling it directly is
 -- refused (it has no rights on sqlock_counters).
 DROP PROCEDURE IF EXISTS sqlock_next_fence$$
 CREATE PROCEDURE sqlock_next_fence(OUT p_fence BIGINT UNSIGNED)
 MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
-  UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
-  SET p_fence = LAST_INSERT_ID();
+  IF @@version LIKE '%MariaDB%' THEN
+    SET p_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                     FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+    IF p_fence IS NULL THEN
+      -- The server restarted between the caller's check and now: the library retries.
+      SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213,
+        MESSAGE_TEXT = 'sqlock: no fence epoch since the server started; try again';
+    END IF;
+  ELSE
+    UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
+    SET p_fence = LAST_INSERT_ID();
+  END IF;
+END$$
+
+-- Before a row-mode acquire's transaction: on MariaDB, raises the fence epoch when the server
+-- has none since it started (sqlock_fence_epoch_raise, which commits), so that
+-- sqlock_next_fence finds one inside the transaction. Call it before SET TRANSACTION.
+DROP PROCEDURE IF EXISTS sqlock_fence_epoch_ready$$
+CREATE PROCEDURE sqlock_fence_epoch_ready()
+MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_epoch BIGINT UNSIGNED;
+  IF @@version LIKE '%MariaDB%'
+     AND NOT EXISTS (SELECT 1 FROM sqlock_fence_epoch_live WHERE id = 1) THEN
+    CALL sqlock_fence_epoch_raise(v_epoch);
+  END IF;
 END$$
 
 -- Turns the binary log off for the rest of this session's statement chain, when it is on and
@@ -88,6 +116,7 @@ BEGIN
     UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence_epoch';
     SET p_epoch = LAST_INSERT_ID();
     COMMIT;  -- durable before any fence is made from it
+    CALL sqlock_row_names_fill();  -- emptied by the restart too (01_holders.sql)
     CALL sqlock_binlog_off(v_unlogged);
     INSERT INTO sqlock_fence_epoch_live (id, epoch) VALUES (1, p_epoch)
       ON DUPLICATE KEY UPDATE epoch = GREATEST(epoch, VALUES(epoch));

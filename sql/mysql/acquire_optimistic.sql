@@ -4,7 +4,8 @@
 -- release (owner ''). A call by the current owner returns its fence (idempotent). Refused while
 -- a shared or permit hold of the name is live; a shared acquire moves the row's version on, so
 -- a compare-and-set that read the version before it fails. A busy attempt with p_mark_ms > 0
--- leaves a writer mark (sqlock_writer_mark in 01_holders.sql).
+-- leaves a writer mark (sqlock_writer_mark in 01_holders.sql). Busy too while advisory mode
+-- holds the name (one name, one lock: 01_holders.sql).
 -- One result row: (fence, status) with status 'ok', 'busy' (fence NULL) or 'retry'.
 DROP PROCEDURE IF EXISTS sqlock_acquire_exclusive_optimistic;
 DELIMITER $$
@@ -52,6 +53,8 @@ main: BEGIN
     SELECT NULL AS fence, 'busy' AS status;
     LEAVE main;
   END IF;
+  CALL sqlock_fence_epoch_ready();  -- outside the transaction: it may commit an epoch raise
+  CALL sqlock_row_name_seen(v_key);  -- before the look at the GET_LOCK lock (01_holders.sql)
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   UPDATE sqlock_locks
@@ -63,6 +66,13 @@ main: BEGIN
   IF ROW_COUNT() = 0 THEN
     ROLLBACK;
     SELECT NULL AS fence, 'retry' AS status;
+    LEAVE main;
+  END IF;
+  -- The row is locked by the update: an advisory-mode holder of the name makes this attempt
+  -- busy (sqlock_advisory_has in 01_holders.sql).
+  IF sqlock_advisory_has(p_name) THEN
+    ROLLBACK;
+    SELECT NULL AS fence, 'busy' AS status;
     LEAVE main;
   END IF;
   CALL sqlock_next_fence(v_fence);

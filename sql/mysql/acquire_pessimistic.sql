@@ -1,7 +1,8 @@
 -- Pessimistic exclusive acquire: lock the name's row (FOR UPDATE), take it when free or expired
 -- and no shared or permit hold of the name is live, keep it when it is already ours (a retried
 -- call after a lost reply returns the same fence). A busy attempt with p_mark_ms > 0 (a client
--- that will wait) leaves a writer mark (sqlock_writer_mark in 01_holders.sql).
+-- that will wait) leaves a writer mark (sqlock_writer_mark in 01_holders.sql). Busy too while
+-- advisory mode holds the name (one name, one lock: 01_holders.sql).
 -- One result row: (fence, status) with status 'ok', 'busy' (fence NULL) or 'retry' (a
 -- concurrent first insert of the same name won; the caller tries again).
 -- READ COMMITTED: no gap locks on absent names, so first inserts do not deadlock each other.
@@ -28,6 +29,8 @@ main: BEGIN
   IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'sqlock: lease must be > 0 ms';
   END IF;
+  CALL sqlock_fence_epoch_ready();  -- outside the transaction: it may commit an epoch raise
+  CALL sqlock_row_name_seen(v_key);  -- before the look at the GET_LOCK lock (01_holders.sql)
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SELECT owner, fence, expires_at INTO v_owner, v_fence, v_expires
@@ -53,6 +56,13 @@ main: BEGIN
       SELECT NULL AS fence, 'retry' AS status;
       LEAVE main;
     END IF;
+  END IF;
+  -- The row is locked (or just inserted) by this transaction: an advisory-mode holder of the
+  -- name makes this attempt busy (sqlock_advisory_has in 01_holders.sql).
+  IF sqlock_advisory_has(p_name) THEN
+    ROLLBACK;
+    SELECT NULL AS fence, 'busy' AS status;
+    LEAVE main;
   END IF;
   CALL sqlock_next_fence(v_fence);
   SET v_now = sqlock_now();  -- the lease starts now, after any wait for the counter row

@@ -4,7 +4,8 @@
 -- every kind, run one at a time; its version moves on, so an optimistic exclusive acquire that
 -- read the row before fails its compare-and-set. Refused ('busy') while an exclusive hold of
 -- the name is live, while a waiting exclusive request's mark is, and for a permit while
--- p_permits holds are live; expired holds and marks never count (server clock).
+-- p_permits holds are live, or while advisory mode holds the name (one name, one lock:
+-- 01_holders.sql); expired holds and marks never count (server clock).
 -- One result row: (fence, status) with status 'ok', 'busy', 'retry' (a concurrent first insert
 -- of the name's row won; the caller tries again) or 'mismatch:<kind>:<permits>' when the name's
 -- live holders are of another kind or number of permits (the client raises a configuration
@@ -42,6 +43,8 @@ main: BEGIN
     SIGNAL SQLSTATE '22023'
       SET MESSAGE_TEXT = 'sqlock: kind must be shared, or permit with permits >= 1';
   END IF;
+  CALL sqlock_fence_epoch_ready();  -- outside the transaction: it may commit an epoch raise
+  CALL sqlock_row_name_seen(v_key);  -- before the look at the GET_LOCK lock (01_holders.sql)
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SELECT owner, expires_at INTO v_owner, v_expires
@@ -77,7 +80,9 @@ main: BEGIN
   IF (v_owner <> '' AND v_expires > v_now)
      OR EXISTS (SELECT 1 FROM sqlock_writer_marks WHERE name_key = v_key AND expires_at > v_now)
      OR (p_kind = 'permit' AND
-         (SELECT COUNT(*) FROM sqlock_holders WHERE name_key = v_key) >= v_permits) THEN
+         (SELECT COUNT(*) FROM sqlock_holders WHERE name_key = v_key) >= v_permits)
+     -- the row is locked: an advisory-mode (exclusive) holder of the name (01_holders.sql)
+     OR sqlock_advisory_has(p_name) THEN
     COMMIT;
     SELECT NULL AS fence, 'busy' AS status;
     LEAVE main;

@@ -67,6 +67,11 @@ BEGIN
   END;
   SET v_got = IF(IS_USED_LOCK(v_lock) = CONNECTION_ID(), 2,
                  COALESCE(GET_LOCK(v_lock, GREATEST(COALESCE(p_wait_ms, 0), 0) / 1000.0), 0));
+  IF v_got = 1 AND sqlock_rows_hold(sqlock_key(p_name)) THEN
+    -- A row mode holds the name (one name, one lock: 01_holders.sql): give the lock back.
+    DO RELEASE_LOCK(v_lock);
+    SET v_got = 0;
+  END IF;
   IF v_got = 1 THEN
     IF @@version LIKE '%MariaDB%' THEN
       -- (epoch << 40) + the sequence; the epoch raised first after a start of the server.

@@ -72,6 +72,81 @@ BEGIN
   RETURN IF(GET_LOCK(CONCAT('sqlock!', v_fence), 0) IS NULL, NULL, v_fence);
 END$$
 
+-- sqlock_advisory_lock for one name, one lock across modes (schema version 5), the form the
+-- library calls: p_lock = sqlock_lock_name(p_name), and p_name itself, whose row-mode holds it
+-- looks up once the session holds p_lock (sqlock_rows_hold in 01_holders.sql). While a row mode
+-- holds the name, the lock is given back: NULL at once, or, waiting (p_wait_ms > 0), taken
+-- again after a pause of 5 ms doubling to 100 ms, within p_wait_ms in all.
+--   SELECT sqlock_advisory_take(sqlock_lock_name('orders:42'), 'orders:42', 0);
+DROP FUNCTION IF EXISTS sqlock_advisory_take$$
+CREATE FUNCTION sqlock_advisory_take(
+  p_lock VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin,
+  p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  p_wait_ms BIGINT) RETURNS BIGINT UNSIGNED
+NOT DETERMINISTIC READS SQL DATA SQL SECURITY DEFINER
+BEGIN
+  -- As few statements as will do on the common path (each costs server time on every
+  -- acquisition): the lock, then one statement for the fence that is NULL when the name is
+  -- listed in sqlock_row_names (or the list is not to be trusted) or there is no live epoch.
+  DECLARE v_fence BIGINT UNSIGNED;
+  DECLARE v_left BIGINT DEFAULT GREATEST(COALESCE(p_wait_ms, 0), 0);
+  DECLARE v_until DATETIME(6);
+  DECLARE v_pause BIGINT DEFAULT 5;
+  -- sqlock_key(p_name), written out (a stored function call costs more than the expression).
+  DECLARE v_key VARBINARY(255) DEFAULT
+    IF(LENGTH(p_name) <= 255 AND LEFT(CAST(p_name AS BINARY), 1) <> X'00',
+       CAST(p_name AS BINARY), CONCAT(X'00', UNHEX(SHA2(p_name, 256))));
+  IF p_lock IS NULL OR LEFT(p_lock, 7) NOT IN ('sqlock:', 'sqlock#') OR p_name IS NULL THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT =
+      'sqlock_advisory_take takes sqlock_lock_name(name) and the name';
+  END IF;
+  IF IS_USED_LOCK(p_lock) = CONNECTION_ID() OR GET_LOCK(p_lock, v_left / 1000) IS NOT TRUE THEN
+    RETURN NULL;
+  END IF;
+  BEGIN
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION
+    BEGIN
+      DO RELEASE_LOCK(p_lock);  -- taken by this call: let go of it, then fail
+      RESIGNAL;
+    END;
+    SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                     FROM sqlock_fence_epoch_live e
+                    WHERE e.id = 1
+                      AND (SELECT COUNT(*) = 1 AND MAX(r.name_key = X'FF' AND r.all_names = 0)
+                             FROM sqlock_row_names r WHERE r.name_key IN (v_key, X'FF')));
+    IF v_fence IS NULL THEN
+      -- The name is listed (a row mode took it since the server started) or the list is not to
+      -- be trusted: the InnoDB look-up, and while a row mode holds the name, the lock given
+      -- back and (waiting) taken again after a pause, within p_wait_ms in all. SYSDATE(6): the
+      -- time now (UTC_TIMESTAMP() would stay at the start of the statement).
+      SET v_until = SYSDATE(6) + INTERVAL v_left * 1000 MICROSECOND;
+      take: LOOP
+        IF NOT sqlock_rows_hold(v_key) THEN
+          LEAVE take;
+        END IF;
+        DO RELEASE_LOCK(p_lock);
+        SET v_left = TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), v_until) DIV 1000;
+        IF v_left <= 0 THEN
+          RETURN NULL;
+        END IF;
+        DO SLEEP(LEAST(v_pause, v_left) / 1000);
+        SET v_pause = LEAST(v_pause * 2, 100);
+        SET v_left = GREATEST(TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), v_until) DIV 1000, 0);
+        IF GET_LOCK(p_lock, v_left / 1000) IS NOT TRUE THEN
+          RETURN NULL;
+        END IF;
+      END LOOP;
+      SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                       FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+    END IF;
+    IF v_fence IS NULL THEN
+      SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
+        'sqlock: no fence epoch since the server started: CALL sqlock_fence_epoch_raise(@e), then lock again';
+    END IF;
+  END;
+  RETURN IF(GET_LOCK(CONCAT('sqlock!', v_fence), 0) IS NULL, NULL, v_fence);
+END$$
+
 -- Releases the hold of p_name taken on this session with fence p_fence (both GET_LOCK locks);
 -- 1 = it was held, 0 = not (nothing released). For callers of sqlock_advisory_lock that do not
 -- keep the GET_LOCK name; the library sends the two RELEASE_LOCKs itself.

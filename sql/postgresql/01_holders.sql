@@ -44,3 +44,126 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.writer_mark(text, text, bigint, boolean) FROM PUBLIC;
+
+-- One name, one lock across modes (schema version 10). Every mode of a name meets on its key
+-- sqlock.lock_key(name): advisory mode holds it on its session, transaction-scoped locks on the
+-- caller's transaction, and each row-mode acquire takes it for its own transaction, here, after
+-- name_guard: exclusively for an exclusive request, shared for a shared or permit one. False =
+-- an advisory-mode session or a transaction-scoped lock has the name (the acquire is busy).
+-- The row-mode transaction commits its row before it lets the key go (PostgreSQL makes a
+-- commit visible before it releases the transaction's locks), so an advisory acquire that gets
+-- the key afterwards sees the row (rows_hold, below).
+CREATE OR REPLACE FUNCTION sqlock.name_key_try(p_name text, p_shared boolean) RETURNS boolean
+  LANGUAGE sql VOLATILE
+AS $$
+  SELECT CASE WHEN p_shared
+              THEN pg_catalog.pg_try_advisory_xact_lock_shared(sqlock.lock_key(p_name))
+              ELSE pg_catalog.pg_try_advisory_xact_lock(sqlock.lock_key(p_name)) END
+$$;
+REVOKE ALL ON FUNCTION sqlock.name_key_try(text, boolean) FROM PUBLIC;
+
+-- The other half, for the modes that hold the key itself (advisory, transaction-scoped): true
+-- when a row mode holds p_name now, so that a caller that just got the key must give it back.
+-- p_exclusive: the caller wants the name exclusively, so live shared and permit holds count too;
+-- else only a live exclusive hold does. An exclusive row whose lease ran out no longer holds the
+-- name, but a fenced transaction of its holder may still be writing under it (fence_check's FOR
+-- KEY SHARE row lock): as the row modes' takeover does, such a row is waited for (true), and one
+-- nobody locks is freed (owner NULL) so that later calls take the fast path again. Expired shared
+-- and permit rows nobody locks are deleted, as acquire_shared does. Call with the key held.
+CREATE OR REPLACE FUNCTION sqlock.rows_hold(p_name text, p_exclusive boolean) RETURNS boolean
+  LANGUAGE plpgsql VOLATILE
+  SET search_path = sqlock, pg_temp
+AS $$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+BEGIN
+  IF EXISTS (SELECT 1 FROM sqlock.locks l
+              WHERE l.name = p_name AND l.owner IS NOT NULL AND l.expires_at > v_now)
+     OR (p_exclusive AND EXISTS (SELECT 1 FROM sqlock.holders h
+                                  WHERE h.name = p_name AND h.expires_at > v_now)) THEN
+    RETURN true;
+  END IF;
+  IF EXISTS (SELECT 1 FROM sqlock.locks l WHERE l.name = p_name AND l.owner IS NOT NULL) THEN
+    UPDATE sqlock.locks l SET owner = NULL
+     WHERE l.name = (SELECT k.name FROM sqlock.locks k
+                      WHERE k.name = p_name AND k.owner IS NOT NULL AND k.expires_at <= v_now
+                      FOR UPDATE SKIP LOCKED);
+    IF NOT FOUND THEN
+      RETURN true;  -- a fenced transaction of the expired holder is still running
+    END IF;
+  END IF;
+  IF p_exclusive THEN
+    DELETE FROM sqlock.holders h
+     WHERE (h.name, h.owner) IN (SELECT k.name, k.owner FROM sqlock.holders k
+                                  WHERE k.name = p_name AND k.expires_at <= v_now
+                                  FOR UPDATE SKIP LOCKED);
+  END IF;
+  RETURN false;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.rows_hold(text, boolean) FROM PUBLIC;
+
+-- Takes the session-level advisory lock p_key of p_name (shared when p_shared) for the advisory
+-- acquires that wait: waits in the server's lock queue for at most p_wait_ms in all, and when
+-- the lock comes while a row mode holds the name (rows_hold), gives it back and tries again
+-- after a pause (5 ms doubling to 100 ms; a row-mode release sends no signal this session could
+-- wait on). true = the session holds p_key and no row mode holds the name; false = the time ran
+-- out (the session holds nothing more than before).
+CREATE OR REPLACE FUNCTION sqlock.advisory_take(p_key bigint, p_name text, p_shared boolean,
+                                                p_wait_ms bigint)
+  RETURNS boolean
+  LANGUAGE plpgsql VOLATILE
+  SET search_path = sqlock, pg_temp
+AS $$
+DECLARE
+  v_until timestamptz := clock_timestamp() + greatest(p_wait_ms, 0) * interval '1 ms';
+  v_left  bigint;
+  v_pause bigint := 5;
+BEGIN
+  LOOP
+    v_left := floor(extract(epoch FROM v_until - clock_timestamp()) * 1000)::bigint;
+    IF v_left <= 0 THEN
+      RETURN false;
+    END IF;
+    IF p_shared THEN
+      IF NOT pg_catalog.pg_try_advisory_lock_shared(p_key)
+         AND NOT sqlock.advisory_wait(p_key, true, v_left) THEN
+        RETURN false;
+      END IF;
+    ELSIF NOT pg_catalog.pg_try_advisory_lock(p_key)
+          AND NOT sqlock.advisory_wait(p_key, false, v_left) THEN
+      RETURN false;
+    END IF;
+    IF NOT sqlock.rows_hold(p_name, NOT p_shared) THEN
+      RETURN true;
+    END IF;
+    IF p_shared THEN
+      PERFORM pg_catalog.pg_advisory_unlock_shared(p_key);
+    ELSE
+      PERFORM pg_catalog.pg_advisory_unlock(p_key);
+    END IF;
+    PERFORM pg_catalog.set_config('client_connection_check_interval', '100ms', true);
+    v_left := floor(extract(epoch FROM v_until - clock_timestamp()) * 1000)::bigint;
+    PERFORM pg_catalog.pg_sleep(greatest(least(v_left, v_pause), 0) / 1000.0);
+    v_pause := least(v_pause * 2, 100);
+  END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_take(bigint, text, boolean, bigint) FROM PUBLIC;
+
+-- The end of a row-mode exclusive attempt that another mode's hold of the key made busy: the
+-- writer mark as for any busy attempt and, for a client that will wait (p_mark_ms > 0), a
+-- registration as a notification-path waiter, so that the advisory release wakes it.
+CREATE OR REPLACE FUNCTION sqlock.key_busy(p_name text, p_owner text, p_mark_ms bigint)
+  RETURNS void
+  LANGUAGE plpgsql VOLATILE
+  SET search_path = sqlock, pg_temp
+AS $$
+BEGIN
+  PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, false);
+  IF coalesce(p_mark_ms, 0) > 0 THEN
+    PERFORM sqlock.advisory_wait_notify(p_name, p_mark_ms);
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.key_busy(text, text, bigint) FROM PUBLIC;

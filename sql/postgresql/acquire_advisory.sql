@@ -1,7 +1,8 @@
 -- Advisory acquire: pg_advisory_lock(sqlock.lock_key(name)) held by the calling session until
 -- release_advisory() or the end of the session, and the name's row in advisory_holds (UNLOGGED:
 -- no WAL) updated with the owner, holder and a fencing token from sqlock.advisory_fence() (no
--- durable write either). Returns (fence, 'acquired') or (NULL, 'busy').
+-- durable write either). Returns (fence, 'acquired') or (NULL, 'busy'); busy too while a row
+-- mode holds the name (rows_hold).
 -- p_wait_ms = 0: one try. p_wait_ms > 0: wait inside the server, in its lock queue, at most that
 -- long (lock_timeout); the server hands the lock over at the moment it is released, in queue
 -- order. A waiting session should carry no other hold (its release would wait behind it).
@@ -29,7 +30,16 @@ BEGIN
   END IF;
   v_key := sqlock.lock_key(p_name);
   IF NOT pg_try_advisory_lock(v_key) THEN
-    IF coalesce(p_wait_ms, 0) <= 0 OR NOT sqlock.advisory_wait(v_key, false, p_wait_ms) THEN
+    IF coalesce(p_wait_ms, 0) <= 0
+       OR NOT sqlock.advisory_take(v_key, p_name, false, p_wait_ms) THEN
+      status := 'busy';
+      RETURN;
+    END IF;
+  ELSIF sqlock.rows_hold(p_name, true) THEN
+    -- A row mode holds the name (one name, one lock across modes): give the key back.
+    PERFORM pg_advisory_unlock(v_key);
+    IF coalesce(p_wait_ms, 0) <= 0
+       OR NOT sqlock.advisory_take(v_key, p_name, false, p_wait_ms) THEN
       status := 'busy';
       RETURN;
     END IF;

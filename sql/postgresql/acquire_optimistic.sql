@@ -2,10 +2,10 @@
 -- (fence, 'acquired'), (NULL, 'busy') when a live hold exists, or (NULL, 'retry') when another
 -- session changed the row between the read and the write (the client retries with capped,
 -- jittered backoff). A free (released) or expired row can be claimed, not while a shared or
--- permit hold of the name is live. Idempotent for one owner. A busy attempt with p_mark_ms > 0
--- leaves a writer mark (see writer_mark in 01_holders.sql). The acquires of one name, of every
--- kind, pass name_guard one at a time, so the compare-and-set loses only to clients of earlier
--- versions.
+-- permit hold of the name is live, nor while another mode holds it (name_key_try). Idempotent
+-- for one owner. A busy attempt with p_mark_ms > 0 leaves a writer mark (see writer_mark in
+-- 01_holders.sql). The acquires of one name, of every kind, pass name_guard one at a time, so
+-- the compare-and-set loses only to clients of earlier versions.
 --   SELECT * FROM sqlock.acquire_optimistic('orders:42', 'owner-token', 30000, 'host:pid:app', 0);
 CREATE OR REPLACE FUNCTION sqlock.acquire_optimistic(p_name text, p_owner text,
     p_lease_ms bigint, p_holder text, p_mark_ms bigint)
@@ -24,6 +24,12 @@ BEGIN
   -- Every kind's acquire of this name waits here for the others; live shared or permit holds
   -- keep an exclusive request out (and the attempt leaves its writer mark, below).
   PERFORM sqlock.name_guard(p_name);
+  -- The name's key, for this transaction: busy while another mode holds the name.
+  IF NOT sqlock.name_key_try(p_name, false) THEN
+    PERFORM sqlock.key_busy(p_name, p_owner, p_mark_ms);
+    RETURN QUERY SELECT NULL::bigint, 'busy'::text;
+    RETURN;
+  END IF;
   IF sqlock.shared_held(p_name, v_now) THEN
     PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, false);
     RETURN QUERY SELECT NULL::bigint, 'busy'::text;

@@ -1,6 +1,7 @@
 -- Pessimistic exclusive acquire: one INSERT of the name; an expired (or free) row is taken over
 -- by the same statement (ON CONFLICT ... DO UPDATE ... WHERE expired); refused while a shared or
--- permit hold of the name is live. Returns (fence, 'acquired') or (NULL, 'busy'). A busy attempt
+-- permit hold of the name is live, or while another mode holds it (advisory mode, a
+-- transaction-scoped lock: name_key_try in 01_holders.sql). Returns (fence, 'acquired') or (NULL, 'busy'). A busy attempt
 -- with p_mark_ms > 0 (a client that will wait) leaves a writer mark that keeps new shared holders
 -- out for p_mark_ms (see writer_mark in 01_holders.sql). Idempotent for one owner: a retried
 -- call finds its own hold and returns its fence unchanged. Time is the server's
@@ -22,6 +23,13 @@ BEGIN
   -- Every kind's acquire of this name waits here for the others; live shared or permit holds
   -- keep an exclusive request out (and the attempt leaves its writer mark, below).
   PERFORM sqlock.name_guard(p_name);
+  -- The name's key, for this transaction: an advisory-mode session or a transaction-scoped
+  -- lock holding the name makes the request busy (one name, one lock across modes).
+  IF NOT sqlock.name_key_try(p_name, false) THEN
+    PERFORM sqlock.key_busy(p_name, p_owner, p_mark_ms);
+    RETURN QUERY SELECT NULL::bigint, 'busy'::text;
+    RETURN;
+  END IF;
   -- Taking over a free or expired row: lock it FOR UPDATE first, which waits for a fenced
   -- transaction of the old holder (fence_check's FOR KEY SHARE) to end. The upsert below alone
   -- would not wait: it updates only non-key columns. Both use v_now, so a row that was live here

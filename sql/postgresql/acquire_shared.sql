@@ -2,9 +2,11 @@
 -- user of a name must give the same number). One row per hold in sqlock.holders. Refused
 -- (NULL, 'busy') while an exclusive hold of the name is live, while a waiting exclusive
 -- request's mark is, and for a permit while p_permits holds are live; expired holds and marks
--- never count (server clock). Returns (fence, 'acquired'), (NULL, 'busy'), or
--- (NULL, 'mismatch:<kind>:<permits>') when the name's live holders are of another kind or
--- number of permits (the client raises a configuration error). Idempotent for one owner.
+-- never count (server clock). Holds of advisory mode count as well: an exclusive one makes the
+-- request busy, shared and permit ones share the name (and its permits). Returns
+-- (fence, 'acquired'), (NULL, 'busy'), or (NULL, 'mismatch:<kind>:<permits>') when the name's
+-- live holders (of any mode) are of another kind or number of permits (the client raises a
+-- configuration error). Idempotent for one owner.
 --   SELECT * FROM sqlock.acquire_shared('reports', 'owner-token', 30000, 'host:pid:app',
 --                                       'permit', 3, 'pessimistic');
 CREATE OR REPLACE FUNCTION sqlock.acquire_shared(p_name text, p_owner text, p_lease_ms bigint,
@@ -20,6 +22,7 @@ DECLARE
   v_permits integer := CASE WHEN p_kind = 'permit' THEN p_permits ELSE 0 END;
   v_fence   bigint;
   v_other   record;
+  v_miss    text;
 BEGIN
   PERFORM sqlock.check_name_owner(p_name, p_owner);
   PERFORM sqlock.check_lease(p_lease_ms);
@@ -43,12 +46,26 @@ BEGIN
     RETURN QUERY SELECT NULL::bigint, 'mismatch:' || v_other.kind || ':' || v_other.permits;
     RETURN;
   END IF;
+  -- The name's key in share mode, for this transaction: an exclusive advisory or
+  -- transaction-scoped hold makes the request busy; shared and permit holds of advisory mode
+  -- share it, and must agree on the kind and count against the permits.
+  IF NOT sqlock.name_key_try(p_name, true) THEN
+    RETURN QUERY SELECT NULL::bigint,
+                        coalesce(sqlock.advisory_mismatch(p_name, p_kind, v_permits), 'busy');
+    RETURN;
+  END IF;
+  v_miss := sqlock.advisory_mismatch(p_name, p_kind, v_permits);
+  IF v_miss IS NOT NULL THEN
+    RETURN QUERY SELECT NULL::bigint, v_miss;
+    RETURN;
+  END IF;
   IF EXISTS (SELECT 1 FROM sqlock.locks l
               WHERE l.name = p_name AND l.owner IS NOT NULL AND l.expires_at > v_now)
      OR EXISTS (SELECT 1 FROM sqlock.writer_marks m
                  WHERE m.name = p_name AND m.expires_at > v_now)
      OR (p_kind = 'permit' AND
-         (SELECT count(*) FROM sqlock.holders h WHERE h.name = p_name) >= v_permits) THEN
+         (SELECT count(*) FROM sqlock.holders h WHERE h.name = p_name)
+           + sqlock.advisory_permits_held(p_name, v_permits) >= v_permits) THEN
     RETURN QUERY SELECT NULL::bigint, 'busy'::text;
     RETURN;
   END IF;

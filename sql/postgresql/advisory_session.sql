@@ -21,7 +21,9 @@
 
 -- Takes the advisory lock of p_name, whose key p_key the caller computed, on the calling
 -- session: one try (p_wait_ms = 0) or a wait inside the server of at most p_wait_ms
--- (lock_timeout), as acquire_advisory. Returns the fencing token (sqlock.advisory_fence(),
+-- (lock_timeout), as acquire_advisory. A name a row mode holds (a live row in sqlock.locks or
+-- sqlock.holders) is busy here too: the key is given back at once (or, waiting, taken again
+-- once the row's hold ends: advisory_take). Returns the fencing token (sqlock.advisory_fence(),
 -- inline in the common case), or NULL when busy. The caller must not hold the lock on this
 -- session already (a session lock is reentrant: it would be granted again). p_owner and
 -- p_holder go to the audit log only (sqlock.audit = on). One scalar result: a function
@@ -44,21 +46,39 @@ AS $$
 DECLARE
   v_epoch bigint;
   v_n     bigint;
+  v_rows  boolean;
   v_fence bigint;
 BEGIN
   IF p_key IS NULL OR p_name IS NULL OR p_name = '' OR p_owner IS NULL OR p_owner = '' THEN
     PERFORM sqlock.check_name_owner(p_name, p_owner);
     RAISE EXCEPTION 'sqlock: advisory_lock_key needs the key of the name' USING ERRCODE = '22023';
   END IF;
-  IF NOT pg_try_advisory_lock(p_key) THEN
-    IF coalesce(p_wait_ms, 0) <= 0 OR NOT sqlock.advisory_wait(p_key, false, p_wait_ms) THEN
-      RETURN NULL;
+  IF pg_try_advisory_lock(p_key) THEN
+    -- One statement after the lock (a snapshot taken once the session holds the key, so a row
+    -- mode's hold committed before is seen): the fence (the epoch and the next counter) and
+    -- whether the row modes have anything of the name (two index probes: plain index scans,
+    -- which cost the server less per call than index-only scans here). No epoch row (first
+    -- acquire after a crash or promotion: no row at all, so v_rows is NULL too), a spent counter
+    -- or rows take the slow paths.
+    SELECT e.epoch, nextval('sqlock.advisory_fence_seq'),
+           EXISTS (SELECT 1 FROM sqlock.locks l WHERE l.name = p_name AND l.owner IS NOT NULL)
+           OR EXISTS (SELECT 1 FROM sqlock.holders h
+                       WHERE h.name = p_name AND h.expires_at > clock_timestamp())
+      INTO v_epoch, v_n, v_rows
+      FROM sqlock.fence_epoch_live e;
+    IF (v_rows OR v_epoch IS NULL) AND sqlock.rows_hold(p_name, true) THEN
+      -- A row mode holds the name (one name, one lock across modes): give the key back.
+      PERFORM pg_advisory_unlock(p_key);
+      IF coalesce(p_wait_ms, 0) <= 0 OR NOT sqlock.advisory_take(p_key, p_name, false, p_wait_ms)
+      THEN
+        RETURN NULL;
+      END IF;
+      v_epoch := NULL;
     END IF;
+  ELSIF coalesce(p_wait_ms, 0) <= 0
+        OR NOT sqlock.advisory_take(p_key, p_name, false, p_wait_ms) THEN
+    RETURN NULL;
   END IF;
-  -- One statement; no epoch row (first acquire after a crash or promotion) or a spent counter
-  -- takes the slow path.
-  SELECT e.epoch, nextval('sqlock.advisory_fence_seq') INTO v_epoch, v_n
-    FROM sqlock.fence_epoch_live e;
   IF v_epoch IS NOT NULL AND v_n < 17592186044416 THEN
     v_fence := (v_epoch << 44) | v_n;
   ELSE

@@ -26,6 +26,26 @@ $$;
 REVOKE ALL ON FUNCTION sqlock.permit_key(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sqlock.permit_key(text, integer) TO sqlock_execute;
 
+-- How many of the N permit keys of p_name (permit_key(name, 0 .. N-1)) some session holds now,
+-- in this database: the advisory permits of the name, counted with the row modes' (their
+-- acquires call this under name_guard).
+CREATE OR REPLACE FUNCTION sqlock.advisory_permits_held(p_name text, p_permits integer)
+  RETURNS bigint
+  LANGUAGE sql STABLE
+  SET search_path = sqlock, pg_temp
+AS $$
+  SELECT count(*)
+    FROM pg_catalog.generate_series(0, greatest(p_permits, 0) - 1) AS s (slot)
+    CROSS JOIN LATERAL (SELECT sqlock.permit_key(p_name, s.slot::integer) AS key) k
+    JOIN pg_catalog.pg_locks l
+      ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.mode = 'ExclusiveLock'
+     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                        WHERE d.datname = pg_catalog.current_database())
+     AND l.classid = ((k.key >> 32) & 4294967295)::oid
+     AND l.objid = (k.key & 4294967295)::oid
+$$;
+REVOKE ALL ON FUNCTION sqlock.advisory_permits_held(text, integer) FROM PUBLIC;
+
 -- 'mismatch:<kind>:<permits>' when another session's live advisory hold of p_name is of another
 -- kind or number of permits than a request of p_kind with p_permits (0 for shared); else NULL.
 -- Rows it meets whose session no longer holds their key are stale, and deleted.
@@ -113,7 +133,16 @@ BEGIN
       status := coalesce(sqlock.advisory_mismatch(p_name, p_kind, v_permits), 'busy');
       RETURN;
     END IF;
-    IF NOT sqlock.advisory_wait(v_name_key, true, p_wait_ms) THEN
+    -- Waits in the server, and past a row mode's exclusive hold too (advisory_take).
+    IF NOT sqlock.advisory_take(v_name_key, p_name, true, p_wait_ms) THEN
+      status := 'busy';
+      RETURN;
+    END IF;
+  ELSIF sqlock.rows_hold(p_name, false) THEN
+    -- A row mode holds the name exclusively (one name, one lock across modes).
+    PERFORM pg_advisory_unlock_shared(v_name_key);
+    IF coalesce(p_wait_ms, 0) <= 0 OR p_kind = 'permit'
+       OR NOT sqlock.advisory_take(v_name_key, p_name, true, p_wait_ms) THEN
       status := 'busy';
       RETURN;
     END IF;
@@ -137,6 +166,20 @@ BEGIN
   -- of another kind or number of permits cannot both miss each other's row.
   PERFORM sqlock.name_guard(p_name);
   v_miss := sqlock.advisory_mismatch(p_name, p_kind, v_permits);
+  IF v_miss IS NULL THEN
+    -- The row modes' shared and permit holds of the name: the same kind and number of permits,
+    -- and a permit counts theirs with the advisory permits held (this one's included).
+    SELECT 'mismatch:' || h.kind || ':' || h.permits INTO v_miss FROM sqlock.holders h
+     WHERE h.name = p_name AND h.expires_at > clock_timestamp()
+       AND (h.kind <> p_kind OR h.permits <> v_permits)
+     LIMIT 1;
+    IF v_miss IS NULL AND p_kind = 'permit'
+       AND (SELECT count(*) FROM sqlock.holders h
+             WHERE h.name = p_name AND h.expires_at > clock_timestamp())
+           + sqlock.advisory_permits_held(p_name, v_permits) > v_permits THEN
+      v_miss := 'busy';
+    END IF;
+  END IF;
   IF v_miss IS NOT NULL THEN
     IF v_slot IS NOT NULL THEN
       PERFORM pg_advisory_unlock(v_key);

@@ -17,6 +17,8 @@ BEGIN
     SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch e FOR UPDATE;
     SELECT e.epoch INTO v_epoch FROM sqlock.fence_epoch_live e;
     IF v_epoch IS NULL THEN
+      -- Every token of the new epoch relies on this commit being durable before it is used.
+      PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
       UPDATE sqlock.fence_epoch e SET epoch = e.epoch + 1 RETURNING e.epoch INTO v_epoch;
       INSERT INTO sqlock.fence_epoch_live (epoch) VALUES (v_epoch);
     END IF;
@@ -46,26 +48,29 @@ END
 $$;
 REVOKE ALL ON FUNCTION sqlock.next_fence(regclass) FROM PUBLIC;
 
--- The fencing token of a new row-mode hold (pessimistic, optimistic, shared, permit):
--- (epoch << 44) | n, n from the logged sequence sqlock.fence_seq. The sequence alone rises on
--- one server and across its crashes, but a replica promoted before it received the newest values
--- hands them out again (docs/reliability.md, "PostgreSQL failover"); the epoch, raised on the
--- promoted replica by its first acquire, keeps every later token above them. Tokens of version
--- 6 and before (the bare sequence, below 2^44) stay below every token made here.
+-- The fencing token of a new row-mode hold (pessimistic, optimistic, shared, permit), from the
+-- same counter as advisory holds' since schema version 10 (one fence source per store, so the
+-- fences of a name rise in one order whatever mode took them): (epoch << 44) | n, n from the
+-- UNLOGGED sequence sqlock.advisory_fence_seq. A crash or a promotion resets that sequence and
+-- empties fence_epoch_live, and the first acquire afterwards raises the durable epoch, so every
+-- later token exceeds every earlier one, as with the logged sequence sqlock.fence_seq the row
+-- modes drew from before (V007; the migration to version 10 moved the shared counter above it).
 --   SELECT sqlock.row_fence();
 CREATE OR REPLACE FUNCTION sqlock.row_fence() RETURNS bigint
   LANGUAGE sql VOLATILE
 AS $$
-  SELECT sqlock.next_fence('sqlock.fence_seq')
+  SELECT sqlock.next_fence('sqlock.advisory_fence_seq')
 $$;
 REVOKE ALL ON FUNCTION sqlock.row_fence() FROM PUBLIC;
 
 -- The fencing token of a new advisory hold: (epoch << 44) | n, n from the UNLOGGED sequence
--- sqlock.advisory_fence_seq (no WAL, so no durable write per hold; the server resets it after a
--- crash or on a promoted replica, together with fence_epoch_live, so the epoch rises then).
--- Tokens therefore strictly rise across clean restarts and crashes alike, provided the epoch's
--- commit is durable (synchronous_commit on). See docs/backends/postgres.md for what a failover
--- to an asynchronous replica does to them. acquire_advisory inlines its common case.
+-- sqlock.advisory_fence_seq, the counter of every mode (row_fence above): no WAL, so no durable
+-- write per hold; the server resets it after a crash or on a promoted replica, together with
+-- fence_epoch_live, so the epoch rises then. Tokens therefore strictly rise across clean
+-- restarts and crashes alike: the transaction that raises the epoch commits with
+-- synchronous_commit on, whatever the session's setting. See docs/backends/postgres.md for
+-- what a failover to an asynchronous replica does to them. acquire_advisory and the lean pair
+-- (advisory_session.sql) inline its common case.
 --   SELECT sqlock.advisory_fence();
 CREATE OR REPLACE FUNCTION sqlock.advisory_fence() RETURNS bigint
   LANGUAGE sql VOLATILE

@@ -42,7 +42,15 @@ BEGIN
               AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
                                  WHERE d.datname = pg_catalog.current_database())
               AND l.classid = ((sqlock.lock_key(p_name) >> 32) & 4294967295)::oid
-              AND l.objid = (sqlock.lock_key(p_name) & 4294967295)::oid LOOP
+              AND l.objid = (sqlock.lock_key(p_name) & 4294967295)::oid
+              -- Not a row mode's acquire, which holds the key for its transaction, under
+              -- name_guard (01_holders.sql): its row is the hold, deleted above.
+              AND NOT EXISTS (
+                SELECT 1 FROM pg_catalog.pg_locks g
+                 WHERE g.locktype = 'advisory' AND g.granted AND g.pid = l.pid
+                   AND g.objsubid = 2 AND g.database = l.database
+                   AND g.classid = 1397836875::oid
+                   AND g.objid = (pg_catalog.hashtext(p_name)::bigint & 4294967295)::oid) LOOP
     v_n := v_n + 1;
     PERFORM sqlock.log_event('force_release', p_name, NULL, NULL, 'advisory', NULL,
                              'terminated session ' || r.pid);

@@ -146,7 +146,7 @@ class advisory_backend final : public sql::engine_backend {
     sql::rows r;
     hold_list lost;
     bool stopped = false;  // the caller was stopped during a wait in the server
-    bool lean = false;     // taken with sqlock_advisory_lock (MariaDB)
+    bool lean = false;     // taken with sqlock_advisory_take (MariaDB)
     std::uint64_t session_id = 0;
     try {
       lean = lean_pair(*s.conn, deadline);
@@ -159,7 +159,9 @@ class advisory_backend final : public sql::engine_backend {
         }
         session_id = s.conn->server_id(deadline);  // asked once per session
         lock_name = get_lock_name(req.name);
-        p.name = lock_name;  // sqlock_advisory_lock takes the GET_LOCK name
+        // sqlock_advisory_take takes the GET_LOCK name (in :prefix, which the statement has no
+        // other use for) and the name (:name).
+        p.prefix = lock_name;
       }
       std::optional<wait_stopper> stopper;
       if (wait > milliseconds(0) && req.stop.stop_possible())
@@ -383,7 +385,10 @@ class advisory_backend final : public sql::engine_backend {
   }
 
   // The lean pair (MariaDB) and its checks, on the GET_LOCK names of the name and the fence.
-  const sql::operation lock_{"advisory_lock", {"SELECT sqlock_advisory_lock(:name, :lease_ms)"}};
+  // sqlock_advisory_take: sqlock_advisory_lock that also refuses a name a row mode holds
+  // (schema version 5, sql/mysql/advisory_session.sql).
+  const sql::operation lock_{"advisory_lock",
+                             {"SELECT sqlock_advisory_take(:prefix, :name, :lease_ms)"}};
   const sql::operation unlock_{
       "advisory_unlock", {"SELECT RELEASE_LOCK(:name), RELEASE_LOCK(CONCAT('sqlock!', :fence))"}};
   const sql::operation holding_{"advisory_holding",

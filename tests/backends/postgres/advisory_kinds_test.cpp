@@ -23,7 +23,8 @@ TEST_F(postgres, migrate_to_v6_keeps_a_live_advisory_hold_of_the_v5_routines) {
   schema_guard guard(owner_, schema);
   const auto& b = sqlock::postgres::bundle();
   // Version 5 of the schema, with the routines an exclusive advisory hold of version 5 used
-  // (what a try runs in them is unchanged since; fence_epoch.sql holds a part of version 5's
+  // (what a try runs in them is unchanged since but the look for a row mode's hold, whose
+  // helpers are in 01_holders.sql since version 10; fence_epoch.sql holds a part of version 5's
   // advisory_fence.sql since version 7).
   pqxx::connection holder(owner_);
   for (const auto& f : b.migrations) {
@@ -31,8 +32,8 @@ TEST_F(postgres, migrate_to_v6_keeps_a_live_advisory_hold_of_the_v5_routines) {
     pqxx::nontransaction tx(holder);
     tx.exec(sqlock::postgres::render(f.text, schema, ""));
   }
-  for (auto file :
-       {"00_common.sql", "fence_epoch.sql", "advisory_fence.sql", "acquire_advisory.sql"}) {
+  for (auto file : {"00_common.sql", "01_holders.sql", "fence_epoch.sql", "advisory_fence.sql",
+                    "acquire_advisory.sql"}) {
     pqxx::nontransaction tx(holder);
     tx.exec(sqlock::postgres::render(b.routine(file), schema, ""));
   }

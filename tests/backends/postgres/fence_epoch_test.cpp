@@ -22,6 +22,8 @@ void promote_behind(pqxx::connection& dc, const std::string& schema) {
   pqxx::nontransaction tx(dc);
   tx.exec("DELETE FROM " + schema + ".fence_epoch_live");
   tx.exec("SELECT setval('" + schema + ".fence_seq', 1, false)");
+  // The counter every mode draws from since version 10 (UNLOGGED: a promotion empties it).
+  tx.exec("SELECT setval('" + schema + ".advisory_fence_seq', 1, false)");
 }
 
 // The fence of one hold of `name` of each kind through `c`, taken and given back in turn.

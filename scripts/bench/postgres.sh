@@ -3,7 +3,9 @@
 # (acquire + release with a fresh owner each time), back to back in one run; then, for
 # advisory mode, the raw ceiling: pgbench -M prepared running
 #   SELECT pg_try_advisory_lock(k); SELECT pg_advisory_unlock(k);
-# beside sqlock advisory and pessimistic (1 thread), and the contended handoff (4 threads).
+# beside sqlock advisory and pessimistic (1 thread), the row modes' ceiling: pgbench running a raw
+#   INSERT ... ON CONFLICT DO UPDATE ... WHERE expired; DELETE ... WHERE owner = ...
+# on a table of its own (sqlock_bench_raw), and the contended handoff (4 threads).
 # Usage: scripts/bench/postgres.sh BUILD_DIR [URL]   (URL defaults to SQLOCK_TEST_POSTGRES_URL,
 # e.g. from $SQLOCK_RUN_DIR/env.sh after scripts/servers.sh start postgres). Say which server
 # settings (fsync, synchronous_commit) the URL has: the script prints them.
@@ -52,6 +54,18 @@ cat >"$dir/raw.sql" <<'SQL'
 SELECT pg_try_advisory_lock(:k);
 SELECT pg_advisory_unlock(:k);
 SQL
+# The row modes' ceiling: the raw upsert + owner-checked delete pair a user could write instead,
+# on a table of the script's own (taken over when expired, as the pessimistic routine does).
+psql -X -q "$url" -c "CREATE TABLE IF NOT EXISTS sqlock_bench_raw (name text PRIMARY KEY,
+  owner text NOT NULL, expires_at timestamptz NOT NULL)" >/dev/null
+cat >"$dir/raw_rows.sql" <<'SQL'
+\set k random(1, 1000000000)
+INSERT INTO sqlock_bench_raw AS l (name, owner, expires_at)
+  VALUES ('raw/' || :client_id, 'o' || :k, clock_timestamp() + interval '30 s')
+  ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+  WHERE l.expires_at <= clock_timestamp();
+DELETE FROM sqlock_bench_raw WHERE name = 'raw/' || :client_id AND owner = 'o' || :k;
+SQL
 settings=$(psql -X -At "$url" -c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name)
   FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'server_version')" 2>/dev/null)
 echo "## postgres: $settings; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
@@ -69,8 +83,10 @@ for mode in pessimistic optimistic advisory; do
     done
   done
 done
-echo "## advisory beside the raw ceiling, $rounds interleaved rounds"
+echo "## the modes beside their raw ceilings, $rounds interleaved rounds"
 for r in $(seq "$rounds"); do
+  echo "\$ pgbench -n -M prepared -T $secs -f raw_rows.sql \$URL   # upsert + delete of a row"
+  pgbench -n -M prepared -T "$secs" -f "$dir/raw_rows.sql" "$url" 2>&1 | grep -E "^(tps|latency average)"
   echo "\$ pgbench -n -M prepared -T $secs -f raw.sql \$URL   # pg_try_advisory_lock + pg_advisory_unlock"
   pgbench -n -M prepared -T "$secs" -f "$dir/raw.sql" "$url" 2>&1 | grep -E "^(tps|latency average)"
   for mode in advisory pessimistic; do

@@ -5,6 +5,7 @@
 
 #include "connection.hpp"
 #include "conninfo.hpp"
+#include "pooler.hpp"
 #include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::postgres {
@@ -14,21 +15,43 @@ namespace {
 // How long a registration as a waiter lasts at most; a longer wait registers again.
 constexpr milliseconds registration_span{60000};
 
+// The pooled connections' way with a pooler.
+pooling pooled(const options& o) {
+  pooling p;
+  p.unnamed = unnamed_statements(o);
+  p.session_settings = !moves_sessions(o.pooler);
+  p.cancel = !through_pooler(o.pooler);
+  return p;
+}
+
+// The listener of the options, or null when waiters poll: the LISTEN connection goes where
+// the URL sends it (listen_host...), else through the URL unless a pooler that moves sessions
+// is declared; through an undeclared proxy it turns deaf (see notifier).
+std::unique_ptr<notifier> make_notifier(const std::string& conninfo, const options& o) {
+  if (!o.listen) return nullptr;
+  const auto channel = notify_channel(o.schema);
+  if (listens_elsewhere(o))
+    return std::make_unique<notifier>(listen_conninfo(conninfo, o), channel, o.timeout);
+  if (moves_sessions(o.pooler)) return nullptr;
+  return std::make_unique<notifier>(conninfo, channel, o.timeout, o.pooler.empty());
+}
+
 }  // namespace
 
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
                        sql::dialect d)
     : engine_backend(
           bundle(), std::move(d),
-          [conninfo, t = o.timeout] { return std::make_unique<pg_connection>(conninfo, t); }, shown,
-          o.pool),
+          [conninfo, t = o.timeout, p = pooled(o)] {
+            return std::make_unique<pg_connection>(conninfo, t, -1, p);
+          },
+          shown, o.pool),
       shown_(shown),
       register_{"pg_register_waiter",
                 {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}} {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
-  if (o.listen)
-    notifier_ = std::make_unique<notifier>(conninfo, notify_channel(o.schema), o.timeout);
+  notifier_ = make_notifier(conninfo, o);
 }
 
 std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {

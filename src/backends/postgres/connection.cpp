@@ -36,7 +36,7 @@ link& pg_connection::ready(steady_time deadline) {
       if (pooling_.refuse_proxy && process != l->server_pid()) refuse_advisory("");
       server_process_ = process;
     }
-    if (pooling_.session_settings) apply_session_settings(*l, deadline);
+    if (pooling_.keeps_session) apply_session_settings(*l, deadline);
     link_ = std::move(l);
   }
   return *link_;
@@ -133,6 +133,11 @@ void pg_connection::begin_migration() {
   // Waits in the server as long as another migration of this database runs (its session
   // settings leave lock_timeout and statement_timeout off); the session lock goes with a
   // connection closed by the deadline.
+  if (!pooling_.keeps_session)
+    throw config_error(
+        "PostgreSQL migrations hold a session lock, which a pooler in transaction or statement "
+        "pooling does not keep: run `sqlock migrate` (or migrate=auto) with a URL that reaches "
+        "the server directly or through session pooling");
   auto deadline = std::chrono::steady_clock::now() + std::max(script_timeout, io_timeout_);
   ready(deadline).run_simple(
       std::string("SELECT pg_catalog.pg_advisory_lock(") + migrate_lock_key + ")", deadline,

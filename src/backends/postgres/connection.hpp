@@ -23,9 +23,10 @@ struct pooling {
   /// connection, and it switches to unnamed statements and runs the call again (nothing of it
   /// ran).
   bool unnamed = false;
-  /// Turn the server's session timeouts off at connect (off through a pooler that moves
-  /// sessions: the settings would stay on a server session other clients then use).
-  bool session_settings = true;
+  /// False through a pooler declared to move the connection between server sessions: no
+  /// session settings at connect (they would stay on a server session other clients then
+  /// use) and migrations, which hold a session lock, are refused.
+  bool keeps_session = true;
   /// Fail the connect with refuse_advisory("") when the connection goes through a proxy.
   bool refuse_proxy = false;
   /// Ask the server for its process at connect (server_pid() is then the server's, not a

@@ -19,7 +19,7 @@ constexpr milliseconds registration_span{60000};
 pooling pooled(const options& o) {
   pooling p;
   p.unnamed = unnamed_statements(o);
-  p.session_settings = !moves_sessions(o.pooler);
+  p.keeps_session = !moves_sessions(o.pooler);
   p.cancel = !through_pooler(o.pooler);
   return p;
 }

@@ -7,8 +7,8 @@
 #   sqlock_stmt     pool_mode=statement    -> SQLOCK_TEST_PGBOUNCER_STMT_URL
 #   sqlock_session  pool_mode=session      -> SQLOCK_TEST_PGBOUNCER_SESSION_URL (+ _APP_URL)
 # A transaction or statement pool shares 8 server sessions among its clients; the session pool
-# has 40, one per client connection (an advisory-mode client alone takes up to 9: pool, lock
-# sessions, waiter sessions, listener). Server sessions idle for 10 s are closed.
+# has 80, one per client connection (an advisory-mode client alone keeps 7: pool, lock
+# sessions, listener). Server sessions idle for 10 s are closed.
 # Clients authenticate with SCRAM against a test-only userlist holding the roles' plain
 # passwords (pgbouncer needs them to log in to the server as the client's role). pgbouncer
 # refuses to run as root: under root it runs as the `postgres` OS user, like the server.
@@ -49,7 +49,7 @@ start_pgbouncer() {
 [databases]
 sqlock_tx = $target pool_mode=transaction
 sqlock_stmt = $target pool_mode=statement
-sqlock_session = $target pool_mode=session pool_size=40
+sqlock_session = $target pool_mode=session pool_size=80
 
 [pgbouncer]
 listen_addr = 127.0.0.1

@@ -16,6 +16,7 @@
 #include "pg_env.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
+#include "sqlock/postgres/postgres.hpp"
 #include "sqlock/url.hpp"
 
 namespace sqlock::test {
@@ -122,6 +123,60 @@ TEST(pgbouncer, statement_pooling_excludes) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(counter, 40);
   EXPECT_EQ(overlaps.load(), 0);
+}
+
+// The library call with a key=value conninfo: the listener's host, port and database put in
+// place of pgbouncer's; a waiter gets the lock when the holder releases it.
+TEST(pgbouncer, key_value_conninfo_with_the_listener_straight_to_the_server) {
+  std::string tx;
+  SQLOCK_REQUIRE_URL(tx_var, tx);
+  pg::ensure_migrated();
+  auto via = url::parse(tx);
+  auto direct = url::parse(env(pg::url_var));
+  const std::string conninfo =
+      "host=" + via.hosts.at(0).host + " port=" + std::to_string(via.hosts.at(0).port) +
+      " dbname=" + via.path.substr(1) + " user=" + via.user.value() +
+      " password=" + via.password.value() + " application_name=" + unique_name("kvlisten");
+  sqlock::postgres::options o;
+  o.pooler = "transaction";
+  o.listen_host = direct.hosts.at(0).host;
+  o.listen_port = std::to_string(direct.hosts.at(0).port);
+  o.listen_dbname = direct.path.substr(1);
+  client a(sqlock::postgres::open(conninfo, o));
+  client b(sqlock::postgres::open(conninfo, o));
+  EXPECT_TRUE(b.caps().notify);
+  const auto n = unique_name("kv");
+  std::atomic<bool> held{false};
+  std::thread holder([&] {  // holds for 200 ms, then releases (on its own thread)
+    auto la = a.make_lock(n);
+    if (la.try_lock()) {
+      held = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      la.unlock();
+    }
+  });
+  for (int i = 0; i < 500 && !held; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (!held) {
+    holder.join();
+    FAIL() << "the holder did not get the lock";
+  }
+  auto lb = b.make_lock(n);
+  EXPECT_TRUE(lb.try_lock_for(std::chrono::seconds(10)));
+  holder.join();
+  lb.unlock();
+  // The waiter's listener is a session of the server itself, in the direct database.
+  const std::string app = conninfo.substr(conninfo.rfind('=') + 1);
+  EXPECT_TRUE(eventually(
+      [&] {
+        pqxx::connection dba(env(pg::url_var));
+        pqxx::nontransaction q(dba);
+        return q.exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = " +
+                       q.quote(app) +
+                       " AND query LIKE 'LISTEN %' AND datname = " + q.quote(o.listen_dbname))[0]
+                   .as<int>() > 0;
+      },
+      std::chrono::seconds(5)))
+      << "no LISTEN session of " << app << " on the server";
 }
 
 TEST(pgbouncer, advisory_mode_is_refused_in_transaction_and_statement_pooling) {

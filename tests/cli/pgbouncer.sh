@@ -2,7 +2,8 @@
 # `sqlock run` through pgbouncer (scripts/servers.d/15-pgbouncer.sh): two processes taking one
 # lock through transaction pooling, with nothing declared, never overlap; advisory mode through
 # transaction pooling is refused with exit 64 and a message naming the pool mode and what to
-# use instead. Needs SQLOCK_TEST_PGBOUNCER_TX_URL and SQLOCK_TEST_POSTGRES_URL (the same
+# use instead; `sqlock migrate` through it is refused (its session lock would stay on a pooled
+# server session). Needs SQLOCK_TEST_PGBOUNCER_TX_URL and SQLOCK_TEST_POSTGRES_URL (the same
 # database, for `sqlock migrate`: a migration takes a session lock, which only a direct
 # connection keeps).
 source "$(dirname "$0")/lib.sh"
@@ -50,4 +51,10 @@ check "the message names what to use" yes \
 check "advisory mode behind an undeclared pooler exits 64" 64 $?
 check "the message says how to declare session pooling" yes \
   "$(grep -q 'pooler=session' "$dir/detected.err" && echo yes || echo no)"
+"$sqlock" migrate --url "$tx" 2>"$dir/migrate.err"
+check "sqlock migrate through an undeclared pooler exits 64" 64 $?
+check "the message says where to migrate" yes \
+  "$(grep -q 'reaches the server directly' "$dir/migrate.err" && echo yes || echo no)"
+"$sqlock" migrate --url "$tx?pooler=transaction" 2>/dev/null
+check "sqlock migrate under pooler=transaction exits 64" 64 $?
 finish "pgbouncer"

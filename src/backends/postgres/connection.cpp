@@ -133,12 +133,15 @@ void pg_connection::begin_migration() {
   // Waits in the server as long as another migration of this database runs (its session
   // settings leave lock_timeout and statement_timeout off); the session lock goes with a
   // connection closed by the deadline.
-  if (!pooling_.keeps_session)
+  auto deadline = std::chrono::steady_clock::now() + std::max(script_timeout, io_timeout_);
+  // Behind an undeclared proxy the pool mode is unknown: a session lock could stay on a server
+  // session the pooler hands to other clients, blocking every later migration.
+  if (!pooling_.keeps_session || (!pooling_.declared && behind_proxy(deadline)))
     throw config_error(
         "PostgreSQL migrations hold a session lock, which a pooler in transaction or statement "
         "pooling does not keep: run `sqlock migrate` (or migrate=auto) with a URL that reaches "
-        "the server directly or through session pooling");
-  auto deadline = std::chrono::steady_clock::now() + std::max(script_timeout, io_timeout_);
+        "the server directly or through session pooling (declared with pooler=session when "
+        "the connection goes through a pooler)");
   ready(deadline).run_simple(
       std::string("SELECT pg_catalog.pg_advisory_lock(") + migrate_lock_key + ")", deadline,
       "PostgreSQL migration lock failed");

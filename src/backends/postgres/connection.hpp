@@ -27,6 +27,8 @@ struct pooling {
   /// session settings at connect (they would stay on a server session other clients then
   /// use) and migrations, which hold a session lock, are refused.
   bool keeps_session = true;
+  /// The URL declares what sits in between (pooler=): no proxy check before a migration.
+  bool declared = false;
   /// Fail the connect with refuse_advisory("") when the connection goes through a proxy.
   bool refuse_proxy = false;
   /// Ask the server for its process at connect (server_pid() is then the server's, not a

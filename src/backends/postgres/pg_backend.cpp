@@ -20,6 +20,7 @@ pooling pooled(const options& o) {
   pooling p;
   p.unnamed = unnamed_statements(o);
   p.keeps_session = !moves_sessions(o.pooler);
+  p.declared = !o.pooler.empty();
   p.cancel = !through_pooler(o.pooler);
   return p;
 }

@@ -25,7 +25,16 @@
 //   waiters=N        advisory mode: extra sessions that wait for a busy lock inside the server
 //                    (pg_advisory_lock under lock_timeout; default 2, 0 = none); more waiting
 //                    threads than that wait for NOTIFY instead
-//   listen=off       do not LISTEN; waiters poll (for poolers that drop notifications)
+//   listen=off       do not LISTEN; waiters poll (capped, jittered backoff)
+//   pooler=transaction|statement|session|none   what sits between this client and the server
+//                    (default: told from the connection; see docs/backends/postgres.md).
+//                    transaction/statement: unnamed statements, no LISTEN on the pooled
+//                    connections, advisory mode refused; session/none: everything as direct
+//   prepare=off      send every statement unnamed (parse, bind and execute in one round trip)
+//                    instead of preparing named statements per connection (default on; off
+//                    under pooler=transaction|statement)
+//   listen_host=H, listen_port=P, listen_dbname=D   the LISTEN connection goes to this server
+//                    instead of the URL's (straight to PostgreSQL past a pooler)
 //   timeout=D        the longest one exchange with the server may take, connecting included
 //                    (default 5s): every call also returns by its caller's deadline
 //   record_after=D   advisory mode: an exclusive hold is recorded for other processes'
@@ -63,6 +72,13 @@ struct options {
   milliseconds timeout{5000};     ///< I/O timeout: longest one exchange may take (> 0)
   std::size_t waiters = 2;        ///< advisory mode: sessions that wait inside the server
   milliseconds record_after{10};  ///< advisory mode: a hold's age when it is recorded
+  /// What sits between this client and the server: "transaction", "statement", "session",
+  /// "none", or "" to tell from the connection (a proxy that hands out its own backend keys).
+  std::string pooler{};
+  bool prepare = true;  ///< named prepared statements (false: unnamed; forced by tx/stmt pooler)
+  /// The LISTEN connection's server when it differs from the conninfo's (libpq keywords
+  /// host, port, dbname; "" = the conninfo's).
+  std::string listen_host{}, listen_port{}, listen_dbname{};
 };
 
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without

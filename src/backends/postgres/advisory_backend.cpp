@@ -6,6 +6,7 @@
 
 #include "connection.hpp"
 #include "lock_key.hpp"
+#include "pooler.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/hold_recorder_json.hpp"
 #include "sqlock/random.hpp"
@@ -32,6 +33,16 @@ milliseconds whole_ms(D d) {
 // (advisory_lock_key / advisory_unlock_key, schema version 9).
 sql::params keyed(sql::params p) {
   p.key = lock_key(p.name);
+  return p;
+}
+
+// The lock sessions' way with a pooler: a proxy of undeclared pool mode is refused at connect.
+pooling session_pooling(const options& o) {
+  pooling p;
+  p.unnamed = !o.prepare;
+  p.refuse_proxy = o.pooler.empty();
+  p.learn_server_process = true;  // recorded with each hold
+  p.cancel = !through_pooler(o.pooler);
   return p;
 }
 
@@ -63,8 +74,9 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
                 o.record_after, o.timeout),
       sessions_(
           o.sessions, o.waiters,
-          [conninfo, t = o.timeout, counter = counter_](steady_time deadline) {
-            auto c = std::make_unique<pg_connection>(conninfo, t, -1, counter);
+          [conninfo, t = o.timeout, counter = counter_,
+           p = session_pooling(o)](steady_time deadline) {
+            auto c = std::make_unique<pg_connection>(conninfo, t, -1, p, counter);
             c->connect(deadline);
             return c;
           },

@@ -3,8 +3,10 @@
 #include "connection.hpp"
 
 #include "errors.hpp"
+#include "pooler.hpp"
 #include "session_settings.hpp"
 #include "sqlock/errors.hpp"
+#include "sqlock/random.hpp"
 
 namespace sqlock::postgres {
 
@@ -18,11 +20,12 @@ constexpr milliseconds script_timeout{5 * 60 * 1000};
 
 }  // namespace
 
-pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd,
+pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd, pooling p,
                              std::shared_ptr<sql::connection_counter> counter)
     : conninfo_(std::move(conninfo)),
       io_timeout_(io_timeout),
       stop_fd_(stop_fd),
+      pooling_(p),
       connections_(std::move(counter)) {}
 
 pg_connection::~pg_connection() {
@@ -37,7 +40,12 @@ link& pg_connection::ready(steady_time deadline) {
   if (!link_) {
     // A session whose settings failed is dropped: every open link has them.
     auto l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
-    apply_session_settings(*l, deadline);
+    if (pooling_.refuse_proxy || pooling_.learn_server_process) {
+      const int process = server_process(*l, deadline);
+      if (pooling_.refuse_proxy && process != l->server_pid()) refuse_advisory("");
+      server_process_ = process;
+    }
+    if (pooling_.keeps_session) apply_session_settings(*l, deadline);
     link_ = std::move(l);
     if (connections_ && !counted_) {
       connections_->opened();
@@ -48,20 +56,28 @@ link& pg_connection::ready(steady_time deadline) {
 }
 
 std::unique_ptr<statement_stopper> pg_connection::stop_on(const std::stop_token& stop) {
-  return std::make_unique<statement_stopper>(link_.get(), stop);
+  return std::make_unique<statement_stopper>(link_.get(), stop, pooling_.cancel);
 }
 
 std::vector<std::string> pg_connection::notifications() {
   return link_ ? link_->notifications() : std::vector<std::string>{};
 }
 
+bool pg_connection::behind_proxy(steady_time deadline) {
+  auto& l = ready(deadline);
+  return server_process(l, deadline) != l.server_pid();
+}
+
 std::vector<pg_connection::statement>& pg_connection::compiled(const sql::operation& op) {
   auto it = cache_.find(op.key);
   if (it != cache_.end()) return it->second;
+  // Names no other connection uses: through a pooler, a server session may carry statements
+  // other clients prepared, and running one of theirs by a shared name would run their text.
+  if (prefix_.empty()) prefix_ = "sqlock_" + random_token().substr(0, 16) + "_";
   std::vector<statement> list;
   for (const auto& text : op.statements) {
     auto c = sql::compile(text, sql::placeholder::dollar);
-    list.push_back({"sqlock_" + std::to_string(++counter_), std::move(c.text), std::move(c.names)});
+    list.push_back({prefix_ + std::to_string(++counter_), std::move(c.text), std::move(c.names)});
   }
   return cache_.emplace(op.key, std::move(list)).first->second;
 }
@@ -80,6 +96,7 @@ sql::rows pg_connection::exec(link& l, statement& s, const sql::params& p, stead
       values.emplace_back(v.s);
     }
   }
+  if (pooling_.unnamed) return l.run_unnamed(s.text, values, deadline, what);
   if (s.on_server) return l.run_prepared(s.name, values, deadline, what);
   return l.prepare_and_run(s.name, s.text, values, deadline, what, s.on_server);
 }
@@ -88,6 +105,19 @@ sql::rows pg_connection::run(const sql::operation& op, const sql::params& p, ste
   // Names are checked here, before anything is sent: a bad one is a short config_error.
   if (!p.name.empty()) check_name(p.name);
   if (!p.prefix.empty()) check_name(p.prefix, "name prefix");
+  try {
+    return run_once(op, p, deadline);
+  } catch (const statement_lost&) {
+    // A pooler gave this connection another server session: nothing of the call ran (the
+    // server refused its statement at parse or bind, a transaction was rolled back), so it
+    // runs again, unnamed, as every later call of this connection.
+    pooling_.unnamed = true;
+    return run_once(op, p, deadline);
+  }
+}
+
+sql::rows pg_connection::run_once(const sql::operation& op, const sql::params& p,
+                                  steady_time deadline) {
   auto& stmts = compiled(op);
   auto& l = ready(deadline);
   const std::string what = "PostgreSQL operation '" + op.key + "' failed";
@@ -117,6 +147,14 @@ void pg_connection::begin_migration() {
   // settings leave lock_timeout and statement_timeout off); the session lock goes with a
   // connection closed by the deadline.
   auto deadline = std::chrono::steady_clock::now() + std::max(script_timeout, io_timeout_);
+  // Behind an undeclared proxy the pool mode is unknown: a session lock could stay on a server
+  // session the pooler hands to other clients, blocking every later migration.
+  if (!pooling_.keeps_session || (!pooling_.declared && behind_proxy(deadline)))
+    throw config_error(
+        "PostgreSQL migrations hold a session lock, which a pooler in transaction or statement "
+        "pooling does not keep: run `sqlock migrate` (or migrate=auto) with a URL that reaches "
+        "the server directly or through session pooling (declared with pooler=session when "
+        "the connection goes through a pooler)");
   ready(deadline).run_simple(
       std::string("SELECT pg_catalog.pg_advisory_lock(") + migrate_lock_key + ")", deadline,
       "PostgreSQL migration lock failed");

@@ -16,14 +16,38 @@
 
 namespace sqlock::postgres {
 
+/// How a connection meets a pooler between it and the server (see pooler.hpp).
+struct pooling {
+  /// Every call as an unnamed statement from the start. Otherwise calls use named statements
+  /// (names unique to the connection) until the server session lacks one: a pooler moved the
+  /// connection, and it switches to unnamed statements and runs the call again (nothing of it
+  /// ran).
+  bool unnamed = false;
+  /// False through a pooler declared to move the connection between server sessions: no
+  /// session settings at connect (they would stay on a server session other clients then
+  /// use) and migrations, which hold a session lock, are refused.
+  bool keeps_session = true;
+  /// The URL declares what sits in between (pooler=): no proxy check before a migration.
+  bool declared = false;
+  /// Fail the connect with refuse_advisory("") when the connection goes through a proxy.
+  bool refuse_proxy = false;
+  /// Ask the server for its process at connect (server_pid() is then the server's, not a
+  /// proxy's key): sessions whose process others look up (advisory holds).
+  bool learn_server_process = false;
+  /// A stopped statement is cancelled (cancel requests) before its connection is closed; false
+  /// through a declared pooler (see statement_stopper).
+  bool cancel = true;
+};
+
 /// One PostgreSQL connection for the engine.
 class pg_connection final : public session_connection {
  public:
   /// A connection to `conninfo`, made by connect() or by the first call, within that call's
   /// deadline (the engine's pool opens connections without one). `io_timeout` bounds the calls
   /// that carry no deadline (query, execute_script). `stop_fd`: see link.
-  /// `counter` (optional) counts the connection while its link is open.
-  pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd = -1,
+  /// `p`: what a pooler between client and server allows (pooler.hpp); `counter` (optional)
+  /// counts the connection while its link is open.
+  pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd = -1, pooling p = {},
                 std::shared_ptr<sql::connection_counter> counter = nullptr);
   ~pg_connection() override;
   pg_connection(const pg_connection&) = delete;
@@ -42,7 +66,9 @@ class pg_connection final : public session_connection {
   void end_migration(bool) noexcept override;
   sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
-  int server_pid() const override { return link_ ? link_->server_pid() : 0; }
+  int server_pid() const override {
+    return !link_ ? 0 : server_process_ != 0 ? server_process_ : link_->server_pid();
+  }
   bool alive() override { return link_ && link_->alive(); }
   std::unique_ptr<statement_stopper> stop_on(const std::stop_token& stop) override;
 
@@ -50,6 +76,10 @@ class pg_connection final : public session_connection {
   void exec(const std::string& text, steady_time deadline);
   /// Notification payloads received so far.
   std::vector<std::string> notifications();
+  /// True when calls go as unnamed statements (asked for, or a pooler was met).
+  bool unnamed() const { return pooling_.unnamed; }
+  /// True when this connection goes through a proxy (see server_process), by `deadline`.
+  bool behind_proxy(steady_time deadline);
 
  private:
   struct statement {
@@ -60,9 +90,12 @@ class pg_connection final : public session_connection {
   };
   // The statements of an operation, compiled on first use.
   std::vector<statement>& compiled(const sql::operation& op);
-  // Runs one statement: prepared and run in one round trip on its first use, then by name.
+  // Runs one statement: prepared and run in one round trip on its first use, then by name;
+  // or unnamed.
   sql::rows exec(link& l, statement& s, const sql::params& p, steady_time deadline,
                  const std::string& what);
+  // Runs the statements of `op` (several in one transaction).
+  sql::rows run_once(const sql::operation& op, const sql::params& p, steady_time deadline);
 
   // The link, connected by the first call's deadline.
   link& ready(steady_time deadline);
@@ -70,10 +103,13 @@ class pg_connection final : public session_connection {
   std::string conninfo_;
   milliseconds io_timeout_;
   int stop_fd_;
+  pooling pooling_;
   std::shared_ptr<sql::connection_counter> connections_;
   bool counted_ = false;  // connections_ counts this connection
   std::unique_ptr<link> link_;
+  int server_process_ = 0;  // learnt at connect (pooling::learn_server_process)
   std::map<std::string, std::vector<statement>, std::less<>> cache_;
+  std::string prefix_;  // of this connection's statement names: "sqlock_<random>_"
   unsigned counter_ = 0;
 };
 

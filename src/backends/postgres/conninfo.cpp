@@ -153,7 +153,8 @@ namespace {
 // sqlock's own URL parameters; everything else is libpq's.
 bool is_sqlock_param(const std::string& key) {
   for (const char* k : {"mode", "schema", "execute_role", "migrate", "max_connections", "pool",
-                        "sessions", "waiters", "listen", "timeout", "record_after"})
+                        "sessions", "waiters", "listen", "timeout", "record_after", "pooler",
+                        "prepare", "listen_host", "listen_port", "listen_dbname"})
     if (key == k) return true;
   return false;
 }
@@ -181,6 +182,16 @@ void read_options(const url& u, options& o) {
   if (auto v = u.flag_param("listen")) o.listen = *v;
   if (auto v = u.duration_param("timeout", min_timeout, max_timeout)) o.timeout = *v;
   if (auto v = u.duration_param("record_after", milliseconds(0), max_timeout)) o.record_after = *v;
+  if (auto v = u.choice_param("pooler", {"transaction", "statement", "session", "none"}))
+    o.pooler = *v;
+  if (auto v = u.flag_param("prepare")) o.prepare = *v;
+  if (u.query.count("listen_host")) o.listen_host = u.param("listen_host");
+  if (auto v = u.count_param("listen_port", 1, 65535)) o.listen_port = std::to_string(*v);
+  if (u.query.count("listen_dbname")) o.listen_dbname = u.param("listen_dbname");
+  if (u.query.count("listen_host") && o.listen_host.empty())
+    throw config_error("PostgreSQL URL parameter listen_host is empty");
+  if (u.query.count("listen_dbname") && o.listen_dbname.empty())
+    throw config_error("PostgreSQL URL parameter listen_dbname is empty");
 }
 
 }  // namespace

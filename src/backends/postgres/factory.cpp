@@ -2,6 +2,7 @@
 #include "advisory_backend.hpp"
 #include "budget.hpp"
 #include "conninfo.hpp"
+#include "pooler.hpp"
 #include "row_backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/postgres/dialect.hpp"
@@ -19,8 +20,15 @@ std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::st
   if (o.timeout <= milliseconds(0)) throw config_error("PostgreSQL timeout must be positive");
   d.notify = o.listen;
   check_conninfo(conninfo);
-  if (o.mode == "advisory")
-    return std::make_shared<advisory_backend>(conninfo, shown, o, std::move(d));
+  if (o.mode == "advisory" && moves_sessions(o.pooler)) refuse_advisory(o.pooler);
+  if (o.mode == "advisory") {
+    // Through a pooler, waits are not sent into the server (a stopped one could not be
+    // cancelled there, see statement_stopper; each waiter session would also take a server
+    // session of the pool): waiters wait for NOTIFY.
+    auto ao = o;
+    if (through_pooler(o.pooler)) ao.waiters = 0;
+    return std::make_shared<advisory_backend>(conninfo, shown, ao, std::move(d));
+  }
   return std::make_shared<row_backend>(conninfo, shown, o, std::move(d));
 }
 

@@ -178,7 +178,18 @@ struct first_error {
 
 }  // namespace
 
-sql::rows link::finish(steady_time deadline, const std::string& what) {
+namespace {
+
+// Throws statement_lost when `state` says a named statement is missing or there already.
+void check_statement_lost(const std::string& state, const std::string& what,
+                          const std::string& message) {
+  if (state == "26000" || state == "42P05")
+    throw statement_lost(what + ": [" + state + "] " + message);
+}
+
+}  // namespace
+
+sql::rows link::finish(steady_time deadline, const std::string& what, bool named) {
   flush(deadline, what);
   sql::rows out;
   first_error err;
@@ -197,7 +208,10 @@ sql::rows link::finish(steady_time deadline, const std::string& what) {
     PQclear(r);
   }
   if (PQstatus(c_) == CONNECTION_BAD) fail(what);
-  if (err.failed) throw_mapped(what, err.state, scrub_(err.message));
+  if (err.failed) {
+    if (named) check_statement_lost(err.state, what, scrub_(err.message));
+    throw_mapped(what, err.state, scrub_(err.message));
+  }
   return out;
 }
 
@@ -244,7 +258,10 @@ sql::rows link::prepare_and_run(const std::string& name, const std::string& text
     PQclear(r);
   }
   if (!PQexitPipelineMode(c_)) fail(what);
-  if (err.failed) throw_mapped(what, err.state, scrub_(err.message));
+  if (err.failed) {
+    check_statement_lost(err.state, what, scrub_(err.message));
+    throw_mapped(what, err.state, scrub_(err.message));
+  }
   return out;
 }
 
@@ -256,6 +273,18 @@ sql::rows link::run_prepared(const std::string& name, const std::vector<std::str
   for (const auto& v : values) ptrs.push_back(v.c_str());
   if (!PQsendQueryPrepared(c_, name.c_str(), static_cast<int>(values.size()), ptrs.data(), nullptr,
                            nullptr, 0))
+    fail(what);
+  return finish(deadline, what, true);
+}
+
+sql::rows link::run_unnamed(const std::string& text, const std::vector<std::string>& values,
+                            steady_time deadline, const std::string& what) {
+  if (!c_) throw connection_error(what + ": the connection is closed");
+  std::vector<const char*> ptrs;
+  ptrs.reserve(values.size());
+  for (const auto& v : values) ptrs.push_back(v.c_str());
+  if (!PQsendQueryParams(c_, text.c_str(), static_cast<int>(values.size()), nullptr, ptrs.data(),
+                         nullptr, nullptr, 0))
     fail(what);
   return finish(deadline, what);
 }

@@ -8,6 +8,7 @@
 #include <libpq-fe.h>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@
 #include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
+
+/// A call on a named prepared statement failed because the server session that ran it does not
+/// have the statement (26000) or has its name already (42P05): a pooler moved the connection
+/// between server sessions. Nothing of the call ran (the server refused it at parse or bind).
+class statement_lost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// A libpq connection whose every call returns by its deadline.
 class link {
@@ -50,8 +59,14 @@ class link {
                             const std::vector<std::string>& values, steady_time deadline,
                             const std::string& what, bool& prepared);
   /// Runs prepared statement `name` with text `values`; the rows of its result.
+  /// prepare_and_run and run_prepared throw statement_lost when the server session lacks the
+  /// statement or has its name already.
   sql::rows run_prepared(const std::string& name, const std::vector<std::string>& values,
                          steady_time deadline, const std::string& what);
+  /// Runs `text` as an unnamed statement with text `values`: parse, bind and execute in one
+  /// round trip, nothing left on the server session; the rows of its result.
+  sql::rows run_unnamed(const std::string& text, const std::vector<std::string>& values,
+                        steady_time deadline, const std::string& what);
   /// Runs `text` as one simple query (several statements allowed: one implicit transaction);
   /// the rows of the last statement.
   sql::rows run_simple(const std::string& text, steady_time deadline, const std::string& what);
@@ -77,8 +92,9 @@ class link {
   // Waits for the next result by the deadline (null between the queries of a pipeline and
   // after the last result).
   PGresult* next_result(steady_time deadline, const std::string& what);
-  // Sends the buffered request and collects every result; the rows of the last one.
-  sql::rows finish(steady_time deadline, const std::string& what);
+  // Sends the buffered request and collects every result; the rows of the last one. `named`:
+  // the request ran a named prepared statement (see statement_lost).
+  sql::rows finish(steady_time deadline, const std::string& what, bool named = false);
   [[noreturn]] void fail(const std::string& what);
 
   PGconn* c_ = nullptr;

@@ -41,11 +41,12 @@ std::string quoted_identifier(const std::string& s) {
 }  // namespace
 
 notifier::notifier(std::string conninfo, std::string channel, milliseconds io_timeout,
-                   std::shared_ptr<sql::connection_counter> counter)
+                   std::shared_ptr<sql::connection_counter> counter, bool deaf_behind_proxy)
     : conninfo_(std::move(conninfo)),
       channel_(std::move(channel)),
       io_timeout_(io_timeout),
-      counter_(std::move(counter)) {}
+      counter_(std::move(counter)),
+      deaf_behind_proxy_(deaf_behind_proxy) {}
 
 notifier::~notifier() {
   {
@@ -74,7 +75,7 @@ void notifier::wait(std::string_view name, std::uint64_t since, steady_time unti
                     const std::stop_token& stop) {
   const auto h = name_hash(name);
   auto heard = [&] {
-    if (stop_) return true;
+    if (stop_ || deaf_.load(std::memory_order_relaxed)) return true;
     if (!log_.empty() && log_.front().first > since + 1) return true;  // some were dropped
     for (auto it = log_.rbegin(); it != log_.rend() && it->first > since; ++it)
       if (it->second == h || it->second == 0) return true;
@@ -97,8 +98,18 @@ void notifier::push(std::size_t h) {
 
 void notifier::listen_once(unsigned& attempt) {
   auto bound = [&] { return std::chrono::steady_clock::now() + io_timeout_; };
-  pg_connection c(conninfo_, io_timeout_, pipe_[0], counter_);
+  pg_connection c(conninfo_, io_timeout_, pipe_[0], {}, counter_);
   c.connect(bound());
+  if (deaf_behind_proxy_ && c.behind_proxy(bound())) {
+    // Through a pooler the LISTEN would stay on a server session the pooler hands to others,
+    // and notifications would go to them or nowhere: waiters poll instead.
+    {
+      std::lock_guard g(m_);
+      deaf_.store(true, std::memory_order_release);
+    }
+    cv_.notify_all();
+    return;  // the thread ends
+  }
   c.exec("LISTEN " + quoted_identifier(channel_), bound());
   push(0);  // (re)connected: a release may have been missed meanwhile
   attempt = 0;
@@ -124,7 +135,7 @@ void notifier::run() {
     }
     try {
       listen_once(attempt);
-      return;  // stopping
+      return;  // stopping, or deaf
     } catch (const error&) {
       // Reconnect with backoff; waiters meanwhile re-check at their bounded interval.
     }

@@ -26,12 +26,17 @@ class notifier {
  public:
   /// Listens on `channel` through connections to `conninfo`; exchanges bounded by `io_timeout`.
   /// `counter` (optional) counts the listener connection while it is open.
+  /// `deaf_behind_proxy`: a connection that goes through a proxy (pooler.hpp) does not LISTEN;
+  /// the notifier turns deaf instead (a pooler of unknown pool mode may drop notifications).
   notifier(std::string conninfo, std::string channel, milliseconds io_timeout,
-           std::shared_ptr<sql::connection_counter> counter = nullptr);
+           std::shared_ptr<sql::connection_counter> counter = nullptr,
+           bool deaf_behind_proxy = false);
   ~notifier();
   notifier(const notifier&) = delete;
   notifier& operator=(const notifier&) = delete;
 
+  /// True once the notifier found that it cannot listen (a proxy in between): waiters poll.
+  bool deaf() const { return deaf_.load(std::memory_order_acquire); }
   /// The sequence number of the newest notification.
   std::uint64_t seq() const { return seq_.load(std::memory_order_acquire); }
   /// Starts the listener thread if it is not running (idempotent).
@@ -50,6 +55,8 @@ class notifier {
   const std::string channel_;
   const milliseconds io_timeout_;
   const std::shared_ptr<sql::connection_counter> counter_;
+  const bool deaf_behind_proxy_;
+  std::atomic<bool> deaf_{false};
   std::mutex m_;
   std::condition_variable_any cv_;  // waiters also end on their caller's stop
   std::deque<std::pair<std::uint64_t, std::size_t>> log_;
@@ -67,6 +74,8 @@ class notify_wait final : public wait_state {
   notify_wait(notifier& n, std::string name);
   /// Called at the start of every attempt: notifications before it are seen by the attempt.
   void attempt_starts() { since_ = n_.seq(); }
+  /// True when releases cannot wake this wait (the notifier turned deaf).
+  bool deaf() const { return n_.deaf(); }
   void wait(steady_time until, const std::stop_token& stop) override {
     n_.wait(name_, since_, until, stop);
   }

@@ -6,6 +6,7 @@
 #include "budget.hpp"
 #include "connection.hpp"
 #include "conninfo.hpp"
+#include "pooler.hpp"
 #include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::postgres {
@@ -14,6 +15,29 @@ namespace {
 
 // How long a registration as a waiter lasts at most; a longer wait registers again.
 constexpr milliseconds registration_span{60000};
+
+// The pooled connections' way with a pooler.
+pooling pooled(const options& o) {
+  pooling p;
+  p.unnamed = unnamed_statements(o);
+  p.keeps_session = !moves_sessions(o.pooler);
+  p.declared = !o.pooler.empty();
+  p.cancel = !through_pooler(o.pooler);
+  return p;
+}
+
+// The listener of the options, or null when waiters poll: the LISTEN connection goes where
+// the URL sends it (listen_host...), else through the URL unless a pooler that moves sessions
+// is declared; through an undeclared proxy it turns deaf (see notifier).
+std::unique_ptr<notifier> make_notifier(const std::string& conninfo, const options& o,
+                                        const std::shared_ptr<sql::connection_counter>& counter) {
+  if (!o.listen) return nullptr;
+  const auto channel = notify_channel(o.schema);
+  if (listens_elsewhere(o))
+    return std::make_unique<notifier>(listen_conninfo(conninfo, o), channel, o.timeout, counter);
+  if (moves_sessions(o.pooler)) return nullptr;
+  return std::make_unique<notifier>(conninfo, channel, o.timeout, counter, o.pooler.empty());
+}
 
 }  // namespace
 
@@ -26,8 +50,8 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
     // The statement pool is bounded by its share of the budget; its connections are kept.
     : engine_backend(
           bundle(), std::move(d),
-          [conninfo, t = o.timeout, counter] {
-            return std::make_unique<pg_connection>(conninfo, t, -1, counter);
+          [conninfo, t = o.timeout, counter, p = pooled(o)] {
+            return std::make_unique<pg_connection>(conninfo, t, -1, p, counter);
           },
           shown, split_budget(o).statements, true, counter),
       shown_(shown),
@@ -35,8 +59,7 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
                 {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}} {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
-  if (o.listen)
-    notifier_ = std::make_unique<notifier>(conninfo, notify_channel(o.schema), o.timeout, counter_);
+  notifier_ = make_notifier(conninfo, o, counter_);
 }
 
 std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {

@@ -20,12 +20,13 @@ namespace sqlock::postgres {
 /// One acquire() call's state between its attempts.
 class registered_wait final : public wait_state {
  public:
-  /// `notify`: the LISTEN/NOTIFY wait of the call, or null when the backend does not listen.
+  /// `notify`: the LISTEN/NOTIFY wait of the call, or null when the backend does not listen
+  /// (a deaf one, see notifier::deaf, counts as not listening).
   explicit registered_wait(std::unique_ptr<notify_wait> notify) : notify_(std::move(notify)) {}
 
   void wait(steady_time until, const std::stop_token& stop) override {
     if (std::exchange(waited_in_server_, false)) return;  // that attempt was the wait
-    if (notify_) {
+    if (listens()) {
       // Releases notify only registered waiters: until the call is, the next attempt comes at
       // once (it registers first, or waits inside the server).
       if (registered(std::chrono::steady_clock::now())) notify_->wait(until, stop);
@@ -43,7 +44,7 @@ class registered_wait final : public wait_state {
     return attempts_++ == 0;
   }
   /// True when releases can wake the call (LISTEN/NOTIFY) once it is registered.
-  bool listens() const { return notify_ != nullptr; }
+  bool listens() const { return notify_ != nullptr && !notify_->deaf(); }
   /// The attempt that just ended waited inside the server (advisory mode).
   void waited_in_server() { waited_in_server_ = true; }
   /// True while the call's registration is current at `now`.

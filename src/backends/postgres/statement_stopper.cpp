@@ -5,9 +5,13 @@
 
 namespace sqlock::postgres {
 
-statement_stopper::statement_stopper(link* l, const std::stop_token& stop)
+statement_stopper::statement_stopper(link* l, const std::stop_token& stop, bool cancel)
     : link_(l), stopped_(stop) {
   if (!link_ || link_->closed() || stopped_.fd() < 0) return;
+  if (!cancel) {
+    link_->watch_stop(stopped_.fd(), sql::stop_grace);
+    return;
+  }
   std::shared_ptr<PGcancel> handle(link_->new_cancel(), PQfreeCancel);
   if (!handle) return;
   link_->watch_stop(stopped_.fd(), sql::stop_grace);  // the last resort: the link closes itself

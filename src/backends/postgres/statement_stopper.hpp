@@ -20,7 +20,9 @@ namespace sqlock::postgres {
 class statement_stopper {
  public:
   /// `l` may be null (no connection yet: nothing to stop).
-  statement_stopper(link* l, const std::stop_token& stop);
+  /// `cancel` false: no cancel requests, the connection is closed after the grace (through a
+  /// pooler: pgbouncer 1.18 can crash on a cancel request that races its client's close).
+  statement_stopper(link* l, const std::stop_token& stop, bool cancel = true);
   ~statement_stopper();
   statement_stopper(const statement_stopper&) = delete;
   statement_stopper& operator=(const statement_stopper&) = delete;

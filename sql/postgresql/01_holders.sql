@@ -152,8 +152,9 @@ $$;
 REVOKE ALL ON FUNCTION sqlock.advisory_take(bigint, text, boolean, bigint) FROM PUBLIC;
 
 -- The end of a row-mode exclusive attempt that another mode's hold of the key made busy: the
--- writer mark as for any busy attempt and, for a client that will wait (p_mark_ms > 0), a
--- registration as a notification-path waiter, so that the advisory release wakes it.
+-- writer mark as for any busy attempt. A client that will wait registers as a waiter of the
+-- name itself before its next attempt (advisory_wait_notify, schema version 11), so the
+-- advisory release wakes it; this routine need not write that row on every busy attempt.
 CREATE OR REPLACE FUNCTION sqlock.key_busy(p_name text, p_owner text, p_mark_ms bigint)
   RETURNS void
   LANGUAGE plpgsql VOLATILE
@@ -161,9 +162,6 @@ CREATE OR REPLACE FUNCTION sqlock.key_busy(p_name text, p_owner text, p_mark_ms 
 AS $$
 BEGIN
   PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, false);
-  IF coalesce(p_mark_ms, 0) > 0 THEN
-    PERFORM sqlock.advisory_wait_notify(p_name, p_mark_ms);
-  END IF;
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.key_busy(text, text, bigint) FROM PUBLIC;

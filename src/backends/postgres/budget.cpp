@@ -1,57 +1,26 @@
-// Splitting one client's connection budget between the parts that open connections.
+// Splitting one PostgreSQL client's connection budget: its parts, given to the SQL engine's
+// split.
 #include "budget.hpp"
 
 #include <string>
-
-#include "sqlock/errors.hpp"
+#include <vector>
 
 namespace sqlock::postgres {
 
 connection_budget split_budget(const options& o) {
   connection_budget b;
   b.listener = o.listen ? 1 : 0;
+  std::vector<sql::budget_part> parts;
+  if (b.listener) parts.push_back({1, "1 listener connection"});
   if (o.mode == "advisory") {
     b.sessions = o.sessions;
     b.waiters = o.waiters;
+    parts.push_back({b.sessions, std::to_string(b.sessions) + " sessions"});
+    parts.push_back({b.waiters, std::to_string(b.waiters) + " waiters"});
   }
-  const std::size_t others = b.listener + b.sessions + b.waiters;
-  const auto parts = [&] {
-    std::string s = b.listener ? "1 listener connection" : "";
-    if (o.mode == "advisory")
-      s += std::string(s.empty() ? "" : " + ") + std::to_string(b.sessions) + " sessions + " +
-           std::to_string(b.waiters) + " waiters";
-    return s;
-  };
-  if (o.pool && *o.pool == 0) throw config_error("PostgreSQL pool must be at least 1 connection");
-  if (o.max_connections) {
-    b.total = *o.max_connections;
-    if (o.pool) {
-      b.statements = *o.pool;
-      if (b.statements + others > b.total)
-        throw config_error("PostgreSQL pool=" + std::to_string(b.statements) + " + " + parts() +
-                           " exceed max_connections=" + std::to_string(b.total) +
-                           ": raise max_connections or lower the others");
-    } else {
-      if (others >= b.total)
-        throw config_error("PostgreSQL max_connections=" + std::to_string(b.total) +
-                           " leaves no statement connection after " + parts() +
-                           ": raise max_connections (at least " + std::to_string(others + 1) +
-                           ") or lower the others");
-      b.statements = b.total - others;
-    }
-  } else if (o.pool) {
-    b.statements = *o.pool;
-    b.total = b.statements + others;
-  } else {
-    b.total = default_max_connections;
-    if (others >= b.total)
-      throw config_error("PostgreSQL " + parts() +
-                         " leave no statement connection in the default "
-                         "budget of " +
-                         std::to_string(b.total) + " connections: set max_connections (at least " +
-                         std::to_string(others + 1) + ") or lower the others");
-    b.statements = b.total - others;
-  }
+  const auto split = sql::split_budget("PostgreSQL", o.max_connections, o.pool, parts);
+  b.total = split.total;
+  b.statements = split.statements;
   return b;
 }
 

@@ -1,6 +1,9 @@
 // MySQL 8 / MariaDB 10.4+ backend over mysql-connector-c++ 1.1 (the JDBC-style API Debian
 // ships). URL: mysql://user:pass@host:port/db or mariadb://..., with
-//   ?mode=pessimistic|optimistic|advisory  ?socket=/run/mysqld/mysqld.sock  ?pool=4
+//   ?mode=pessimistic|optimistic|advisory  ?socket=/run/mysqld/mysqld.sock
+//   ?max_connections=8 (the most connections the backend opens at once, of every kind)
+//   ?pool= (the statement pool's share; default: what the others leave of max_connections)
+//   ?sessions=4 (advisory: sessions that carry holds, taken in turn)
 //   ?waiters=2 (advisory: sessions that may wait in the server at once)
 //   ?record_after=10ms (advisory, MariaDB: a hold's age when it is recorded for other
 //   processes' list() and force_release(); shorter holds write nothing)
@@ -11,12 +14,15 @@
 // Lock logic lives in stored procedures (sql/mysql/, SQL SECURITY DEFINER) installed by
 // `sqlock migrate`; the application user needs EXECUTE on the schema only.
 // pessimistic/optimistic: lease rows on the server's clock. advisory: GET_LOCK on a few shared
-// sessions (at most pool + waiters); a hold ends with its session (crash, KILL), which the
+// sessions (at most sessions + waiters); a hold ends with its session (crash, KILL), which the
 // holder reports as loss; up to `waiters` callers wait in the server (GET_LOCK's timeout), the
-// others poll.
+// others poll. The statement pool, the sessions and the waiters share one connection budget
+// (max_connections); calls wait for a connection within their own deadline.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sqlock/backend.hpp"
@@ -33,10 +39,14 @@ struct options {
   std::string password{};            ///< password ("" = none)
   std::string database{};            ///< schema holding the sqlock tables; required
   std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
-  std::size_t pool = 4;              ///< idle connections kept; advisory: sessions carrying
-                                     ///< holds (without waits); >= 1
-  std::size_t waiters = 2;  ///< advisory: sessions that may wait in GET_LOCK at once (0 = none:
-                            ///< every waiter polls); each is a server connection
+  /// The most connections this backend opens at once, of every kind; nullopt = 8, or `pool`
+  /// plus the advisory sessions and waiters when `pool` is given.
+  std::optional<std::size_t> max_connections{};
+  /// The statement pool's connections (>= 1); nullopt = what the others leave of the budget.
+  std::optional<std::size_t> pool{};
+  std::size_t sessions = 4;  ///< advisory: sessions carrying holds, taken in turn (>= 1)
+  std::size_t waiters = 2;   ///< advisory: sessions that may wait in GET_LOCK at once (0 = none:
+                             ///< every waiter polls); each is a server connection
   milliseconds record_after{10};       ///< advisory, MariaDB: a hold's age when it is recorded, in
                                        ///< the background (the lock call itself writes nothing)
   milliseconds connect_timeout{5000};  ///< connect timeout (> 0; whole seconds, rounded up)

@@ -1,6 +1,8 @@
 // The GET_LOCK backend: a few shared server sessions carrying the holds (session_pool), waits in
 // the server on sessions that carry no hold (a bounded number at once; the other waiters poll),
-// and a watcher thread that reports the holds of a session that died. On MariaDB a hold is taken
+// and a watcher thread that reports the holds of a session that died. The sessions, the
+// waiters and the engine's statement pool (records, list, the kills that stop a wait) share
+// the client's connection budget. On MariaDB a hold is taken
 // with the lean pair (sql/mysql/advisory_session.sql: nothing written) and recorded in the
 // background once it lasts (hold_recorder); on MySQL 8 (no sequences) with the procedure, which
 // records it at once.
@@ -81,16 +83,17 @@ struct watch_state {
 
 class advisory_backend final : public sql::engine_backend {
  public:
-  advisory_backend(const options& o, std::string url_text)
+  advisory_backend(const options& o, std::string url_text, std::size_t statements,
+                   std::shared_ptr<sql::connection_counter> counter)
       : engine_backend(
-            sql_bundle(), make_dialect(o.mode), [o] { return open_connection(o); },
-            std::move(url_text), o.pool),
-        opts_(o),
+            sql_bundle(), make_dialect(o.mode),
+            [o, counter] { return open_connection(o, counter); }, std::move(url_text), statements,
+            true, counter),
         recorder_([this](const std::vector<sql::hold_recorder::record>& batch,
                          steady_time deadline) { record(batch, deadline); },
                   o.record_after, o.timeout),
         wait_chunk_(std::max(o.timeout / 2 - wait_margin, milliseconds(100))),
-        pool_(std::make_shared<session_pool>(o, o.pool, o.waiters)),
+        pool_(std::make_shared<session_pool>(o, o.sessions, o.waiters, counter_)),
         watch_(std::make_shared<watch_state>()) {
     set_auto_migrate(o.auto_migrate);
     set_io_timeout(o.timeout);
@@ -131,7 +134,11 @@ class advisory_backend final : public sql::engine_backend {
     }
     if (!t.s) {
       wait = milliseconds(0);
-      t = pool_->take(deadline);
+      try {
+        t = pool_->take(deadline);
+      } catch (const sql::pool_busy&) {
+        return std::nullopt;  // every session stayed busy: nothing was asked, the caller may wait
+      }
     }
     auto& s = *t.s;
     if (auto it = s.holds.find(req.name); it != s.holds.end()) {
@@ -165,7 +172,11 @@ class advisory_backend final : public sql::engine_backend {
       }
       std::optional<wait_stopper> stopper;
       if (wait > milliseconds(0) && req.stop.stop_possible())
-        stopper.emplace(opts_, s.conn->server_id(deadline), s.conn->socket(), req.stop);
+        stopper.emplace(
+            [this](const std::string& kill, steady_time until) {
+              with_connection([&](sql::connection& c) { c.query(kill, until); }, until);
+            },
+            s.conn->server_id(deadline), s.conn->socket(), req.stop);
       try {
         // `wait` ends before the deadline and within half the I/O timeout: the exchange fits.
         r = s.conn->run(lean ? lock_ : dialect_.acquire, p, deadline);
@@ -396,7 +407,6 @@ class advisory_backend final : public sql::engine_backend {
                                  "IS_USED_LOCK(CONCAT('sqlock!', :fence)) = CONNECTION_ID(), 0)"}};
   const sql::operation record_{"advisory_record", {"CALL sqlock_advisory_record(:holds)"}};
   const sql::operation epoch_{"fence_epoch", {"CALL sqlock_fence_epoch_raise(@sqlock_epoch)"}};
-  const options opts_;           // a stopped wait's killer session opens with them
   sql::hold_recorder recorder_;  // before the sessions' watcher: its losses reach it
   std::atomic<int> flavor_{0};   // 0 = not known yet, 1 = MariaDB (lean pair), 2 = MySQL
   milliseconds wait_chunk_;
@@ -407,8 +417,10 @@ class advisory_backend final : public sql::engine_backend {
 
 }  // namespace
 
-std::shared_ptr<backend> open_advisory(const options& o, std::string url_text) {
-  return std::make_shared<advisory_backend>(o, std::move(url_text));
+std::shared_ptr<backend> open_advisory(const options& o, std::string url_text,
+                                       std::size_t statements,
+                                       std::shared_ptr<sql::connection_counter> counter) {
+  return std::make_shared<advisory_backend>(o, std::move(url_text), statements, std::move(counter));
 }
 
 }  // namespace sqlock::mysql::detail

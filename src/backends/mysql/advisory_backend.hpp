@@ -11,10 +11,15 @@
 
 #include "sqlock/backend.hpp"
 #include "sqlock/mysql/mysql.hpp"
+#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::mysql::detail {
 
-/// The advisory (GET_LOCK) backend for `o` (mode "advisory"); `url_text` is shown redacted.
-std::shared_ptr<backend> open_advisory(const options& o, std::string url_text);
+/// The advisory (GET_LOCK) backend for `o` (mode "advisory"); `url_text` is shown redacted. Its
+/// statement pool has `statements` connections (bounded, kept), besides `o.sessions` lock
+/// sessions and `o.waiters` waiter sessions; every connection counts in `counter`.
+std::shared_ptr<backend> open_advisory(const options& o, std::string url_text,
+                                       std::size_t statements,
+                                       std::shared_ptr<sql::connection_counter> counter);
 
 }  // namespace sqlock::mysql::detail

@@ -16,8 +16,12 @@ hold_list session::close(const std::string& keep) {
   return lost;
 }
 
-session_pool::session_pool(options o, std::size_t calls, std::size_t waiters)
-    : opts_(std::move(o)), calls_(std::max<std::size_t>(calls, 1)), waiters_(waiters) {}
+session_pool::session_pool(options o, std::size_t calls, std::size_t waiters,
+                           std::shared_ptr<sql::connection_counter> counter)
+    : opts_(std::move(o)),
+      calls_(std::max<std::size_t>(calls, 1)),
+      waiters_(waiters),
+      counter_(std::move(counter)) {}
 
 void session_pool::prune() {
   std::erase_if(sessions_, [](const std::shared_ptr<session>& s) { return s->dead.load(); });
@@ -25,7 +29,8 @@ void session_pool::prune() {
 
 taken_session session_pool::open_new() {
   auto s = std::make_shared<session>();
-  s->conn = open_connection(opts_);  // connects on its first call, within that call's deadline
+  s->conn =
+      open_connection(opts_, counter_);  // connects on its first call, within that call's deadline
   std::unique_lock g(s->m);
   sessions_.push_back(s);
   return {std::move(s), std::move(g)};
@@ -51,11 +56,12 @@ taken_session session_pool::take(steady_time deadline) {
         if (!s->waiting) next = s;
       }
       next_ = n == 0 ? 0 : (next_ + 1) % n;
-      if (!next) return open_new();  // all waiting (more than `calls` waits were granted)
+      // All waiting: fewer than `calls + waiters` exist (at most `waiters` wait at once).
+      if (!next) return open_new();
     }
     std::unique_lock l(next->m, std::defer_lock);
     if (!l.try_lock_until(deadline))
-      throw connection_error("no MySQL advisory session came free by the call's deadline");
+      throw sql::pool_busy("no MySQL advisory session came free by the call's deadline");
     if (!next->dead && !next->waiting) return {next, std::move(l)};
   }
 }

@@ -1,9 +1,11 @@
 // The server sessions of the MySQL advisory backend. A session carries any number of GET_LOCK
 // holds (they all end with it); calls take a session that no other call is using. At most
 // `calls` sessions serve attempts without a wait and releases; up to `waiters` more may be
-// opened for waits in the server. A session blocked in GET_LOCK carries no hold, so a wait never
-// delays the release of a hold; how many waits run in the server at once is bounded by slots
-// (reserve_wait()), and a caller without a slot polls.
+// opened for waits in the server: never more than `calls + waiters` sessions at once (their
+// share of the client's connection budget). Sessions are kept once opened; one is closed only
+// when its state is unknown (and replaced on demand). A session blocked in GET_LOCK carries no
+// hold, so a wait never delays the release of a hold; how many waits run in the server at once is
+// bounded by slots (reserve_wait()), and a caller without a slot polls.
 #pragma once
 
 #include <atomic>
@@ -52,11 +54,13 @@ struct taken_session {
 /// The sessions of one backend.
 class session_pool {
  public:
-  session_pool(options o, std::size_t calls, std::size_t waiters);
+  /// Sessions open with `o` and count in `counter`.
+  session_pool(options o, std::size_t calls, std::size_t waiters,
+               std::shared_ptr<sql::connection_counter> counter);
 
   /// A session for an attempt without a wait, a renewal or a release: one no call is using, a
   /// new one while fewer than `calls` exist, else the next in turn once its call ends (by
-  /// `deadline`, else connection_error).
+  /// `deadline`, else sql::pool_busy: nothing was sent).
   taken_session take(steady_time deadline);
 
   /// A session that carries no hold for a wait in the server, marked waiting; empty when none
@@ -77,6 +81,7 @@ class session_pool {
 
   const options opts_;
   const std::size_t calls_, waiters_;
+  const std::shared_ptr<sql::connection_counter> counter_;
   std::mutex m_;
   std::vector<std::shared_ptr<session>> sessions_;
   std::size_t next_ = 0;        // where take() starts looking

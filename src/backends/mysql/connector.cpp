@@ -65,8 +65,14 @@ const char* const migrate_hint =
     std::string msg = what + ": " + e.what() + " (MySQL error " + std::to_string(code) +
                       ", SQLSTATE " + e.getSQLState() + ")";
     if (is_transient_error(code)) throw sql::transient_error(msg, std::to_string(code));
-    if (code == 1040)  // ER_CON_COUNT_ERROR: retried until the call's deadline (sql_engine.hpp)
+    // No slot for a new session: retried until the call's deadline (sql_engine.hpp).
+    if (code == 1040)  // ER_CON_COUNT_ERROR: the server's max_connections
       throw sql::server_full(msg + " — the server had too many clients (max_connections)");
+    if (code == 1203 ||  // ER_TOO_MANY_USER_CONNECTIONS: the global max_user_connections
+        (code == 1226 && msg.find("max_user_connections") != std::string::npos))
+      throw sql::server_full(msg +
+                             " — the server had too many clients of this user "
+                             "(max_user_connections)");
     if (is_connection_error(code)) throw connection_error(msg);
     switch (code) {
       case 1044:  // access denied to database
@@ -136,15 +142,9 @@ native connect_native(const options& o, milliseconds limit);
 // timeout, a reset) stays closed.
 class connector_connection final : public connection {
  public:
-  explicit connector_connection(options o) : opts_(std::move(o)) {}
-  ~connector_connection() override {
-    try {
-      cache_.clear();
-      conn_.reset();  // closes the session: the server frees its GET_LOCK locks
-    } catch (...) {
-      // Closing a broken connection may throw; nothing to do.
-    }
-  }
+  connector_connection(options o, std::shared_ptr<sql::connection_counter> counter)
+      : opts_(std::move(o)), counter_(std::move(counter)) {}
+  ~connector_connection() override { close(); }  // the server frees the session's GET_LOCK locks
 
   sql::rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override {
     ensure_thread();
@@ -270,16 +270,19 @@ class connector_connection final : public connection {
     conn_ = std::move(n.conn);
     fd_ = n.fd;
     opened_ = true;
+    if (counter_) counter_->opened();
   }
 
   void close() noexcept {
     fd_ = -1;
+    if (!conn_) return;
     try {
       cache_.clear();
       conn_.reset();
     } catch (...) {
-      // Closing a broken connection may throw; it is gone either way.
+      // Closing a broken connection may throw; it is gone either way (reset() let go first).
     }
+    if (counter_) counter_->closed();
   }
 
   // The statements of `op`: one alone, several in one transaction (the rows of the last).
@@ -366,6 +369,7 @@ class connector_connection final : public connection {
   std::unique_ptr<::sql::Connection> conn_;
   std::map<std::string, prepared> cache_;
   options opts_;
+  std::shared_ptr<sql::connection_counter> counter_;  // null: not counted
   int fd_ = -1;
   bool opened_ = false;
   std::uint64_t id_ = 0;  // CONNECTION_ID() once asked (0: not yet)
@@ -456,8 +460,9 @@ native connect_native(const options& o, milliseconds limit) {
 
 }  // namespace
 
-std::unique_ptr<connection> open_connection(const options& o) {
-  return std::make_unique<connector_connection>(o);
+std::unique_ptr<connection> open_connection(const options& o,
+                                            std::shared_ptr<sql::connection_counter> counter) {
+  return std::make_unique<connector_connection>(o, std::move(counter));
 }
 
 }  // namespace sqlock::mysql::detail

@@ -33,9 +33,11 @@ class connection : public sql::connection {
   virtual std::uint64_t server_id(steady_time deadline) = 0;
 };
 
-/// Opens one connection (autocommit, utf8mb4, no auto-reconnect). Throws connection_error when
-/// the server cannot be reached, auth_error for bad credentials, config_error for an unknown
-/// database.
-std::unique_ptr<connection> open_connection(const options& o);
+/// Opens one connection (autocommit, utf8mb4, no auto-reconnect), on its first call; while its
+/// session is open it counts in `counter` (optional). Throws connection_error when the server
+/// cannot be reached, sql::server_full when it has no slot for it (error 1040, or the user's
+/// max_user_connections), auth_error for bad credentials, config_error for an unknown database.
+std::unique_ptr<connection> open_connection(
+    const options& o, std::shared_ptr<sql::connection_counter> counter = nullptr);
 
 }  // namespace sqlock::mysql::detail

@@ -5,6 +5,7 @@
 
 #include "advisory_backend.hpp"
 #include "connector.hpp"
+#include "sqlock/connection_budget.hpp"
 #include "sqlock/mysql/dialect.hpp"
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/sql_engine.hpp"
@@ -22,13 +23,26 @@ std::string shown_url(const options& o) {
   return s;
 }
 
-// Lease rows on the server's clock, through the engine.
+// The budget's split: advisory mode's sessions and waiters, and the statement pool gets the
+// rest (config_error when they do not fit).
+sql::budget_split split_budget(const options& o) {
+  std::vector<sql::budget_part> parts;
+  if (o.mode == "advisory") {
+    parts.push_back({o.sessions, std::to_string(o.sessions) + " sessions"});
+    parts.push_back({o.waiters, std::to_string(o.waiters) + " waiters"});
+  }
+  return sql::split_budget("MySQL", o.max_connections, o.pool, parts);
+}
+
+// Lease rows on the server's clock, through the engine: a bounded statement pool, kept.
 class row_backend final : public sql::engine_backend {
  public:
-  row_backend(const options& o, std::string url_text)
+  row_backend(const options& o, std::string url_text, std::size_t statements,
+              std::shared_ptr<sql::connection_counter> counter)
       : engine_backend(
-            sql_bundle(), make_dialect(o.mode), [o] { return detail::open_connection(o); },
-            std::move(url_text), o.pool) {
+            sql_bundle(), make_dialect(o.mode),
+            [o, counter] { return detail::open_connection(o, counter); }, std::move(url_text),
+            statements, true, counter) {
     set_auto_migrate(o.auto_migrate);
     set_io_timeout(o.timeout);
   }
@@ -37,7 +51,7 @@ class row_backend final : public sql::engine_backend {
 };
 
 const std::vector<std::string> modes = {"pessimistic", "optimistic", "advisory"};
-constexpr std::int64_t max_pool = 1024;
+constexpr std::int64_t max_pool = 1024;  // any count of connections
 constexpr std::int64_t max_waiters = 256;
 constexpr milliseconds max_timeout = std::chrono::hours(24);
 
@@ -47,9 +61,9 @@ options parse_url(const std::string& url_text) {
   url u = url::parse(url_text);
   if (u.scheme != "mysql" && u.scheme != "mariadb")
     throw config_error("not a mysql:// or mariadb:// URL: " + u.redacted());
-  u.check_params({"mode", "socket", "pool", "waiters", "record_after", "connect_timeout", "timeout",
-                  "migrate", "ssl_mode", "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key",
-                  "ssl_cipher", "ssl_crl", "tls_version"});
+  u.check_params({"mode", "socket", "max_connections", "pool", "sessions", "waiters",
+                  "record_after", "connect_timeout", "timeout", "migrate", "ssl_mode", "ssl_ca",
+                  "ssl_capath", "ssl_cert", "ssl_key", "ssl_cipher", "ssl_crl", "tls_version"});
   if (u.hosts.size() > 1)
     throw config_error("MySQL URL takes one host (got " + std::to_string(u.hosts.size()) + " in '" +
                        u.redacted() + "'); use a proxy or the primary's address");
@@ -68,7 +82,10 @@ options parse_url(const std::string& url_text) {
         u.redacted() + "')");
   o.mode = u.choice_param("mode", modes).value_or(o.mode);
   o.socket = u.param("socket");
+  if (auto v = u.count_param("max_connections", 1, max_pool))
+    o.max_connections = static_cast<std::size_t>(*v);
   if (auto v = u.count_param("pool", 1, max_pool)) o.pool = static_cast<std::size_t>(*v);
+  if (auto v = u.count_param("sessions", 1, max_pool)) o.sessions = static_cast<std::size_t>(*v);
   if (auto v = u.count_param("waiters", 0, max_waiters)) o.waiters = static_cast<std::size_t>(*v);
   if (auto v = u.duration_param("timeout", milliseconds(1), max_timeout)) o.timeout = *v;
   if (auto v = u.duration_param("record_after", milliseconds(0), max_timeout)) o.record_after = *v;
@@ -95,12 +112,15 @@ std::shared_ptr<backend> open_with_url(const options& o, std::string url_text) {
                        "')");
   if (o.database.empty())
     throw config_error("MySQL options need the database holding the sqlock schema");
-  if (o.pool == 0) throw config_error("MySQL pool must be at least 1");
+  if (o.sessions == 0) throw config_error("MySQL sessions must be at least 1");
+  const auto budget = split_budget(o);  // also: the parts must fit
   if (o.connect_timeout <= milliseconds(0) || o.timeout <= milliseconds(0))
     throw config_error("MySQL timeouts must be positive");
   if (url_text.empty()) url_text = shown_url(o);
-  if (o.mode == "advisory") return detail::open_advisory(o, std::move(url_text));
-  return std::make_shared<row_backend>(o, std::move(url_text));
+  auto counter = std::make_shared<sql::connection_counter>();
+  if (o.mode == "advisory")
+    return detail::open_advisory(o, std::move(url_text), budget.statements, counter);
+  return std::make_shared<row_backend>(o, std::move(url_text), budget.statements, counter);
 }
 }  // namespace
 

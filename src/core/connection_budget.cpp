@@ -1,9 +1,23 @@
 // Splitting one SQL client's connection budget between the parts that open connections.
 #include "sqlock/connection_budget.hpp"
 
+#include <algorithm>
+
 #include "sqlock/errors.hpp"
 
 namespace sqlock::sql {
+
+namespace {
+// The part of a call's time kept for the exchange after waiting for a connection.
+constexpr milliseconds exchange_reserve{50};
+}  // namespace
+
+steady_time connection_wait_deadline(steady_time deadline) {
+  if (deadline == steady_time::max()) return deadline;
+  const auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= left.zero()) return deadline;
+  return deadline - std::min<std::chrono::steady_clock::duration>(exchange_reserve, left / 5);
+}
 
 budget_split split_budget(const std::string& store, std::optional<std::size_t> max_connections,
                           std::optional<std::size_t> pool, const std::vector<budget_part>& parts) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "sqlock/connection_budget.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 
@@ -375,22 +376,11 @@ constexpr milliseconds full_initial{10};
 constexpr milliseconds full_cap{1000};
 // How long connect() without a deadline waits for a server with too many clients.
 constexpr milliseconds server_full_wait{30000};
-// The part of a call's time a bounded pool keeps for the exchange itself: a connection that
-// came back at the last moment would otherwise be given a statement that cannot finish, be
-// closed, and count as an unknown outcome.
-constexpr milliseconds exchange_reserve{50};
 
 // A call that met a server with too many clients and then ran out of time on a later try (a
 // connect the deadline cut short): what it throws says both.
 [[noreturn]] void still_full(const std::string& full, const connection_error& last) {
   throw server_full(full + "; the last try: " + last.what());
-}
-
-steady_time pool_deadline(steady_time deadline) {
-  if (deadline == steady_time::max()) return deadline;
-  const auto left = deadline - std::chrono::steady_clock::now();
-  if (left <= left.zero()) return deadline;
-  return deadline - std::min<std::chrono::steady_clock::duration>(exchange_reserve, left / 5);
 }
 }  // namespace
 
@@ -408,7 +398,7 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
       rows r;
       with_connection(
           [&](connection& c) { r = c.run(op, p, exchange_bound(deadline, io_timeout_)); },
-          pool_deadline(deadline), stop);
+          connection_wait_deadline(deadline), stop);
       return r;
     } catch (const transient_error&) {
       auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(50));

@@ -21,6 +21,7 @@
 #include "advisory_sessions.hpp"
 #include "connector.hpp"
 #include "lock_name.hpp"
+#include "sqlock/connection_budget.hpp"
 #include "sqlock/hold_recorder.hpp"
 #include "sqlock/hold_recorder_json.hpp"
 #include "sqlock/mysql/dialect.hpp"
@@ -300,7 +301,7 @@ class advisory_backend final : public sql::engine_backend {
     auto s = std::static_pointer_cast<session>(l.state);
     if (!s) return false;
     std::unique_lock g(s->m, std::defer_lock);
-    if (!g.try_lock_until(deadline))
+    if (!g.try_lock_until(sql::connection_wait_deadline(deadline)))
       throw connection_error("MySQL advisory session of '" + l.name +
                              "' stayed busy past the call's deadline");
     auto it = s->holds.find(l.name);

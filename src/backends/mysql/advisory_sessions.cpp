@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "sqlock/connection_budget.hpp"
+
 namespace sqlock::mysql::detail {
 
 hold_list session::close(const std::string& keep) {
@@ -60,7 +62,7 @@ taken_session session_pool::take(steady_time deadline) {
       if (!next) return open_new();
     }
     std::unique_lock l(next->m, std::defer_lock);
-    if (!l.try_lock_until(deadline))
+    if (!l.try_lock_until(sql::connection_wait_deadline(deadline)))
       throw sql::pool_busy("no MySQL advisory session came free by the call's deadline");
     if (!next->dead && !next->waiting) return {next, std::move(l)};
   }

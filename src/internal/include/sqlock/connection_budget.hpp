@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "sqlock/backend.hpp"
+
 namespace sqlock::sql {
 
 /// The budget when neither `max_connections=` nor `pool=` is given.
@@ -33,5 +35,11 @@ struct budget_split {
 /// change) when `pool` is 0 or the parts do not fit.
 budget_split split_budget(const std::string& store, std::optional<std::size_t> max_connections,
                           std::optional<std::size_t> pool, const std::vector<budget_part>& parts);
+
+/// Until when a call with `deadline` waits for a busy connection of the budget: a little before
+/// it (the last 50 ms, at most a fifth of the time left), kept for the exchange itself — a
+/// connection that came back at the last moment would otherwise be given a statement that
+/// cannot finish, be closed, and count as an unknown outcome. steady_time::max() stays.
+steady_time connection_wait_deadline(steady_time deadline);
 
 }  // namespace sqlock::sql

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "budget_load.hpp"
 #include "pg_env.hpp"
 #include "sqlock/random.hpp"
 
@@ -24,67 +25,22 @@ std::string own_schema() {
   return "sqlock_budget_" + random_token().substr(0, 10);
 }
 
-// `threads` threads of one client lock names of their own (per-entity names) for a while; a
-// sampler counts the client's sessions (by application_name) and looks for sessions started
-// after the warm-up.
+// `threads` threads of one client with `params`, its sessions counted in pg_stat_activity (by
+// application_name); the newest session's start marks a connection opened.
 void stays_within_budget(const std::string& owner, int threads, const std::string& params,
                          int budget) {
   auto tag = unique_name("budget");
   auto c = sqlock::connect(pg::with(owner, params + "application_name=" + tag));
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> pairs{0}, timeouts{0};
-  std::atomic<int> errors{0};
-  std::string first_error;
-  std::mutex m;
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t)
-    ts.emplace_back([&, t] {
-      for (int i = 0; !stop; ++i) {
-        auto l = c.make_lock(tag + ":" + std::to_string(t) + ":" + std::to_string(i % 16));
-        try {
-          if (l.try_lock_for(2s)) {
-            l.unlock();
-            ++pairs;
-          } else {
-            ++timeouts;
-          }
-        } catch (const std::exception& e) {
-          std::lock_guard g(m);
-          if (errors++ == 0) first_error = e.what();
-        }
-      }
-    });
   pqxx::connection dc(owner);
   const std::string sessions =
       "SELECT count(*), coalesce(max(backend_start), '-infinity') FROM pg_stat_activity "
       "WHERE application_name = '" +
       tag + "'";
-  int most = 0;
-  auto sample = [&] {
+  expect_within_budget(c, threads, tag, budget, [&] {
     pqxx::nontransaction tx(dc);
     auto r = tx.exec1(sessions);
-    most = std::max(most, r[0].as<int>());
-    return r[1].as<std::string>();
-  };
-  for (auto until = clock::now() + 1s; clock::now() < until;) {  // warm-up
-    sample();
-    std::this_thread::sleep_for(20ms);
-  }
-  const auto warm = sample();  // the newest session of the warm-up
-  const auto pairs_warm = pairs.load();
-  std::string newest = warm;
-  for (auto until = clock::now() + 2s; clock::now() < until;) {
-    newest = sample();
-    std::this_thread::sleep_for(20ms);
-  }
-  stop = true;
-  for (auto& t : ts) t.join();
-  EXPECT_EQ(errors.load(), 0) << first_error;
-  EXPECT_EQ(timeouts.load(), 0u);
-  EXPECT_GT(pairs.load(), pairs_warm) << "no lock taken after the warm-up";
-  EXPECT_LE(most, budget) << "sessions of one client at once";
-  EXPECT_GE(most, 2) << "the threads never used connections side by side";
-  EXPECT_EQ(newest, warm) << "a connection was opened after the warm-up";
+    return budget_sample{r[0].as<int>(), r[1].as<std::string>()};
+  });
 }
 
 TEST_F(postgres, sixteen_threads_of_one_client_stay_within_the_default_budget) {
@@ -108,45 +64,20 @@ TEST_F(postgres, a_try_lock_for_that_finds_every_pooled_connection_busy_returns_
   auto c = sqlock::connect(pg::with(
       owner_, "schema=" + schema + "&max_connections=2&listen=off&application_name=" + tag));
   pqxx::connection dc(owner_);
-  std::atomic<int> got{0};
-  std::vector<std::thread> blocked;
-  {
-    // The lock table locked: both pooled connections wait in the server inside an acquire.
-    pqxx::work tx(dc);
-    tx.exec("LOCK TABLE " + schema + ".locks IN ACCESS EXCLUSIVE MODE");
-    for (int i = 0; i < 2; ++i)
-      blocked.emplace_back([&, i] {
-        auto l = c.make_lock(tag + ":blocked" + std::to_string(i));
-        if (l.try_lock_for(10s)) {
-          ++got;
-          l.unlock();
-        }
-      });
-    pqxx::connection watch(owner_);
-    const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
-                                tag + "' AND wait_event_type = 'Lock'";
-    ASSERT_TRUE(eventually([&] {
-      pqxx::nontransaction w(watch);
-      return w.exec1(waiting)[0].as<int>() == 2;
-    })) << "the two pooled connections never waited in the server";
-    auto l = c.make_lock(tag + ":free");
-    bool taken = true;
-    const auto t0 = clock::now();
-    EXPECT_NO_THROW(taken = l.try_lock_for(200ms));
-    const auto took = clock::now() - t0;
-    EXPECT_FALSE(taken);
-    // The deadline, plus the 250 ms every attempt may take (wait_policy::min_attempt), plus a
-    // margin for a loaded machine.
-    EXPECT_LT(took, 200ms + 250ms + 250ms);
+  // The lock table locked: both pooled connections wait in the server inside an acquire.
+  pqxx::work tx(dc);
+  tx.exec("LOCK TABLE " + schema + ".locks IN ACCESS EXCLUSIVE MODE");
+  pqxx::connection watch(owner_);
+  auto count = [&](const std::string& where) {
     pqxx::nontransaction w(watch);
-    EXPECT_EQ(
-        w.exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + tag + "'")[0]
-            .as<int>(),
-        2);
-    tx.commit();  // the table is free again
-  }
-  for (auto& t : blocked) t.join();
-  EXPECT_EQ(got.load(), 2) << "the waiting acquires did not complete after the table was free";
+    return w
+        .exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + tag + "'" +
+               where)[0]
+        .as<int>();
+  };
+  expect_busy_budget_times_out(
+      c, tag, [&] { return count(" AND wait_event_type = 'Lock'") == 2; },
+      [&] { EXPECT_EQ(count(""), 2); }, [&] { tx.commit(); });
 }
 
 // A role of the test's own with a connection limit: the server refuses its third connection

@@ -3,7 +3,9 @@
 // the PostgreSQL functions, the MySQL procedures): only how the SQL is executed differs.
 //
 //   URLs: soci+sqlite3:PATH, soci+postgresql://user:pw@host:port/db, soci+mysql://user:pw@host/db
-//         with ?mode=pessimistic|optimistic, ?pool=N, ?migrate=auto (servers), ?busy_timeout=5s
+//         with ?mode=pessimistic|optimistic, ?max_connections=8 (the most sessions a URL-opened
+//         backend opens at once), ?pool=N (the same, when max_connections is not given),
+//         ?migrate=auto (servers), ?busy_timeout=5s
 //         (SQLite), ?timeout=5s (the longest one exchange with a server may take), ?schema=NAME
 //         (PostgreSQL, when its dialect supports it).
 //   Time: every call on a session sqlock opened returns by its deadline: SQLite waits for the
@@ -27,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,11 +46,15 @@ namespace sqlock::soci {
 /// Options of a backend over SOCI (an aggregate: use designated initialisers).
 struct options {
   std::string mode = "pessimistic";  ///< "pessimistic" or "optimistic"
-  std::size_t pool = 4;              ///< idle sessions kept by URL-opened backends; 0 = 1
-  milliseconds busy_timeout{5000};   ///< SQLite sessions opened by sqlock: write-lock wait; >0
-  milliseconds io_timeout{5000};     ///< servers: longest one exchange may take (URL timeout=)
-  bool auto_migrate = false;         ///< servers: migrate at connect (SQLite always migrates)
-  std::string schema{};              ///< PostgreSQL schema of the sqlock objects; "" = default
+  /// URL-opened backends: the most sessions opened at once (kept, and waited for within each
+  /// call's deadline when all are busy); nullopt = `pool`, or 8. attach() uses the caller's
+  /// session or pool instead.
+  std::optional<std::size_t> max_connections{};
+  std::optional<std::size_t> pool{};  ///< the statement pool's sessions (>= 1); nullopt = all
+  milliseconds busy_timeout{5000};    ///< SQLite sessions opened by sqlock: write-lock wait; >0
+  milliseconds io_timeout{5000};      ///< servers: longest one exchange may take (URL timeout=)
+  bool auto_migrate = false;          ///< servers: migrate at connect (SQLite always migrates)
+  std::string schema{};               ///< PostgreSQL schema of the sqlock objects; "" = default
 };
 
 /// Opens a backend from a soci+sqlite3: / soci+postgresql:// / soci+mysql:// URL (what

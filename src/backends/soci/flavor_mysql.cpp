@@ -133,6 +133,11 @@ class mysql_flavor_impl final : public flavor {
     if (int n = error_number(e)) {
       code = std::to_string(n);
       if (mysql::is_transient_error(n)) return error_kind::transient;
+      // No slot for a new session: the server's max_connections, the user's
+      // max_user_connections (a resource limit 1226 names; its hourly limits are not transient).
+      if (n == 1040 || n == 1203 ||
+          (n == 1226 && std::string(e.what()).find("max_user_connections") != std::string::npos))
+        return error_kind::server_full;
       if (mysql::is_connection_error(n)) return error_kind::connection;
       if (n == 1044 || n == 1045 || n == 1142 || n == 1370) return error_kind::auth;
       // 1049 no such database, 1366/1300 invalid UTF-8 in a name.

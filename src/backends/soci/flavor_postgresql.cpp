@@ -116,6 +116,11 @@ class postgresql_flavor_impl final : public flavor {
     for (const char* s : {"password authentication failed", "no password supplied",
                           "authentication failed", "no pg_hba.conf entry"})
       if (m.find(s) != std::string::npos) return error_kind::auth;
+    // SQLSTATE 53300 (no SQLSTATE for a failed connection, only the message).
+    for (const char* s :
+         {"too many clients", "too many connections for role", "too many connections for database",
+          "remaining connection slots are reserved"})
+      if (m.find(s) != std::string::npos) return error_kind::server_full;
     return flavor::classify_open(e, code);
   }
 
@@ -124,8 +129,8 @@ class postgresql_flavor_impl final : public flavor {
       std::string st = pe->sqlstate();
       code = st;
       if (st == "40001" || st == "40P01" || st == "55P03") return error_kind::transient;
-      if (st.rfind("08", 0) == 0 || st == "57P01" || st == "57P02" || st == "57P03" ||
-          st == "53300")
+      if (st == "53300") return error_kind::server_full;  // too many clients
+      if (st.rfind("08", 0) == 0 || st == "57P01" || st == "57P02" || st == "57P03")
         return error_kind::connection;
       if (st == "28000" || st == "28P01" || st == "42501") return error_kind::auth;
       // 3D000 no such database, 22021 invalid UTF-8, 54000 name too long for the index.

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "soci_detail.hpp"
+#include "sqlock/connection_budget.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock {
@@ -35,8 +36,12 @@ namespace {
 
 class soci_backend final : public sql::engine_backend {
  public:
-  soci_backend(const flavor& f, const options& o, sql::connector open, std::string url_text)
-      : engine_backend(f.bundle(), f.dialect(o), std::move(open), std::move(url_text), o.pool),
+  // Every connection is a statement connection: the budget is the bounded pool (kept).
+  soci_backend(const flavor& f, const options& o, sql::connector open, std::string url_text,
+               std::shared_ptr<sql::connection_counter> counter = nullptr)
+      : engine_backend(f.bundle(), f.dialect(o), std::move(open), std::move(url_text),
+                       sql::split_budget("SOCI", o.max_connections, o.pool, {}).statements, true,
+                       std::move(counter)),
         flavor_(f) {
     set_io_timeout(o.io_timeout);
   }
@@ -91,24 +96,27 @@ std::shared_ptr<backend> open(const std::string& url_text) {
         "a SOCI URL starts with soci+sqlite3:, soci+postgresql:// or soci+mysql:// (got '" +
         u.redacted() + "')");
   const flavor& f = flavor_named(u.scheme.substr(5));
-  std::vector<std::string> allowed = {"mode", "pool", "migrate", "timeout"};
+  std::vector<std::string> allowed = {"mode", "max_connections", "pool", "migrate", "timeout"};
   for (auto& p : f.driver_params()) allowed.push_back(p);
   u.check_params(allowed);
   options o;
   // advisory is named so that the flavor explains why SOCI cannot run it.
   o.mode = u.choice_param("mode", {"pessimistic", "optimistic", "advisory"}).value_or(o.mode);
-  o.pool = static_cast<std::size_t>(u.count_param("pool", 1, 1024).value_or(4));
+  if (auto v = u.count_param("max_connections", 1, 1024))
+    o.max_connections = static_cast<std::size_t>(*v);
+  if (auto v = u.count_param("pool", 1, 1024)) o.pool = static_cast<std::size_t>(*v);
   o.auto_migrate = u.choice_param("migrate", {"auto", "off"}).value_or("off") == "auto";
   o.io_timeout =
       u.duration_param("timeout", milliseconds(1), std::chrono::hours(1)).value_or(o.io_timeout);
   f.apply_params(u, o);
   std::string connect = f.connect_string(u, o);
+  auto counter = std::make_shared<sql::connection_counter>();
   auto b = std::make_shared<soci_backend>(
       f, o,
-      [&f, connect, o]() -> std::unique_ptr<sql::connection> {
-        return std::make_unique<soci_connection>(f, owned_source(f, connect, o), o);
+      [&f, connect, o, counter]() -> std::unique_ptr<sql::connection> {
+        return std::make_unique<soci_connection>(f, owned_source(f, connect, o, counter), o);
       },
-      url_text);
+      url_text, counter);
   return finish(b, f, o);
 }
 
@@ -116,6 +124,7 @@ std::shared_ptr<backend> attach(::soci::session& session, const options& opts) {
   const flavor& f = flavor_of(session);
   guarded(f, "cannot prepare the SOCI session", [&] { f.prepare_session(session, opts, false); });
   options o = opts;
+  o.max_connections.reset();  // the caller's one session
   o.pool = 1;
   return over_source(f, o, borrowed_source(session), "application session");
 }

@@ -90,6 +90,8 @@ void guarded(const flavor& f, const std::string& what, const std::function<void(
         throw sql::transient_error(msg, code);
       case error_kind::connection:
         throw connection_error(msg);
+      case error_kind::server_full:
+        throw sql::server_full(msg + " — the server had too many clients");
       case error_kind::auth:
         throw auth_error(msg);
       case error_kind::config:
@@ -258,13 +260,18 @@ namespace {
 
 class owned final : public session_source {
  public:
-  owned(const flavor& f, std::string connect, const options& o)
-      : flavor_(f), connect_(std::move(connect)), opts_(o) {}
+  owned(const flavor& f, std::string connect, const options& o,
+        std::shared_ptr<sql::connection_counter> counter)
+      : flavor_(f), connect_(std::move(connect)), opts_(o), counter_(std::move(counter)) {}
   ~owned() override {
     cache_.ops.clear();  // statements before their session
+    if (session_ && counter_) counter_->closed();
   }
   lease take(steady_time deadline) override {
-    if (!session_) session_ = open_session(flavor_, connect_, opts_, deadline);
+    if (!session_) {
+      session_ = open_session(flavor_, connect_, opts_, deadline);
+      if (counter_) counter_->opened();
+    }
     lease l;
     l.session = session_.get();
     l.cache = &cache_;
@@ -275,6 +282,7 @@ class owned final : public session_source {
   const flavor& flavor_;
   std::string connect_;
   options opts_;
+  std::shared_ptr<sql::connection_counter> counter_;  // null: not counted
   std::unique_ptr<::soci::session> session_;
   statement_cache cache_;
 };
@@ -338,8 +346,9 @@ class pooled final : public session_source {
 }  // namespace
 
 std::unique_ptr<session_source> owned_source(const flavor& f, const std::string& connect,
-                                             const options& o) {
-  return std::make_unique<owned>(f, connect, o);
+                                             const options& o,
+                                             std::shared_ptr<sql::connection_counter> counter) {
+  return std::make_unique<owned>(f, connect, o, std::move(counter));
 }
 
 std::shared_ptr<session_source> borrowed_source(::soci::session& s) {

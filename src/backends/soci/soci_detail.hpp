@@ -22,7 +22,8 @@
 namespace sqlock::soci::detail {
 
 /// How a native error is treated.
-enum class error_kind { transient, connection, auth, config, backend };
+/// server_full: no slot for a new session (too many clients), retried within the deadline.
+enum class error_kind { transient, connection, server_full, auth, config, backend };
 
 /// An embedded SQL file of this backend (src/backends/soci/sql/<db>/).
 std::string_view own_sql(std::string_view db, std::string_view file);
@@ -169,9 +170,11 @@ class session_source {
 };
 
 /// A session sqlock opens itself on first use (one per engine connection): opening and calls
-/// are bounded by their deadline (the watchdog shuts a late call's socket down).
+/// are bounded by their deadline (the watchdog shuts a late call's socket down); while open it
+/// counts in `counter`.
 std::unique_ptr<session_source> owned_source(const flavor& f, const std::string& connect,
-                                             const options& o);
+                                             const options& o,
+                                             std::shared_ptr<sql::connection_counter> counter);
 /// The caller's session, shared by every engine connection under one mutex.
 std::shared_ptr<session_source> borrowed_source(::soci::session& s);
 /// The caller's pool; each pooled session is prepared (flavor::prepare_session) on first use.

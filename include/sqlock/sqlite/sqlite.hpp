@@ -1,11 +1,14 @@
 // The embedded default backend: a SQLite database file shared by the processes of one machine.
-// URL: sqlite:PATH or sqlite:///abs/path, with ?mode=pessimistic|optimistic and
-// ?busy_timeout=5s. `sqlite:` alone is the default file $XDG_STATE_HOME/sqlock/locks.db.
-// WAL journal, BEGIN IMMEDIATE transactions, leases on the kernel's boot-time clock, waiters
-// woken by inotify on the WAL file. The schema is created on first use (it is your file).
+// URL: sqlite:PATH or sqlite:///abs/path, with ?mode=pessimistic|optimistic,
+// ?busy_timeout=5s and ?max_connections=8 (connections to the file opened at once, kept). `sqlite:`
+// alone is the default file $XDG_STATE_HOME/sqlock/locks.db. WAL journal, BEGIN IMMEDIATE
+// transactions, leases on the kernel's boot-time clock, waiters woken by inotify on the WAL file.
+// The schema is created on first use (it is your file).
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sqlock/backend.hpp"
@@ -17,7 +20,10 @@ namespace sqlock::sqlite {
 struct options {
   std::string mode = "pessimistic";  ///< "pessimistic" or "optimistic"
   milliseconds busy_timeout{5000};   ///< how long one statement waits for the write lock; >0
-  std::size_t pool = 4;              ///< idle connections kept; 0 = 1
+  /// The most connections to the file this backend opens at once (kept, and waited for within
+  /// each call's deadline when all are busy); nullopt = `pool`, or 8.
+  std::optional<std::size_t> max_connections{};
+  std::optional<std::size_t> pool{};  ///< the same bound under its older name (>= 1)
 };
 
 /// Opens (and creates, with its schema) the database at `path`. Throws config_error for a bad

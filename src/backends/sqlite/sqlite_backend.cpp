@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "sqlock/connection_budget.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 #include "sqlock/sqlite/dialect.hpp"
@@ -35,8 +36,10 @@ using sql::rows;
 
 class sqlite_connection final : public sql::connection {
  public:
-  sqlite_connection(const std::string& path, milliseconds busy_timeout)
-      : busy_timeout_(busy_timeout) {
+  // Counts in `counter` while open.
+  sqlite_connection(const std::string& path, milliseconds busy_timeout,
+                    std::shared_ptr<sql::connection_counter> counter)
+      : busy_timeout_(busy_timeout), counter_(std::move(counter)) {
     int rc =
         sqlite3_open_v2(path.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -68,11 +71,13 @@ class sqlite_connection final : public sql::connection {
       sqlite3_close(db_);
       throw;
     }
+    counter_->opened();
   }
   ~sqlite_connection() override {
     for (auto& [k, list] : cache_)
       for (auto* s : list) sqlite3_finalize(s);
     sqlite3_close(db_);
+    counter_->closed();
   }
 
   rows run(const sql::operation& op, const sql::params& p, steady_time deadline) override {
@@ -219,6 +224,7 @@ class sqlite_connection final : public sql::connection {
   }
 
   milliseconds busy_timeout_;
+  std::shared_ptr<sql::connection_counter> counter_;
   sqlite3* db_ = nullptr;
   std::map<std::string, std::vector<sqlite3_stmt*>, std::less<>> cache_;
 };
@@ -279,11 +285,18 @@ class wal_watch final : public wait_state {
 
 class sqlite_backend final : public sql::engine_backend {
  public:
-  sqlite_backend(const std::string& path, const options& o)
+  // The budget is the statement pool: every connection is one to the file, kept once open
+  // (bounded: a call that finds all busy waits for one within its deadline).
+  sqlite_backend(const std::string& path, const options& o,
+                 std::shared_ptr<sql::connection_counter> counter =
+                     std::make_shared<sql::connection_counter>())
       : engine_backend(
             sql::bundle_sqlite(), make_dialect(o.mode),
-            [path, t = o.busy_timeout] { return std::make_unique<sqlite_connection>(path, t); },
-            "sqlite:" + path, o.pool),
+            [path, t = o.busy_timeout, counter] {
+              return std::make_unique<sqlite_connection>(path, t, counter);
+            },
+            "sqlite:" + path, sql::split_budget("SQLite", o.max_connections, o.pool, {}).statements,
+            true, counter),
         wal_path_(path + "-wal") {
     migrate();  // the schema is created on first use: the file is the caller's own
   }
@@ -333,15 +346,16 @@ std::shared_ptr<backend> open(const std::string& path, const options& opts) {
 namespace backends {
 void register_sqlite() {
   register_backend("sqlite", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"mode", "busy_timeout", "pool"});
+    u.check_params({"mode", "busy_timeout", "max_connections", "pool"});
     if (!u.hosts.empty())
       throw config_error("SQLite URL takes a path, not a host: sqlite:/path/to/file.db (got '" +
                          u.redacted() + "')");
     sqlite::options o;
     o.mode = u.choice_param("mode", {"pessimistic", "optimistic"}).value_or("pessimistic");
     o.busy_timeout = u.duration_param("busy_timeout", milliseconds(1)).value_or(o.busy_timeout);
-    o.pool = static_cast<std::size_t>(
-        u.count_param("pool", 1, 1000).value_or(static_cast<std::int64_t>(o.pool)));
+    if (auto v = u.count_param("max_connections", 1, 1000))
+      o.max_connections = static_cast<std::size_t>(*v);
+    if (auto v = u.count_param("pool", 1, 1000)) o.pool = static_cast<std::size_t>(*v);
     std::string path = u.path;
     if (path.empty()) {
       path = sqlite::default_path();

@@ -22,5 +22,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWI
   -DSQLOCK_WERROR=ON
 cmake --build "$build" -j2
 stage "building"
-ctest --test-dir "$build" --output-on-failure -j2 --timeout 600
+# Three tests at a time on two cores: most tests wait on a server or a lease, and the sanitizer
+# and fuzzing builds among them run at the lowest priority (tests/reliability, tests/fuzz).
+ctest --test-dir "$build" --output-on-failure -j"${SQLOCK_TEST_JOBS:-3}" --timeout 600
 stage "testing"

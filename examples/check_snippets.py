@@ -5,8 +5,9 @@ A region of a file under examples/, between the lines `// begin-snippet: NAME` a
 `// end-snippet` (`#` for CMake files), is shown in a Markdown file as a fenced block right after
 the line `<!-- snippet: examples/PATH#NAME -->`. This check fails when a shown block differs from its
 region (indentation of the region aside), names a region that does not exist, when a region is
-shown nowhere, or when README.md or a top-level docs/*.md page has a ```cpp block without a
-marker (every such block must be an example). docs/backends/ pages are checked where marked.
+shown nowhere, or when README.md or any page under docs/ has a ```cpp block without a marker:
+every C++ block of the documentation is part of an example program the build compiles (and
+CTest runs those that need no server of their own).
 
 Usage: check_snippets.py SOURCE_DIR
 """
@@ -68,14 +69,13 @@ def main():
         if f.suffix in (".cpp", ".txt") and f.is_file():
             for name, text in regions(f).items():
                 snippets[(f.relative_to(src).as_posix(), name)] = text
-    strict = [src / "README.md"] + sorted((src / "docs").glob("*.md"))
-    pages = strict + sorted((src / "docs").glob("*/*.md"))
+    pages = [src / "README.md"] + sorted((src / "docs").rglob("*.md"))
     errors, used, checked = [], set(), 0
     for md in pages:
         rel = md.relative_to(src)
         for line, marker, lang, body in shown_blocks(md):
             if not marker:
-                if md in strict and lang == "cpp":
+                if lang in ("cpp", "c++", "cxx", "cc", "hpp"):
                     errors.append(f"{rel}:{line}: a ```cpp block that is no example "
                                   "(put it in examples/ and mark it <!-- snippet: ... -->)")
                 continue

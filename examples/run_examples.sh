@@ -1,5 +1,5 @@
-# Runs one example program of README.md / docs/ on a fresh SQLite store and checks that it does
-# what the page says.
+# Runs one example program of README.md / docs/ on a fresh SQLite store (postgres_xact: on the
+# test server of $SQLOCK_TEST_POSTGRES_URL) and checks that it does what the page says.
 # Usage: run_examples.sh NAME PROGRAM   ($SQLOCK: the sqlock command, for `logging`)
 set -uo pipefail
 name=$1
@@ -58,6 +58,19 @@ metrics)
   check "one acquisition counted" 1 \
     "$(grep -c '^sqlock_acquisitions_total{.*backend="sqlite".*} 1$' <<<"$out")"
   check "one release counted" 1 "$(grep -c '^sqlock_releases_total{.*backend="sqlite".*} 1$' <<<"$out")"
+  ;;
+soci_locks)
+  check "a transaction-scoped lock on the application's SOCI session" "ran 1 job" \
+    "$("$program" "soci+sqlite3:${url#sqlite:}")"
+  ;;
+postgres_xact)
+  if [ -z "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
+    [ -n "${SQLOCK_TEST_REQUIRE_ALL:-}" ] && { echo "FAIL: SQLOCK_TEST_POSTGRES_URL is unset"; exit 1; }
+    echo "skip: SQLOCK_TEST_POSTGRES_URL is unset"
+    exit 77
+  fi
+  check "the fenced write and both transaction-scoped locks" "paid, reports read 1" \
+    "$("$program" "$SQLOCK_TEST_POSTGRES_URL")"
   ;;
 *)
   echo "unknown example $name"

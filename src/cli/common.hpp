@@ -19,6 +19,8 @@ enum exit_code : int {
   software = 70,     ///< lease lost while the command ran
   tempfail = 75,     ///< lock not obtained within --wait
   noperm = 77,       ///< the store refused the credentials or permissions
+  read_only = 78,    ///< the server is a hot standby or read-only (EX_CONFIG: the URL points
+                     ///< at the wrong server)
 };
 
 /// --url if given, else $SQLOCK_URL, else sqlite: at the default state path.

@@ -220,7 +220,8 @@ int main(int argc, char** argv) {
       "Exit: CMD's status; 64 bad arguments or URL; 69 store unreachable; 70 lease lost (CMD's\n"
       "process group stopped); 75 not obtained within --wait (or -E N); 77 access refused by the "
       "store;\n"
-      "126 CMD not executable; 127 CMD not found; 128+N CMD killed by signal N.");
+      "78 the server is read-only (a hot standby or read-only replica); 126 CMD not executable; "
+      "127 CMD not found; 128+N CMD killed by signal N.");
 
   std::string list_url, list_prefix;
   bool list_json = false;

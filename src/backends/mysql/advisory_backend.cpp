@@ -238,6 +238,11 @@ class advisory_backend final : public sql::engine_backend {
     return engine_backend::list(prefix);
   }
 
+  void verify(steady_time deadline) override {
+    refuse_read_only(*this, opts_, deadline);
+    engine_backend::verify(deadline);
+  }
+
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
     c.session_bound = true;

@@ -28,12 +28,20 @@ class row_backend final : public sql::engine_backend {
   row_backend(const options& o, std::string url_text)
       : engine_backend(
             sql_bundle(), make_dialect(o.mode), [o] { return detail::open_connection(o); },
-            std::move(url_text), o.pool) {
+            std::move(url_text), o.pool),
+        opts_(o) {
     set_auto_migrate(o.auto_migrate);
     set_io_timeout(o.timeout);
   }
 
   std::string kind() const override { return "mysql"; }
+  void verify(steady_time deadline) override {
+    detail::refuse_read_only(*this, opts_, deadline);
+    engine_backend::verify(deadline);
+  }
+
+ private:
+  const options opts_;
 };
 
 const std::vector<std::string> modes = {"pessimistic", "optimistic", "advisory"};

@@ -6,6 +6,7 @@
 #include "budget.hpp"
 #include "connection.hpp"
 #include "conninfo.hpp"
+#include "errors.hpp"
 #include "pooler.hpp"
 #include "sqlock/postgres/dialect.hpp"
 
@@ -38,6 +39,14 @@ std::unique_ptr<notifier> make_notifier(const std::string& conninfo, const optio
   if (moves_sessions(o.pooler)) return nullptr;
   return std::make_unique<notifier>(conninfo, channel, o.timeout, counter, o.pooler.empty());
 }
+
+// In recovery (a hot standby), read-only by default, and the server's address as it sees it
+// (a pooler's server, not the pooler).
+constexpr const char* writable_query =
+    "SELECT pg_catalog.pg_is_in_recovery(), "
+    "pg_catalog.current_setting('default_transaction_read_only') = 'on', "
+    "coalesce(pg_catalog.host(pg_catalog.inet_server_addr()), 'local socket') || ':' || "
+    "pg_catalog.current_setting('port')";
 
 }  // namespace
 
@@ -90,6 +99,17 @@ capabilities pg_backend::caps() const noexcept {
   auto c = engine_backend::caps();
   c.notify = notifier_ != nullptr;
   return c;
+}
+
+void pg_backend::verify(steady_time deadline) {
+  const auto bound = exchange_bound(deadline, io_timeout());
+  sql::rows r;
+  with_connection([&](sql::connection& c) { r = c.query(writable_query, bound); }, bound);
+  if (r.size() == 1 && r[0].size() == 3) {
+    const bool standby = sql::truthy(r[0][0]), read_only = sql::truthy(r[0][1]);
+    if (standby || read_only) throw_read_only(r[0][2].value_or("?"), standby, "");
+  }
+  engine_backend::verify(deadline);
 }
 
 std::string pg_backend::describe() const {

@@ -25,6 +25,9 @@ class pg_backend : public sql::engine_backend {
 
   capabilities caps() const noexcept override;
   std::string describe() const override;
+  /// Refuses a hot standby or a read-only server (read_only_error naming it), then the
+  /// engine's schema check or migration.
+  void verify(steady_time deadline) override;
 
  protected:
   /// A registered_wait for each acquire() call (the engine's open_wait() wraps it for exclusive

@@ -18,6 +18,7 @@
 
 #include "advisory_sessions.hpp"
 #include "connector.hpp"
+#include "diagnostics.hpp"
 #include "lock_name.hpp"
 #include "sqlock/hold_recorder.hpp"
 #include "sqlock/hold_recorder_json.hpp"
@@ -242,6 +243,7 @@ class advisory_backend final : public sql::engine_backend {
     refuse_read_only(*this, opts_, deadline);
     engine_backend::verify(deadline);
   }
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
 
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
@@ -401,7 +403,8 @@ class advisory_backend final : public sql::engine_backend {
                                  "IS_USED_LOCK(CONCAT('sqlock!', :fence)) = CONNECTION_ID(), 0)"}};
   const sql::operation record_{"advisory_record", {"CALL sqlock_advisory_record(:holds)"}};
   const sql::operation epoch_{"fence_epoch", {"CALL sqlock_fence_epoch_raise(@sqlock_epoch)"}};
-  const options opts_;           // a stopped wait's killer session opens with them
+  const options opts_;  // a stopped wait's killer session opens with them
+  mysql_diagnostics diagnostics_{*this, opts_};
   sql::hold_recorder recorder_;  // before the sessions' watcher: its losses reach it
   std::atomic<int> flavor_{0};   // 0 = not known yet, 1 = MariaDB (lean pair), 2 = MySQL
   milliseconds wait_chunk_;

@@ -5,6 +5,7 @@
 
 #include "advisory_backend.hpp"
 #include "connector.hpp"
+#include "diagnostics.hpp"
 #include "sqlock/mysql/dialect.hpp"
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/sql_engine.hpp"
@@ -29,7 +30,8 @@ class row_backend final : public sql::engine_backend {
       : engine_backend(
             sql_bundle(), make_dialect(o.mode), [o] { return detail::open_connection(o); },
             std::move(url_text), o.pool),
-        opts_(o) {
+        opts_(o),
+        diagnostics_(*this, o) {
     set_auto_migrate(o.auto_migrate);
     set_io_timeout(o.timeout);
   }
@@ -39,9 +41,11 @@ class row_backend final : public sql::engine_backend {
     detail::refuse_read_only(*this, opts_, deadline);
     engine_backend::verify(deadline);
   }
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
 
  private:
   const options opts_;
+  detail::mysql_diagnostics diagnostics_;
 };
 
 const std::vector<std::string> modes = {"pessimistic", "optimistic", "advisory"};

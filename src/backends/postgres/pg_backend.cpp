@@ -6,6 +6,7 @@
 #include "budget.hpp"
 #include "connection.hpp"
 #include "conninfo.hpp"
+#include "diagnostics.hpp"
 #include "errors.hpp"
 #include "pooler.hpp"
 #include "sqlock/postgres/dialect.hpp"
@@ -69,6 +70,7 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
   notifier_ = make_notifier(conninfo, o, counter_);
+  diagnostics_ = std::make_unique<pg_diagnostics>(*this, conninfo, o);
 }
 
 std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {

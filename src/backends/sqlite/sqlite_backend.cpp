@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "sqlite_diagnostics.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 #include "sqlock/sqlite/dialect.hpp"
@@ -284,12 +285,14 @@ class sqlite_backend final : public sql::engine_backend {
             sql::bundle_sqlite(), make_dialect(o.mode),
             [path, t = o.busy_timeout] { return std::make_unique<sqlite_connection>(path, t); },
             "sqlite:" + path, o.pool),
-        wal_path_(path + "-wal") {
+        wal_path_(path + "-wal"),
+        diagnostics_(*this, path) {
     migrate();  // the schema is created on first use: the file is the caller's own
   }
 
   // The constructor has opened the file and brought its schema up to date just before.
   void verify(steady_time) override {}
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
 
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
@@ -304,6 +307,7 @@ class sqlite_backend final : public sql::engine_backend {
 
  private:
   std::string wal_path_;
+  detail::sqlite_diagnostics diagnostics_;
 };
 
 }  // namespace

@@ -6,12 +6,19 @@
 
 namespace sqlock::mysql::detail {
 
+namespace {
+// How long connect() without a deadline waits for a server with too many clients (as the
+// engine's schema check).
+constexpr milliseconds server_full_wait{30000};
+}  // namespace
+
 void refuse_read_only(sql::engine_backend& b, const options& o, steady_time deadline) {
-  const auto bound = exchange_bound(deadline, b.io_timeout());
-  sql::rows r;
-  b.with_connection([&](sql::connection& c) { r = c.query("SELECT @@global.read_only", bound); },
-                    bound);
-  if (sql::says_true(r))
+  // Through run(): a server with too many clients is asked again, as the schema check does.
+  static const sql::operation read_only{"mysql_read_only", {"SELECT @@global.read_only"}};
+  const auto until = deadline == steady_time::max()
+                         ? std::chrono::steady_clock::now() + server_full_wait
+                         : deadline;
+  if (sql::says_true(b.run(read_only, {}, until)))
     throw read_only_error(read_only_message(server_address(o), "is read-only"), "1290");
 }
 

@@ -43,6 +43,10 @@ std::unique_ptr<notifier> make_notifier(const std::string& conninfo, const optio
 
 // In recovery (a hot standby), read-only by default, and the server's address as it sees it
 // (a pooler's server, not the pooler).
+// How long connect() without a deadline waits for a server with too many clients (as the
+// engine's schema check).
+constexpr milliseconds server_full_wait{30000};
+
 constexpr const char* writable_query =
     "SELECT pg_catalog.pg_is_in_recovery(), "
     "pg_catalog.current_setting('default_transaction_read_only') = 'on', "
@@ -66,7 +70,8 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
           shown, split_budget(o).statements, true, counter),
       shown_(shown),
       register_{"pg_register_waiter",
-                {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}} {
+                {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}},
+      writable_{"pg_writable", {writable_query}} {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
   notifier_ = make_notifier(conninfo, o, counter_);
@@ -104,9 +109,10 @@ capabilities pg_backend::caps() const noexcept {
 }
 
 void pg_backend::verify(steady_time deadline) {
-  const auto bound = exchange_bound(deadline, io_timeout());
-  sql::rows r;
-  with_connection([&](sql::connection& c) { r = c.query(writable_query, bound); }, bound);
+  // Through run(): a server with too many clients is asked again, as the schema check does.
+  const auto now = std::chrono::steady_clock::now();
+  const auto r =
+      run(writable_, {}, deadline == steady_time::max() ? now + server_full_wait : deadline);
   if (r.size() == 1 && r[0].size() == 3) {
     const bool standby = sql::truthy(r[0][0]), read_only = sql::truthy(r[0][1]);
     if (standby || read_only) throw_read_only(r[0][2].value_or("?"), standby, "");

@@ -53,6 +53,7 @@ class pg_backend : public sql::engine_backend {
   std::unique_ptr<notifier> notifier_;
   std::unique_ptr<store_diagnostics> diagnostics_;
   sql::operation register_;  // advisory_wait_notify
+  sql::operation writable_;  // verify(): in recovery, read-only by default, the address
 };
 
 }  // namespace sqlock::postgres

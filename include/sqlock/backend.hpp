@@ -36,6 +36,8 @@ enum class lock_kind : std::uint8_t {
   permit,     ///< one of `permits` holders of the name (a counting semaphore)
 };
 
+class store_diagnostics;  // sqlock/doctor.hpp
+
 /// "exclusive", "shared" or "permit".
 SQLOCK_API const char* to_string(lock_kind k) noexcept;
 
@@ -266,6 +268,11 @@ class SQLOCK_API backend {
   /// The connections this backend object made to its store, for backends that count them
   /// (the SQL server backends); nullopt otherwise.
   virtual std::optional<connection_stats> connections() const { return std::nullopt; }
+
+  /// The store's checks for `sqlock doctor` (sqlock/doctor.hpp), owned by the backend; null
+  /// (the default) when it has none. One accessor rather than a virtual per check: a backend
+  /// without checks implements nothing, and no caller needs to know the concrete backend.
+  virtual store_diagnostics* diagnostics() noexcept { return nullptr; }
 
   /// Registers a listener for holds that die outside any call; returns its id. Thread-safe.
   std::uint64_t add_loss_listener(loss_listener l);

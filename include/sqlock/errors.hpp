@@ -48,6 +48,17 @@ class SQLOCK_API backend_error : public error {
   std::string code_;
 };
 
+/// The server reached is read-only: a PostgreSQL hot standby (pg_is_in_recovery(), SQLSTATE
+/// 25006 on a write) or a read-only MySQL/MariaDB server or replica (read_only, error 1290 or
+/// 1836). The message names the server and what to point the URL at instead. Not retried by
+/// the core: the same URL keeps reaching the same server (a multi-host PostgreSQL URL with
+/// target_session_attrs=read-write is how to follow a primary). A renewal that meets it
+/// reports the hold lost at once. `sqlock` exits 78 on it.
+class SQLOCK_API read_only_error : public backend_error {
+ public:
+  using backend_error::backend_error;
+};
+
 /// The lock was lost while it was believed held (lease expired, session died, forced release).
 class SQLOCK_API lock_lost : public error {
  public:

@@ -46,6 +46,9 @@ std::string with_mode(const std::string& text, const std::string& mode) {
 int guarded(const std::function<int()>& fn) {
   try {
     return fn();
+  } catch (const read_only_error& e) {
+    std::cerr << "sqlock: read-only server: " << e.what() << "\n";
+    return read_only;
   } catch (const auth_error& e) {
     std::cerr << "sqlock: access refused: " << e.what() << "\n";
     return noperm;

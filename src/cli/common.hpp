@@ -14,11 +14,14 @@ namespace sqlock::cli {
 /// Exit codes (sysexits.h where one fits); fixed by the CLI contract.
 enum exit_code : int {
   ok = 0,
+  unsafe_store = 1,  ///< `doctor`: a finding is unsafe or an error
   usage = 64,        ///< bad arguments or URL
   unavailable = 69,  ///< backend unreachable
   software = 70,     ///< lease lost while the command ran
   tempfail = 75,     ///< lock not obtained within --wait
   noperm = 77,       ///< the store refused the credentials or permissions
+  read_only = 78,    ///< the server is a hot standby or read-only (EX_CONFIG: the URL points
+                     ///< at the wrong server)
 };
 
 /// --url if given, else $SQLOCK_URL, else sqlite: at the default state path.
@@ -79,6 +82,10 @@ std::optional<wall_time> parse_utc(const std::string& iso);
 
 /// `sqlock list`: held locks as an aligned table or (`json`) one JSON array.
 int list_command(const std::string& url, const std::string& prefix, bool json);
+
+/// `sqlock doctor`: the findings of the URL's store, one per line or (`json`) one JSON object;
+/// exit 0 when the URL's mode is safe there, 1 when a finding is unsafe or an error.
+int doctor_command(const std::string& url, bool json);
 
 /// Status rows as the JSON objects `list --json` and the web page use.
 std::string status_json(const std::vector<lock_status>& rows, int indent);

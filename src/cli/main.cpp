@@ -88,8 +88,8 @@ std::size_t distance(const std::string& a, const std::string& b) {
 }
 
 // The subcommands, in the order --help lists them.
-constexpr std::array<std::string_view, 9> subcommands{
-    "run", "elect", "leader", "hold", "list", "release", "migrate", "bench", "serve"};
+constexpr std::array<std::string_view, 10> subcommands{
+    "run", "elect", "leader", "hold", "list", "release", "migrate", "doctor", "bench", "serve"};
 
 // `sqlock WORD` where WORD names no subcommand: says so, with the nearest one when it is close.
 bool unknown_subcommand(const std::string& word) {
@@ -220,7 +220,8 @@ int main(int argc, char** argv) {
       "Exit: CMD's status; 64 bad arguments or URL; 69 store unreachable; 70 lease lost (CMD's\n"
       "process group stopped); 75 not obtained within --wait (or -E N); 77 access refused by the "
       "store;\n"
-      "126 CMD not executable; 127 CMD not found; 128+N CMD killed by signal N.");
+      "78 the server is read-only (a hot standby or read-only replica); doctor: 1 unsafe; 126 CMD "
+      "not executable; 127 CMD not found; 128+N CMD killed by signal N.");
 
   std::string list_url, list_prefix;
   bool list_json = false;
@@ -249,6 +250,17 @@ int main(int argc, char** argv) {
     mig = app.add_subcommand("migrate", "apply (or print) the schema migrations and routines");
     mig->add_option("--url", mig_url, url_help);
     mig->add_flag("--print", mig_print, "print the SQL instead of applying it");
+  }
+
+  std::string doc_url;
+  bool doc_json = false;
+  CLI::App* doc = nullptr;
+  if (wanted("doctor")) {
+    doc = app.add_subcommand(
+        "doctor",
+        "check the store behind a URL: what it is and whether the URL's mode is safe there");
+    doc->add_option("url", doc_url, url_help);
+    doc->add_flag("--json", doc_json, "one JSON object");
   }
 
   bench_args ba;
@@ -327,6 +339,7 @@ int main(int argc, char** argv) {
   if (list && *list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
   if (rel && *rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
   if (mig && *mig) return guarded([&] { return migrate_command(mig_url, mig_print); });
+  if (doc && *doc) return guarded([&] { return doctor_command(doc_url, doc_json); });
   if (bench && *bench) return guarded([&] { return bench_command(ba); });
   if (serve && *serve) return guarded([&] { return serve_command(sa); });
   return usage;

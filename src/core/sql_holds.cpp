@@ -2,6 +2,7 @@
 // state that clears the writer mark an exclusive acquire() call left when that call ends.
 #include <thread>
 
+#include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 
@@ -123,8 +124,12 @@ bool engine_backend::renew(const lease_info& l, milliseconds d, steady_time dead
   // Servers renew every kind in one routine; SQLite's scripts need one per table.
   const bool shared =
       dialect_.kinds && l.kind != lock_kind::exclusive && !dialect_.renew_shared.statements.empty();
-  return says_true(
-      run(shared ? dialect_.renew_shared : dialect_.renew, params_for(l, d), deadline));
+  try {
+    return says_true(
+        run(shared ? dialect_.renew_shared : dialect_.renew, params_for(l, d), deadline));
+  } catch (const read_only_error&) {
+    return false;  // the server turned read-only (a standby now): the hold cannot be kept there
+  }
 }
 
 bool engine_backend::release(const lease_info& l, steady_time deadline) {

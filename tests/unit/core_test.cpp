@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "sqlock/client.hpp"
+#include "sqlock/doctor.hpp"
 #include "sqlock/memory.hpp"
 #include "sqlock/random.hpp"
 
@@ -271,4 +272,24 @@ TEST(core, a_hung_backend_call_does_not_delay_the_loss_signal) {
   l.unlock();
   EXPECT_TRUE(l.try_lock_for(2s));
   l.unlock();
+}
+
+// sqlock::doctor() on a backend without checks of its own (memory: its diagnostics() is null):
+// the store, then the connect check; the verdict and the durations of the messages.
+TEST(doctor, a_backend_without_checks_reports_its_store_and_reachability) {
+  auto found = sqlock::doctor("memory:", std::chrono::steady_clock::now() + 5s);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].check, "store");
+  EXPECT_EQ(found[0].message.rfind("memory", 0), 0u) << found[0].message;
+  EXPECT_EQ(found[1].check, "checks");
+  EXPECT_TRUE(sqlock::healthy(found));
+  found.push_back({"pooler", finding_status::warn, "worth knowing"});
+  EXPECT_TRUE(sqlock::healthy(found));
+  found.push_back({"role", finding_status::unsafe, "a hot standby"});
+  EXPECT_FALSE(sqlock::healthy(found));
+  EXPECT_STREQ(to_string(finding_status::unsafe), "unsafe");
+  EXPECT_EQ(human_duration(-12ms), "-12 ms");
+  EXPECT_EQ(human_duration(1500ms), "1.5 s");
+  EXPECT_EQ(human_duration(-1500ms), "-1.5 s");
+  EXPECT_THROW(sqlock::doctor("nosuch://x", std::chrono::steady_clock::now() + 5s), config_error);
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "diagnostics.hpp"
 #include "feed.hpp"
 #include "gateway.hpp"
 #include "queue.hpp"
@@ -129,6 +130,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     return s + "/" + o_.prefix;
   }
   std::string kind() const override { return "etcd"; }
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
   std::string mode() const override { return "lease"; }
 
   void verify(steady_time deadline) override { q_.ping(exchange_bound(deadline, o_.timeout)); }
@@ -217,6 +219,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
 
   options o_;
   detail::gateway gw_;
+  detail::etcd_diagnostics diagnostics_{gw_, o_};
   detail::feed feed_;
   detail::queue q_;
   // A key this client holds: whose it is, and the hold (its create revision tells a later hold

@@ -20,6 +20,7 @@
 
 #include "advisory_sessions.hpp"
 #include "connector.hpp"
+#include "diagnostics.hpp"
 #include "lock_name.hpp"
 #include "sqlock/connection_budget.hpp"
 #include "sqlock/hold_recorder.hpp"
@@ -90,6 +91,7 @@ class advisory_backend final : public sql::engine_backend {
             sql_bundle(), make_dialect(o.mode),
             [o, counter] { return open_connection(o, counter); }, std::move(url_text), statements,
             true, counter),
+        opts_(o),
         recorder_([this](const std::vector<sql::hold_recorder::record>& batch,
                          steady_time deadline) { record(batch, deadline); },
                   o.record_after, o.timeout),
@@ -250,6 +252,12 @@ class advisory_backend final : public sql::engine_backend {
     return engine_backend::list(prefix);
   }
 
+  void verify(steady_time deadline) override {
+    refuse_read_only(*this, opts_, deadline);
+    engine_backend::verify(deadline);
+  }
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
+
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
     c.session_bound = true;
@@ -408,6 +416,8 @@ class advisory_backend final : public sql::engine_backend {
                                  "IS_USED_LOCK(CONCAT('sqlock!', :fence)) = CONNECTION_ID(), 0)"}};
   const sql::operation record_{"advisory_record", {"CALL sqlock_advisory_record(:holds)"}};
   const sql::operation epoch_{"fence_epoch", {"CALL sqlock_fence_epoch_raise(@sqlock_epoch)"}};
+  const options opts_;  // the URL's options: the read-only check and the diagnostics use them
+  mysql_diagnostics diagnostics_{*this, opts_};
   sql::hold_recorder recorder_;  // before the sessions' watcher: its losses reach it
   std::atomic<int> flavor_{0};   // 0 = not known yet, 1 = MariaDB (lean pair), 2 = MySQL
   milliseconds wait_chunk_;

@@ -23,6 +23,16 @@
 #include "sqlock/mysql/session_settings.hpp"
 
 namespace sqlock::mysql::detail {
+std::string server_address(const options& o) {
+  return o.socket.empty() ? o.host + ":" + std::to_string(o.port) : o.socket;
+}
+
+std::string read_only_message(const std::string& where, const std::string& what) {
+  return "the server at " + where + " " + what +
+         ": it is read-only (read_only / super_read_only: a replica?); point the URL at the "
+         "primary (the writable server)";
+}
+
 namespace {
 
 ::sql::mysql::MySQL_Driver* driver() {
@@ -55,7 +65,9 @@ const char* const migrate_hint =
 // is retried (transient): `sqlock migrate` on a live server drops and re-creates each routine,
 // and calls in that short window must wait it out; a schema that is really missing was already
 // reported by connect()'s schema check, and still names `sqlock migrate` after the retries.
-[[noreturn]] void rethrow(const std::string& what, bool lock_call = false) {
+// `where` ("host:port" or the socket) names the server in a read-only refusal.
+[[noreturn]] void rethrow(const std::string& what, bool lock_call = false,
+                          const std::string& where = {}) {
   try {
     throw;
   } catch (const sqlock::error&) {
@@ -74,6 +86,14 @@ const char* const migrate_hint =
                              " — the server had too many clients of this user "
                              "(max_user_connections)");
     if (is_connection_error(code)) throw connection_error(msg);
+    // 1290 (ER_OPTION_PREVENTS_STATEMENT) names the option: only --read-only is the server's
+    // state; 1836 (ER_READ_ONLY_MODE) is MySQL's.
+    const std::string text = e.what();
+    if (code == 1836 || (code == 1290 && (text.find("read-only") != std::string::npos ||
+                                          text.find("read_only") != std::string::npos)))
+      throw read_only_error(read_only_message(where.empty() ? "?" : where, "refused a write") +
+                                " (" + text + ", MySQL error " + std::to_string(code) + ")",
+                            std::to_string(code));
     switch (code) {
       case 1044:  // access denied to database
       case 1045:  // access denied (bad user/password)
@@ -164,7 +184,7 @@ class connector_connection final : public connection {
                                "' timed out: no answer by its deadline");
       }
       try {
-        rethrow("MySQL operation '" + op.key + "' failed", true);
+        rethrow("MySQL operation '" + op.key + "' failed", true, server_address(opts_));
       } catch (const connection_error&) {
         // A reset or the connector's own timeout: the session's state is unknown; never reuse it.
         close();
@@ -205,7 +225,8 @@ class connector_connection final : public connection {
         exec_text(stmt);
       } catch (...) {
         auto first_line = stmt.substr(0, stmt.find('\n'));
-        rethrow("MySQL script statement failed [" + first_line.substr(0, 120) + "]");
+        rethrow("MySQL script statement failed [" + first_line.substr(0, 120) + "]", false,
+                server_address(opts_));
       }
     }
   }
@@ -255,7 +276,7 @@ class connector_connection final : public connection {
         close();
         throw connection_error("MySQL query timed out: no answer by its deadline");
       }
-      rethrow("MySQL query failed");
+      rethrow("MySQL query failed", false, server_address(opts_));
     }
   }
 
@@ -423,7 +444,7 @@ native connect_native(const options& o, milliseconds limit) {
   if (!o.ssl_cipher.empty()) m["sslCipher"] = ::sql::SQLString(o.ssl_cipher);
   if (!o.ssl_crl.empty()) m["sslCRL"] = ::sql::SQLString(o.ssl_crl);
   if (!o.tls_version.empty()) m["OPT_TLS_VERSION"] = ::sql::SQLString(o.tls_version);
-  std::string where = o.socket.empty() ? o.host + ":" + std::to_string(o.port) : o.socket;
+  const std::string where = server_address(o);
   try {
     // One connect at a time in the process, so the socket that appeared is this connection's;
     // waiting for another connect counts against this call's time.

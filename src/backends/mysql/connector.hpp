@@ -33,6 +33,17 @@ class connection : public sql::connection {
   virtual std::uint64_t server_id(steady_time deadline) = 0;
 };
 
+/// "host:port" of the options' server, or its socket path.
+std::string server_address(const options& o);
+
+/// The message of a read_only_error for the server at `where` that did `what` ("is
+/// read-only", "refused a write"): names it and says to point the URL at the primary.
+std::string read_only_message(const std::string& where, const std::string& what);
+
+/// Throws read_only_error when the server of `b` (at `o`'s address) is read-only
+/// (@@global.read_only, set on a replica or by super_read_only), by `deadline`.
+void refuse_read_only(sql::engine_backend& b, const options& o, steady_time deadline);
+
 /// Opens one connection (autocommit, utf8mb4, no auto-reconnect), on its first call; while its
 /// session is open it counts in `counter` (optional). Throws connection_error when the server
 /// cannot be reached, sql::server_full when it has no slot for it (error 1040, or the user's

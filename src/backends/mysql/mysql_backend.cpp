@@ -5,6 +5,7 @@
 
 #include "advisory_backend.hpp"
 #include "connector.hpp"
+#include "diagnostics.hpp"
 #include "sqlock/connection_budget.hpp"
 #include "sqlock/mysql/dialect.hpp"
 #include "sqlock/mysql/mysql.hpp"
@@ -42,12 +43,23 @@ class row_backend final : public sql::engine_backend {
       : engine_backend(
             sql_bundle(), make_dialect(o.mode),
             [o, counter] { return detail::open_connection(o, counter); }, std::move(url_text),
-            statements, true, counter) {
+            statements, true, counter),
+        opts_(o),
+        diagnostics_(*this, o) {
     set_auto_migrate(o.auto_migrate);
     set_io_timeout(o.timeout);
   }
 
   std::string kind() const override { return "mysql"; }
+  void verify(steady_time deadline) override {
+    detail::refuse_read_only(*this, opts_, deadline);
+    engine_backend::verify(deadline);
+  }
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
+
+ private:
+  const options opts_;
+  detail::mysql_diagnostics diagnostics_;
 };
 
 const std::vector<std::string> modes = {"pessimistic", "optimistic", "advisory"};

@@ -88,6 +88,16 @@ void throw_mapped(const std::string& what, const std::string& st, const std::str
   throw backend_error(msg + " [SQLSTATE " + st + "]", st);
 }
 
+void throw_read_only(const std::string& address, bool standby, const std::string& detail) {
+  std::string msg = "the server at " + address +
+                    (standby ? " is a hot standby (read-only)"
+                             : " refused a write: it is a hot standby or read-only "
+                               "(default_transaction_read_only)");
+  msg += ": point the URL at the primary, or list every host with target_session_attrs=read-write";
+  if (!detail.empty()) msg += " (" + trimmed(detail) + ")";
+  throw read_only_error(msg + " [SQLSTATE 25006]", "25006");
+}
+
 void throw_connect_failure(const std::string& what, const std::string& message) {
   std::string msg = what + ": " + trimmed(message);
   if (too_many_clients(msg)) throw_server_full(msg);

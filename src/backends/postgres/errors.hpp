@@ -18,6 +18,12 @@ namespace sqlock::postgres {
 [[noreturn]] void throw_mapped(const std::string& what, const std::string& sqlstate,
                                const std::string& message);
 
+/// Throws read_only_error for the server at `address` ("host:port"): a hot standby when
+/// `standby`, else a server that refused a write (SQLSTATE 25006: a standby, or
+/// default_transaction_read_only). `detail` is the server's message ("" when none).
+[[noreturn]] void throw_read_only(const std::string& address, bool standby,
+                                  const std::string& detail);
+
 /// Throws the sqlock error for a connection libpq could not make (it gives no SQLSTATE then):
 /// auth_error for refused credentials, config_error for an unknown database or bad option,
 /// sql::server_full when the server has no slot for it (too many clients, a role's or

@@ -76,6 +76,20 @@ int link::socket() const {
   return c_ ? PQsocket(c_) : -1;
 }
 
+std::string link::address() const {
+  if (!c_) return {};
+  const char* host = PQhost(c_);
+  const char* port = PQport(c_);
+  std::string h = host ? host : "";
+  if (!h.empty() && h[0] == '/') return h + " (socket, port " + (port ? port : "") + ")";
+  return h + ":" + (port ? port : "");
+}
+
+void link::refused(const std::string& what, const std::string& state, const std::string& message) {
+  if (state == "25006") throw_read_only(address(), false, message);
+  throw_mapped(what, state, message);
+}
+
 int link::server_pid() const {
   return c_ ? PQbackendPID(c_) : 0;
 }
@@ -210,7 +224,7 @@ sql::rows link::finish(steady_time deadline, const std::string& what, bool named
   if (PQstatus(c_) == CONNECTION_BAD) fail(what);
   if (err.failed) {
     if (named) check_statement_lost(err.state, what, scrub_(err.message));
-    throw_mapped(what, err.state, scrub_(err.message));
+    refused(what, err.state, scrub_(err.message));
   }
   return out;
 }
@@ -260,7 +274,7 @@ sql::rows link::prepare_and_run(const std::string& name, const std::string& text
   if (!PQexitPipelineMode(c_)) fail(what);
   if (err.failed) {
     check_statement_lost(err.state, what, scrub_(err.message));
-    throw_mapped(what, err.state, scrub_(err.message));
+    refused(what, err.state, scrub_(err.message));
   }
   return out;
 }

@@ -37,6 +37,9 @@ class link {
   link(const link&) = delete;
   link& operator=(const link&) = delete;
 
+  /// "host:port" of the server this connection reached (the one libpq chose of a multi-host
+  /// URL), "" when closed.
+  std::string address() const;
   /// The socket, or -1 once closed.
   int socket() const;
   /// The server process serving this connection (0 when closed).
@@ -96,6 +99,9 @@ class link {
   // the request ran a named prepared statement (see statement_lost).
   sql::rows finish(steady_time deadline, const std::string& what, bool named = false);
   [[noreturn]] void fail(const std::string& what);
+  /// throw_mapped() for a failed statement; read_only_error naming the server for 25006.
+  [[noreturn]] void refused(const std::string& what, const std::string& state,
+                            const std::string& message);
 
   PGconn* c_ = nullptr;
   int stop_fd_;

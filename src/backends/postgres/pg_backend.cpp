@@ -6,6 +6,8 @@
 #include "budget.hpp"
 #include "connection.hpp"
 #include "conninfo.hpp"
+#include "diagnostics.hpp"
+#include "errors.hpp"
 #include "pooler.hpp"
 #include "sqlock/postgres/dialect.hpp"
 
@@ -39,6 +41,18 @@ std::unique_ptr<notifier> make_notifier(const std::string& conninfo, const optio
   return std::make_unique<notifier>(conninfo, channel, o.timeout, counter, o.pooler.empty());
 }
 
+// In recovery (a hot standby), read-only by default, and the server's address as it sees it
+// (a pooler's server, not the pooler).
+// How long connect() without a deadline waits for a server with too many clients (as the
+// engine's schema check).
+constexpr milliseconds server_full_wait{30000};
+
+constexpr const char* writable_query =
+    "SELECT pg_catalog.pg_is_in_recovery(), "
+    "pg_catalog.current_setting('default_transaction_read_only') = 'on', "
+    "coalesce(pg_catalog.host(pg_catalog.inet_server_addr()), 'local socket') || ':' || "
+    "pg_catalog.current_setting('port')";
+
 }  // namespace
 
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
@@ -56,10 +70,12 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
           shown, split_budget(o).statements, true, counter),
       shown_(shown),
       register_{"pg_register_waiter",
-                {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}} {
+                {"SELECT " + o.schema + ".advisory_wait_notify(:name, :lease_ms)"}},
+      writable_{"pg_writable", {writable_query}} {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
   notifier_ = make_notifier(conninfo, o, counter_);
+  diagnostics_ = std::make_unique<pg_diagnostics>(*this, conninfo, o);
 }
 
 std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {
@@ -90,6 +106,18 @@ capabilities pg_backend::caps() const noexcept {
   auto c = engine_backend::caps();
   c.notify = notifier_ != nullptr;
   return c;
+}
+
+void pg_backend::verify(steady_time deadline) {
+  // Through run(): a server with too many clients is asked again, as the schema check does.
+  const auto now = std::chrono::steady_clock::now();
+  const auto r =
+      run(writable_, {}, deadline == steady_time::max() ? now + server_full_wait : deadline);
+  if (r.size() == 1 && r[0].size() == 3) {
+    const bool standby = sql::truthy(r[0][0]), read_only = sql::truthy(r[0][1]);
+    if (standby || read_only) throw_read_only(r[0][2].value_or("?"), standby, "");
+  }
+  engine_backend::verify(deadline);
 }
 
 std::string pg_backend::describe() const {

@@ -11,6 +11,7 @@
 
 #include "notifier.hpp"
 #include "registered_wait.hpp"
+#include "sqlock/doctor.hpp"
 #include "sqlock/postgres/postgres.hpp"
 #include "sqlock/sql_engine.hpp"
 
@@ -25,6 +26,11 @@ class pg_backend : public sql::engine_backend {
 
   capabilities caps() const noexcept override;
   std::string describe() const override;
+  /// Refuses a hot standby or a read-only server (read_only_error naming it), then the
+  /// engine's schema check or migration.
+  void verify(steady_time deadline) override;
+  /// The doctor's checks (diagnostics.hpp).
+  store_diagnostics* diagnostics() noexcept override { return diagnostics_.get(); }
 
  protected:
   /// A registered_wait for each acquire() call (the engine's open_wait() wraps it for exclusive
@@ -45,7 +51,9 @@ class pg_backend : public sql::engine_backend {
 
   const std::string shown_;
   std::unique_ptr<notifier> notifier_;
+  std::unique_ptr<store_diagnostics> diagnostics_;
   sql::operation register_;  // advisory_wait_notify
+  sql::operation writable_;  // verify(): in recovery, read-only by default, the address
 };
 
 }  // namespace sqlock::postgres

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sqlock/errors.hpp"
+
 namespace sqlock::postgres {
 
 namespace {
@@ -67,6 +69,8 @@ void row_backend::renew_all(std::vector<renewal>& batch) noexcept {
             sql::decode_u64(row.empty() ? std::nullopt : row[0], "index of a renewed hold"));
         if (i >= from && i < to) batch[i].result = renewal::outcome::renewed;
       }
+    } catch (const read_only_error&) {
+      // The server turned read-only: none of them can be kept there (each stays gone).
     } catch (const std::exception& ex) {
       for (std::size_t i = from; i < to; ++i) {
         batch[i].result = renewal::outcome::unknown;

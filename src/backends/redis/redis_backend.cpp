@@ -7,6 +7,7 @@
 #include <map>
 
 #include "redis_connection.hpp"
+#include "redis_diagnostics.hpp"
 #include "redis_list.hpp"
 #include "redis_names.hpp"
 #include "redis_wait.hpp"
@@ -61,6 +62,7 @@ class store final : public backend {
     for (const auto& a : o.nodes) nodes_.push_back(std::make_unique<node>(a, s_));
     quorum_ = redlock_ ? nodes_.size() / 2 + 1 : 1;
     addrs_ = o.nodes;
+    diagnostics_ = std::make_unique<redis_diagnostics>(addrs_, s_, redlock_);
   }
 
   ~store() override {
@@ -276,6 +278,7 @@ class store final : public backend {
   }
 
   std::string kind() const override { return redlock_ ? "redlock" : "redis"; }
+  store_diagnostics* diagnostics() noexcept override { return diagnostics_.get(); }
   std::string mode() const override { return redlock_ ? "redlock" : "single"; }
 
  private:
@@ -431,6 +434,7 @@ class store final : public backend {
   std::size_t quorum_ = 1;
   std::mutex sub_m_;
   std::unique_ptr<subscriber> sub_;
+  std::unique_ptr<redis_diagnostics> diagnostics_;
 };
 
 void check_options(const options& o) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "sqlite_diagnostics.hpp"
 #include "sqlock/connection_budget.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
@@ -297,12 +298,14 @@ class sqlite_backend final : public sql::engine_backend {
             },
             "sqlite:" + path, sql::split_budget("SQLite", o.max_connections, o.pool, {}).statements,
             true, counter),
-        wal_path_(path + "-wal") {
+        wal_path_(path + "-wal"),
+        diagnostics_(*this, path) {
     migrate();  // the schema is created on first use: the file is the caller's own
   }
 
   // The constructor has opened the file and brought its schema up to date just before.
   void verify(steady_time) override {}
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
 
   capabilities caps() const noexcept override {
     auto c = engine_backend::caps();
@@ -317,6 +320,7 @@ class sqlite_backend final : public sql::engine_backend {
 
  private:
   std::string wal_path_;
+  detail::sqlite_diagnostics diagnostics_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
+#include "zk_diagnostics.hpp"
 #include "zk_keeper.hpp"
 #include "zk_queue.hpp"
 
@@ -281,6 +282,7 @@ class zk_backend final : public backend {
            "ms)";
   }
   std::string kind() const override { return "zookeeper"; }
+  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
 
   // ---- for the public helpers ----
 
@@ -444,6 +446,7 @@ class zk_backend final : public backend {
   node_book book_;
   std::shared_ptr<loss_queue> losses_;
   session_keeper sessions_;
+  zk_diagnostics diagnostics_{sessions_, opts_};
   std::thread loss_thread_;
 };
 

@@ -70,6 +70,53 @@ class schema_guard {
   std::string url_, schema_;
 };
 
+/// `url` with its user and password replaced.
+inline std::string as_user(const std::string& url, const std::string& user, const std::string& pw) {
+  auto scheme_end = url.find("://");
+  auto at = url.find('@', scheme_end);
+  return url.substr(0, scheme_end + 3) + user + ":" + pw + url.substr(at);
+}
+
+/// A login role that may call the sqlock routines, created by the schema owner (CREATEROLE)
+/// and dropped at the end with its sessions.
+class role_guard {
+ public:
+  role_guard(std::string owner_url, std::string role)
+      : url_(std::move(owner_url)), role_(std::move(role)) {
+    pqxx::connection c(url_);
+    pqxx::nontransaction tx(c);
+    tx.exec("CREATE ROLE " + role_ + " LOGIN PASSWORD '" + role_ + "' IN ROLE sqlock_execute");
+  }
+  ~role_guard() {
+    try {
+      terminate_sessions();
+      pqxx::connection c(url_);
+      pqxx::nontransaction tx(c);
+      tx.exec("DROP ROLE IF EXISTS " + role_);
+    } catch (...) {
+    }
+  }
+  role_guard(const role_guard&) = delete;
+  role_guard& operator=(const role_guard&) = delete;
+
+  void set(const std::string& setting, const std::string& value) {
+    pqxx::connection c(url_);
+    pqxx::nontransaction tx(c);
+    tx.exec("ALTER ROLE " + role_ + " SET " + setting + " = '" + value + "'");
+  }
+  /// Ends every session of the role (waiting up to 5 s for each to go).
+  void terminate_sessions() {
+    pqxx::connection c(url_);
+    pqxx::nontransaction tx(c);
+    tx.exec_params(
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = $1", role_);
+  }
+  const std::string& name() const { return role_; }
+
+ private:
+  std::string url_, role_;
+};
+
 /// Waits (liveness bound only) until `pred` holds.
 template <class Pred>
 bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(20)) {

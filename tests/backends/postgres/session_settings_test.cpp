@@ -19,47 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// `url` with its user and password replaced.
-std::string as_user(const std::string& url, const std::string& user, const std::string& pw) {
-  auto scheme_end = url.find("://");
-  auto at = url.find('@', scheme_end);
-  return url.substr(0, scheme_end + 3) + user + ":" + pw + url.substr(at);
-}
-
-// A login role that may call the sqlock routines, created by the schema owner (CREATEROLE)
-// and dropped at the end with its sessions.
-class role_guard {
- public:
-  role_guard(std::string owner_url, std::string role)
-      : url_(std::move(owner_url)), role_(std::move(role)) {
-    pqxx::connection c(url_);
-    pqxx::nontransaction tx(c);
-    tx.exec("CREATE ROLE " + role_ + " LOGIN PASSWORD '" + role_ + "' IN ROLE sqlock_execute");
-  }
-  ~role_guard() {
-    try {
-      pqxx::connection c(url_);
-      pqxx::nontransaction tx(c);
-      tx.exec_params(
-          "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = $1", role_);
-      tx.exec("DROP ROLE IF EXISTS " + role_);
-    } catch (...) {
-    }
-  }
-  role_guard(const role_guard&) = delete;
-  role_guard& operator=(const role_guard&) = delete;
-
-  void set(const std::string& setting, const std::string& value) {
-    pqxx::connection c(url_);
-    pqxx::nontransaction tx(c);
-    tx.exec("ALTER ROLE " + role_ + " SET " + setting + " = '" + value + "'");
-  }
-  const std::string& name() const { return role_; }
-
- private:
-  std::string url_, role_;
-};
-
 TEST_F(postgres, role_timeouts_do_not_end_holds_or_waits_and_a_killed_session_is_still_lost) {
   role_guard role(owner_, "sqlock_t_" + random_token().substr(0, 10));
   role.set("idle_session_timeout", "1500ms");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "budget.hpp"
 #include "connector.hpp"
 #include "sqlock/errors.hpp"
 
@@ -106,13 +107,16 @@ std::vector<finding> mysql_diagnostics::check(steady_time deadline) {
             "(SELECT COUNT(*) FROM information_schema.PROCESSLIST)",
             bound());
     const auto max = number(r), per_user = number(r, 0, 1), used = number(r, 0, 2);
-    const auto need = static_cast<long long>(o_.pool + (advisory ? o_.waiters + 1 : 0));
-    std::string msg =
-        "this client opens up to " + std::to_string(need) +
-        " connections (pool=" + std::to_string(o_.pool) +
-        (advisory ? ", waiters=" + std::to_string(o_.waiters) + " and one more" : "") +
-        "); the server has max_connections " + std::to_string(max) + ", " + std::to_string(used) +
-        " sessions visible to this user";
+    const auto budget = split_budget(o_);
+    const auto need = static_cast<long long>(budget.total);
+    std::string msg = "this client opens up to " + std::to_string(need) +
+                      " connections (max_connections=" + std::to_string(budget.total) + ": " +
+                      std::to_string(budget.statements) + " statements" +
+                      (advisory ? ", " + std::to_string(o_.sessions) + " sessions, " +
+                                      std::to_string(o_.waiters) + " waiters"
+                                : std::string()) +
+                      "); the server has max_connections " + std::to_string(max) + ", " +
+                      std::to_string(used) + " sessions visible to this user";
     if (per_user > 0) msg += ", max_user_connections " + std::to_string(per_user);
     const bool short_of = need > max - used || (per_user > 0 && need > per_user);
     out.push_back({"connections", short_of ? st::warn : st::ok,

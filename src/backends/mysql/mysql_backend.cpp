@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "advisory_backend.hpp"
+#include "budget.hpp"
 #include "connector.hpp"
 #include "diagnostics.hpp"
-#include "sqlock/connection_budget.hpp"
 #include "sqlock/mysql/dialect.hpp"
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/sql_engine.hpp"
@@ -22,17 +22,6 @@ std::string shown_url(const options& o) {
   s += "/" + percent_encode(o.database);
   if (!o.socket.empty()) s += "?socket=" + percent_encode(o.socket);
   return s;
-}
-
-// The budget's split: advisory mode's sessions and waiters, and the statement pool gets the
-// rest (config_error when they do not fit).
-sql::budget_split split_budget(const options& o) {
-  std::vector<sql::budget_part> parts;
-  if (o.mode == "advisory") {
-    parts.push_back({o.sessions, std::to_string(o.sessions) + " sessions"});
-    parts.push_back({o.waiters, std::to_string(o.waiters) + " waiters"});
-  }
-  return sql::split_budget("MySQL", o.max_connections, o.pool, parts);
 }
 
 // Lease rows on the server's clock, through the engine: a bounded statement pool, kept.

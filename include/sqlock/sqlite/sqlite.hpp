@@ -3,6 +3,8 @@
 // ?busy_timeout=5s. `sqlite:` alone is the default file $XDG_STATE_HOME/sqlock/locks.db.
 // WAL journal, BEGIN IMMEDIATE transactions, leases on the kernel's boot-time clock, waiters
 // woken by inotify on the WAL file. The schema is created on first use (it is your file).
+// ?compat=shedlock (with ?shedlock_table=shedlock): ShedLock's table and rules instead of
+// sqlock's schema (docs/interop.md); the table is created on first use when absent.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,10 @@ struct options {
   std::string mode = "pessimistic";  ///< "pessimistic" or "optimistic"
   milliseconds busy_timeout{5000};   ///< how long one statement waits for the write lock; >0
   std::size_t pool = 4;              ///< idle connections kept; 0 = 1
+  /// A peer's layout instead of sqlock's schema: "" (sqlock's own) or "shedlock"
+  /// (docs/interop.md). A layout takes no `mode` but the default.
+  std::string compat{};
+  std::string shedlock_table = "shedlock";  ///< compat=shedlock: ShedLock's table
 };
 
 /// Opens (and creates, with its schema) the database at `path`. Throws config_error for a bad

@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "shedlock.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/sql_engine.hpp"
 #include "sqlock/sqlite/dialect.hpp"
@@ -277,15 +278,27 @@ class wal_watch final : public wait_state {
   bool armed_ = false;
 };
 
+// sqlock's schema in `o.mode`, or the peer's layout `o.compat` (the only one: ShedLock's table).
+sql::dialect layout_dialect(const options& o) {
+  if (o.compat.empty()) return make_dialect(o.mode);
+  if (o.compat != "shedlock")
+    throw config_error("SQLite compat must be shedlock (got '" + o.compat + "')");
+  if (o.mode != "pessimistic")
+    throw config_error("compat=shedlock keeps ShedLock's rows and rules; mode=" + o.mode +
+                       " cannot carry them (leave mode out)");
+  return shedlock_dialect(o.shedlock_table);
+}
+
 class sqlite_backend final : public sql::engine_backend {
  public:
   sqlite_backend(const std::string& path, const options& o)
       : engine_backend(
-            sql::bundle_sqlite(), make_dialect(o.mode),
+            sql::bundle_sqlite(), layout_dialect(o),
             [path, t = o.busy_timeout] { return std::make_unique<sqlite_connection>(path, t); },
             "sqlite:" + path, o.pool),
         wal_path_(path + "-wal") {
-    migrate();  // the schema is created on first use: the file is the caller's own
+    migrate();  // the schema (or the peer's table) is created on first use: the file is the
+                // caller's own
   }
 
   // The constructor has opened the file and brought its schema up to date just before.
@@ -333,7 +346,7 @@ std::shared_ptr<backend> open(const std::string& path, const options& opts) {
 namespace backends {
 void register_sqlite() {
   register_backend("sqlite", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"mode", "busy_timeout", "pool"});
+    u.check_params({"mode", "busy_timeout", "pool", "compat", "shedlock_table"});
     if (!u.hosts.empty())
       throw config_error("SQLite URL takes a path, not a host: sqlite:/path/to/file.db (got '" +
                          u.redacted() + "')");
@@ -342,6 +355,8 @@ void register_sqlite() {
     o.busy_timeout = u.duration_param("busy_timeout", milliseconds(1)).value_or(o.busy_timeout);
     o.pool = static_cast<std::size_t>(
         u.count_param("pool", 1, 1000).value_or(static_cast<std::int64_t>(o.pool)));
+    o.compat = u.choice_param("compat", {"shedlock"}).value_or("");
+    if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
     std::string path = u.path;
     if (path.empty()) {
       path = sqlite::default_path();

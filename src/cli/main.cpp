@@ -68,7 +68,10 @@ int migrate_command(const std::string& url_text, bool print) {
     return ok;
   }
   int v = b->migrate();
-  std::cout << "schema of " << b->describe() << " is at version " << v << "\n";
+  if (v == 0)  // a peer's layout (compat=): its table, no versions
+    std::cout << "table of " << b->describe() << " is in place\n";
+  else
+    std::cout << "schema of " << b->describe() << " is at version " << v << "\n";
   return ok;
 }
 

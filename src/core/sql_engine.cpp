@@ -532,6 +532,25 @@ bool engine_backend::fence_check(std::string_view name, std::uint64_t fence) {
   return says_true(run(dialect_.fence_check, p, admin_deadline()));
 }
 
+void check_table_name(const std::string& table, std::string_view option) {
+  auto part_ok = [](std::string_view part) {
+    if (part.empty() || part.size() > 63) return false;
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const auto c = static_cast<unsigned char>(part[i]);
+      if (!(std::isalpha(c) || c == '_' || (i > 0 && std::isdigit(c)))) return false;
+    }
+    return true;
+  };
+  const auto dot = table.find('.');
+  const bool ok = dot == std::string::npos ? part_ok(table)
+                                           : part_ok(std::string_view(table).substr(0, dot)) &&
+                                                 part_ok(std::string_view(table).substr(dot + 1));
+  if (!ok)
+    throw config_error("bad " + std::string(option) + " '" + table +
+                       "': give a table name of letters, digits and '_' (not starting with a "
+                       "digit, at most 63 characters), optionally as schema.table");
+}
+
 capabilities engine_backend::caps() const noexcept {
   capabilities c;
   c.notify = dialect_.notify;
@@ -540,6 +559,10 @@ capabilities engine_backend::caps() const noexcept {
   c.events = !dialect_.events.statements.empty();
   c.shared = dialect_.kinds;
   c.permits = dialect_.kinds;
+  if (!dialect_.layout_ddl.empty()) {  // a peer's table: no token stored, rows kept
+    c.fencing = c.fencing_safe = false;
+    c.sweep = false;
+  }
   return c;
 }
 
@@ -549,6 +572,7 @@ std::string engine_backend::describe() const {
 
 void engine_backend::check_schema(steady_time deadline) {
   int have = 0;
+  const bool layout = !dialect_.layout_ddl.empty();
   const auto now = std::chrono::steady_clock::now();
   const auto left = deadline - now;
   const auto budget =
@@ -560,8 +584,13 @@ void engine_backend::check_schema(steady_time deadline) {
     try {
       retry_transient(
           [&] {
-            with_connection([&](connection& c) { have = schema_version(c, dialect_, deadline); },
-                            until);
+            with_connection(
+                [&](connection& c) {
+                  have = layout
+                             ? static_cast<int>(!c.query(dialect_.layout_check, deadline).empty())
+                             : schema_version(c, dialect_, deadline);
+                },
+                until);
           },
           std::max(budget, milliseconds(0)));
       break;
@@ -575,6 +604,13 @@ void engine_backend::check_schema(steady_time deadline) {
       if (full_message.empty()) throw;
       still_full(full_message, e);  // a later connect the deadline cut short
     }
+  }
+  if (layout) {
+    if (have) return;
+    throw config_error("table " + dialect_.layout_table + " of the " + dialect_.mode +
+                       " layout is missing in " + describe() +
+                       ": run `sqlock migrate --url '<your url>'` (or create it with the DDL "
+                       "`sqlock migrate --print` shows)");
   }
   int need = latest_version(bundle_);
   if (have < need) {
@@ -596,6 +632,11 @@ void engine_backend::verify(steady_time deadline) {
 }
 
 int engine_backend::migrate() {
+  if (!dialect_.layout_ddl.empty()) {  // a peer's table, created when absent; no versions
+    retry_transient(
+        [&] { with_connection([&](connection& c) { c.execute_script(dialect_.layout_ddl); }); });
+    return 0;
+  }
   int v = 0;
   // Several processes may create or upgrade a schema at once: their statements can meet a
   // busy database that does not wait (SQLite's journal-mode switch, DDL locks); retry those.
@@ -605,6 +646,7 @@ int engine_backend::migrate() {
 }
 
 std::string engine_backend::migration_script() const {
+  if (!dialect_.layout_ddl.empty()) return dialect_.layout_ddl;
   return sql::migration_script(bundle_, dialect_);
 }
 

@@ -52,6 +52,13 @@ class writer_wait final : public wait_state {
   unsigned waits_ = 0;
 };
 
+// Characters of UTF-8 text (bytes that do not continue a sequence).
+std::size_t utf8_chars(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace
 
 void kind_mismatch(const lock_request& req, std::string_view status) {
@@ -86,6 +93,10 @@ wait_state* engine_backend::inner_wait(wait_state* ws) {
 
 std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, steady_time deadline,
                                                       wait_state* ws) {
+  if (dialect_.max_name_chars > 0 && utf8_chars(req.name) > dialect_.max_name_chars)
+    throw config_error("lock name '" + req.name + "' is longer than the " +
+                       std::to_string(dialect_.max_name_chars) + " characters the " +
+                       dialect_.mode + " layout's table holds");
   params p = params_for(req);
   const bool exclusive = req.kind == lock_kind::exclusive;
   auto* writer = dynamic_cast<writer_wait*>(ws);

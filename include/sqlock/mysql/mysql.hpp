@@ -9,6 +9,9 @@
 //   processes' list() and force_release(); shorter holds write nothing)
 //   ?timeout=5s (longest exchange with the server)  ?connect_timeout= (default: timeout)
 //   ?migrate=auto|off
+//   ?compat=shedlock|distributedlock|raw (a peer's layout instead of sqlock's schema,
+//   docs/interop.md; no fencing tokens: ShedLock's table and rules; DistributedLock.MySql's
+//   GET_LOCK names; the name as the exact GET_LOCK name)  ?shedlock_table=shedlock
 //   ?ssl_mode=disabled|preferred|required|verify_ca|verify_identity  ?ssl_ca= ?ssl_capath=
 //   ?ssl_cert= ?ssl_key= ?ssl_cipher= ?ssl_crl= ?tls_version=
 // Lock logic lives in stored procedures (sql/mysql/, SQL SECURITY DEFINER) installed by
@@ -62,6 +65,11 @@ struct options {
   std::string ssl_cipher{};    ///< allowed ciphers ("" = default)
   std::string ssl_crl{};       ///< certificate revocation list ("" = none)
   std::string tls_version{};   ///< allowed TLS versions, e.g. "TLSv1.2,TLSv1.3" ("" = default)
+  /// A peer's layout instead of sqlock's schema: "" (sqlock's own), "shedlock",
+  /// "distributedlock" or "raw" (docs/interop.md). shedlock takes no `mode` but the default;
+  /// the GET_LOCK layouts take the default or advisory.
+  std::string compat{};
+  std::string shedlock_table = "shedlock";  ///< compat=shedlock: ShedLock's table
 };
 
 /// Opens a backend. Throws config_error for a bad mode or missing database, connection_error

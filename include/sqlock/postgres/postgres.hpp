@@ -37,6 +37,12 @@
 //                    instead of the URL's (straight to PostgreSQL past a pooler)
 //   timeout=D        the longest one exchange with the server may take, connecting included
 //                    (default 5s): every call also returns by its caller's deadline
+//   compat=shedlock|distributedlock|raw  lock in a peer's layout instead of sqlock's schema
+//                    (docs/interop.md; no sqlock tables, no fencing tokens): ShedLock's table
+//                    and rules; DistributedLock.Postgres's advisory keys; a raw advisory key
+//                    given as the name ("42" or "1,2")
+//   allow_hashing=true  compat=distributedlock: hash names of no key format (allowHashing)
+//   shedlock_table=NAME  compat=shedlock: the table (default shedlock; schema.table allowed)
 //   record_after=D   advisory mode: an exclusive hold is recorded for other processes'
 //                    list(), force_release() and leader() once it has lasted D (default 10ms;
 //                    0 = at once, still off the caller's path); a shorter hold writes nothing.
@@ -79,6 +85,12 @@ struct options {
   /// The LISTEN connection's server when it differs from the conninfo's (libpq keywords
   /// host, port, dbname; "" = the conninfo's).
   std::string listen_host{}, listen_port{}, listen_dbname{};
+  /// A peer's layout instead of sqlock's schema: "" (sqlock's own), "shedlock",
+  /// "distributedlock" or "raw" (docs/interop.md). shedlock takes no `mode` but the default;
+  /// the advisory layouts take the default or advisory.
+  std::string compat{};
+  std::string shedlock_table = "shedlock";  ///< compat=shedlock: ShedLock's table
+  bool allow_hashing = false;               ///< compat=distributedlock: hash names of no key format
 };
 
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without

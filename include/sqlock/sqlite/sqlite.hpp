@@ -4,6 +4,8 @@
 // alone is the default file $XDG_STATE_HOME/sqlock/locks.db. WAL journal, BEGIN IMMEDIATE
 // transactions, leases on the kernel's boot-time clock, waiters woken by inotify on the WAL file.
 // The schema is created on first use (it is your file).
+// ?compat=shedlock (with ?shedlock_table=shedlock): ShedLock's table and rules instead of
+// sqlock's schema (docs/interop.md); the table is created on first use when absent.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,10 @@ struct options {
   /// each call's deadline when all are busy); nullopt = `pool`, or 8.
   std::optional<std::size_t> max_connections{};
   std::optional<std::size_t> pool{};  ///< the same bound under its older name (>= 1)
+  /// A peer's layout instead of sqlock's schema: "" (sqlock's own) or "shedlock"
+  /// (docs/interop.md). A layout takes no `mode` but the default.
+  std::string compat{};
+  std::string shedlock_table = "shedlock";  ///< compat=shedlock: ShedLock's table
 };
 
 /// Opens (and creates, with its schema) the database at `path`. Throws config_error for a bad

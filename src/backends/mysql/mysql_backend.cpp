@@ -5,6 +5,7 @@
 
 #include "advisory_backend.hpp"
 #include "budget.hpp"
+#include "compat.hpp"
 #include "connector.hpp"
 #include "diagnostics.hpp"
 #include "sqlock/mysql/dialect.hpp"
@@ -62,9 +63,10 @@ options parse_url(const std::string& url_text) {
   url u = url::parse(url_text);
   if (u.scheme != "mysql" && u.scheme != "mariadb")
     throw config_error("not a mysql:// or mariadb:// URL: " + u.redacted());
-  u.check_params({"mode", "socket", "max_connections", "pool", "sessions", "waiters",
-                  "record_after", "connect_timeout", "timeout", "migrate", "ssl_mode", "ssl_ca",
-                  "ssl_capath", "ssl_cert", "ssl_key", "ssl_cipher", "ssl_crl", "tls_version"});
+  u.check_params({"mode",       "socket",       "max_connections", "pool",     "sessions",
+                  "waiters",    "record_after", "connect_timeout", "timeout",  "migrate",
+                  "ssl_mode",   "ssl_ca",       "ssl_capath",      "ssl_cert", "ssl_key",
+                  "ssl_cipher", "ssl_crl",      "tls_version",     "compat",   "shedlock_table"});
   if (u.hosts.size() > 1)
     throw config_error("MySQL URL takes one host (got " + std::to_string(u.hosts.size()) + " in '" +
                        u.redacted() + "'); use a proxy or the primary's address");
@@ -100,6 +102,9 @@ options parse_url(const std::string& url_text) {
   o.ssl_cipher = u.param("ssl_cipher");
   o.ssl_crl = u.param("ssl_crl");
   o.tls_version = u.param("tls_version");
+  if (auto v = u.choice_param("compat", {std::begin(compat_layouts), std::end(compat_layouts)}))
+    o.compat = *v;
+  if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
   o.ssl_mode = u.choice_param("ssl_mode",
                               {"disabled", "preferred", "required", "verify_ca", "verify_identity"})
                    .value_or("");
@@ -119,6 +124,7 @@ std::shared_ptr<backend> open_with_url(const options& o, std::string url_text) {
     throw config_error("MySQL timeouts must be positive");
   if (url_text.empty()) url_text = shown_url(o);
   auto counter = std::make_shared<sql::connection_counter>();
+  if (!o.compat.empty()) return open_compat(o, std::move(url_text));  // a peer's layout
   if (o.mode == "advisory")
     return detail::open_advisory(o, std::move(url_text), budget.statements, counter);
   return std::make_shared<row_backend>(o, std::move(url_text), budget.statements, counter);

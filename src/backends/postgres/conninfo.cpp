@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "compat.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/postgres/dialect.hpp"
 #include "sqlock/postgres/postgres.hpp"
@@ -152,9 +153,10 @@ namespace {
 
 // sqlock's own URL parameters; everything else is libpq's.
 bool is_sqlock_param(const std::string& key) {
-  for (const char* k : {"mode", "schema", "execute_role", "migrate", "max_connections", "pool",
-                        "sessions", "waiters", "listen", "timeout", "record_after", "pooler",
-                        "prepare", "listen_host", "listen_port", "listen_dbname"})
+  for (const char* k :
+       {"mode", "schema", "execute_role", "migrate", "max_connections", "pool", "sessions",
+        "waiters", "listen", "timeout", "record_after", "pooler", "prepare", "listen_host",
+        "listen_port", "listen_dbname", "compat", "shedlock_table", "allow_hashing"})
     if (key == k) return true;
   return false;
 }
@@ -188,6 +190,10 @@ void read_options(const url& u, options& o) {
   if (u.query.count("listen_host")) o.listen_host = u.param("listen_host");
   if (auto v = u.count_param("listen_port", 1, 65535)) o.listen_port = std::to_string(*v);
   if (u.query.count("listen_dbname")) o.listen_dbname = u.param("listen_dbname");
+  if (auto v = u.choice_param("compat", {std::begin(compat_layouts), std::end(compat_layouts)}))
+    o.compat = *v;
+  if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
+  if (auto v = u.flag_param("allow_hashing")) o.allow_hashing = *v;
   if (u.query.count("listen_host") && o.listen_host.empty())
     throw config_error("PostgreSQL URL parameter listen_host is empty");
   if (u.query.count("listen_dbname") && o.listen_dbname.empty())

@@ -1,6 +1,7 @@
 // open() and the URL factory: one class per lock model, picked by mode.
 #include "advisory_backend.hpp"
 #include "budget.hpp"
+#include "compat.hpp"
 #include "conninfo.hpp"
 #include "pooler.hpp"
 #include "row_backend.hpp"
@@ -20,6 +21,7 @@ std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::st
   if (o.timeout <= milliseconds(0)) throw config_error("PostgreSQL timeout must be positive");
   d.notify = o.listen;
   check_conninfo(conninfo);
+  if (!o.compat.empty()) return open_compat(conninfo, shown, o);  // a peer's layout
   if (o.mode == "advisory" && moves_sessions(o.pooler)) refuse_advisory(o.pooler);
   if (o.mode == "advisory") {
     // Through a pooler, waits are not sent into the server (a stopped one could not be

@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "shedlock.hpp"
 #include "sqlite_diagnostics.hpp"
 #include "sqlock/connection_budget.hpp"
 #include "sqlock/random.hpp"
@@ -284,6 +285,17 @@ class wal_watch final : public wait_state {
   bool armed_ = false;
 };
 
+// sqlock's schema in `o.mode`, or the peer's layout `o.compat` (the only one: ShedLock's table).
+sql::dialect layout_dialect(const options& o) {
+  if (o.compat.empty()) return make_dialect(o.mode);
+  if (o.compat != "shedlock")
+    throw config_error("SQLite compat must be shedlock (got '" + o.compat + "')");
+  if (o.mode != "pessimistic")
+    throw config_error("compat=shedlock keeps ShedLock's rows and rules; mode=" + o.mode +
+                       " cannot carry them (leave mode out)");
+  return shedlock_dialect(o.shedlock_table);
+}
+
 class sqlite_backend final : public sql::engine_backend {
  public:
   // The budget is the statement pool: every connection is one to the file, kept once open
@@ -292,7 +304,7 @@ class sqlite_backend final : public sql::engine_backend {
                  std::shared_ptr<sql::connection_counter> counter =
                      std::make_shared<sql::connection_counter>())
       : engine_backend(
-            sql::bundle_sqlite(), make_dialect(o.mode),
+            sql::bundle_sqlite(), layout_dialect(o),
             [path, t = o.busy_timeout, counter] {
               return std::make_unique<sqlite_connection>(path, t, counter);
             },
@@ -300,7 +312,8 @@ class sqlite_backend final : public sql::engine_backend {
             true, counter),
         wal_path_(path + "-wal"),
         diagnostics_(*this, path) {
-    migrate();  // the schema is created on first use: the file is the caller's own
+    migrate();  // the schema (or the peer's table) is created on first use: the file is the
+                // caller's own
   }
 
   // The constructor has opened the file and brought its schema up to date just before.
@@ -350,7 +363,7 @@ std::shared_ptr<backend> open(const std::string& path, const options& opts) {
 namespace backends {
 void register_sqlite() {
   register_backend("sqlite", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"mode", "busy_timeout", "max_connections", "pool"});
+    u.check_params({"mode", "busy_timeout", "max_connections", "pool", "compat", "shedlock_table"});
     if (!u.hosts.empty())
       throw config_error("SQLite URL takes a path, not a host: sqlite:/path/to/file.db (got '" +
                          u.redacted() + "')");
@@ -360,6 +373,8 @@ void register_sqlite() {
     if (auto v = u.count_param("max_connections", 1, 1000))
       o.max_connections = static_cast<std::size_t>(*v);
     if (auto v = u.count_param("pool", 1, 1000)) o.pool = static_cast<std::size_t>(*v);
+    o.compat = u.choice_param("compat", {"shedlock"}).value_or("");
+    if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
     std::string path = u.path;
     if (path.empty()) {
       path = sqlite::default_path();

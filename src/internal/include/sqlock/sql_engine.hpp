@@ -214,7 +214,24 @@ struct dialect {
   /// (SQLite's statement scripts count one table per operation); empty = not needed.
   operation force_release_shared;
   operation sweep_shared;  ///< see force_release_shared
+
+  /// A peer's table layout (URL `compat=`, e.g. ShedLock's table) instead of sqlock's schema:
+  /// migrate() runs `layout_ddl` (creating the table when absent, no version table) and
+  /// migration_script() prints it; verify() runs `layout_check` (a row when the table exists,
+  /// config_error otherwise). Such a layout stores no fencing token and keeps its rows (caps():
+  /// no fencing, no sweep). Empty = sqlock's own schema.
+  std::string layout_ddl;
+  std::string layout_check;  ///< see layout_ddl
+  std::string layout_table;  ///< the layout's table, named in messages
+  /// Names longer than this many characters are refused with config_error before anything is
+  /// sent (a peer's column width); 0 = no limit.
+  std::size_t max_name_chars = 0;
 };
+
+/// Throws config_error unless `table` is a plain table name, optionally schema-qualified:
+/// [A-Za-z_][A-Za-z0-9_]* (at most 63 characters) or two of them joined by '.'. `option`
+/// names the URL option it came from. (It is spliced into SQL: a peer's table, compat=.)
+void check_table_name(const std::string& table, std::string_view option);
 
 /// Throws the config_error for a request whose kind or permits differ from the name's live
 /// holders' (`status` is "mismatch:<kind>:<permits>", as an acquire operation returned it).

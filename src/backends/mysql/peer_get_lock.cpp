@@ -1,0 +1,173 @@
+// The peers' GET_LOCK locks on sessions of their own (see peer_get_lock.hpp).
+#include "peer_get_lock.hpp"
+
+#include "advisory_sessions.hpp"
+#include "peer_lock_name.hpp"
+#include "sqlock/connection_budget.hpp"
+#include "sqlock/errors.hpp"
+#include "sqlock/mysql/dialect.hpp"
+
+namespace sqlock::mysql::detail {
+
+namespace {
+
+sql::dialect named(const options& o) {
+  sql::dialect d;
+  d.kind = "mysql";
+  d.mode = o.compat;
+  return d;
+}
+
+class peer_get_lock final : public sql::engine_backend {
+ public:
+  // The budget: the sessions that carry the peer's locks, then the statement pool.
+  peer_get_lock(const options& o, std::string url_text, const sql::budget_split& budget,
+                std::shared_ptr<sql::connection_counter> counter)
+      : engine_backend(
+            sql_bundle(), named(o), [o, counter] { return open_connection(o, counter); },
+            std::move(url_text), budget.statements, true, counter),
+        raw_(o.compat == "raw"),
+        pool_(o, o.sessions, 0, counter) {
+    set_io_timeout(o.timeout);
+  }
+
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                        wait_state*) override {
+    const auto lock_name = get_lock_name(req.name);  // before anything is sent
+    auto t = pool_.take(deadline);
+    auto& s = *t.s;
+    if (auto it = s.holds.find(req.name); it != s.holds.end()) {
+      // This session holds the name (GET_LOCK would nest): this owner's hold again, or busy.
+      if (it->second.owner != req.owner) return std::nullopt;
+      return granted(req, t.s);
+    }
+    sql::params p;
+    p.name = lock_name;
+    sql::rows r;
+    try {
+      r = s.conn->run(take_, p, deadline);
+    } catch (...) {
+      auto lost = s.close();  // unknown state: ending the session frees anything it took
+      t.lock.unlock();        // listeners may call back into the backend
+      report(lost);
+      throw;
+    }
+    if (!sql::says_true(r)) return std::nullopt;
+    s.holds[req.name] = hold{req.owner, lock_name, 0};
+    return granted(req, t.s);
+  }
+
+  bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
+    return run_on_session(l, check_, deadline, false);
+  }
+
+  bool release(const lease_info& l, steady_time deadline) override {
+    return run_on_session(l, release_, deadline, true);
+  }
+
+  std::vector<lock_status> list(std::string_view prefix) override {
+    sql::rows on;
+    with_connection([&](sql::connection& c) { on = c.query("SELECT @@performance_schema"); },
+                    admin_deadline());
+    if (on.empty() || !sql::truthy(on[0][0]))
+      throw unsupported(
+          "listing the GET_LOCK locks of others needs performance_schema=ON on "
+          "the server (it is off)");
+    sql::params p;
+    p.prefix = std::string(prefix);
+    std::vector<lock_status> out;
+    for (const auto& r : run(list_, p, admin_deadline())) {
+      lock_status s;
+      s.name = r[0].value_or("");
+      s.mode = dialect_.mode;
+      s.holder = "connection " + r[1].value_or("?") + " (" + r[2].value_or("") + ")";
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  bool force_release(std::string_view) override {
+    throw unsupported("compat=" + dialect_.mode +
+                      " holds are the peer's session locks: KILL the holding connection to "
+                      "free one");
+  }
+  std::size_t sweep() override { return 0; }
+  void verify(steady_time) override {}
+  int migrate() override { return backend::migrate(); }
+  std::string migration_script() const override { return backend::migration_script(); }
+  std::string kind() const override { return "mysql"; }
+
+  capabilities caps() const noexcept override {
+    capabilities c;
+    c.fencing = c.fencing_safe = false;  // the peer keeps no token
+    c.session_bound = true;
+    c.linger = false;  // the hold ends with its session
+    c.force_release = false;
+    return c;
+  }
+
+ private:
+  std::string get_lock_name(const std::string& name) const {
+    return raw_ ? raw_get_lock_name(name) : distributedlock_get_lock_name(name);
+  }
+
+  static lease_info granted(const lock_request& req, const std::shared_ptr<session>& s) {
+    lease_info l{req.name, req.owner, 0, s};
+    l.sent = std::chrono::steady_clock::now();  // no lease on the server: it runs from the grant
+    return l;
+  }
+
+  // Runs `op` on the session of `l` if it still carries the hold; forgets the hold after a
+  // release, or when the server says it is gone.
+  bool run_on_session(const lease_info& l, const sql::operation& op, steady_time deadline,
+                      bool releasing) {
+    auto s = std::static_pointer_cast<session>(l.state);
+    if (!s) return false;
+    std::unique_lock lock(s->m, std::defer_lock);
+    if (!lock.try_lock_until(deadline)) throw connection_error("MySQL session stayed busy");
+    auto it = s->holds.find(l.name);
+    if (s->dead || it == s->holds.end() || it->second.owner != l.owner) return false;
+    sql::params p;
+    p.name = it->second.lock_name;
+    try {
+      const bool ok = sql::says_true(s->conn->run(op, p, deadline));
+      if (releasing || !ok) s->holds.erase(l.name);
+      return ok;
+    } catch (...) {
+      auto lost = s->close(l.name);  // a GET_LOCK lock is never left held by mistake
+      lock.unlock();
+      report(lost);
+      if (releasing) throw;
+      return false;
+    }
+  }
+
+  void report(const hold_list& lost) {
+    for (const auto& [name, owner] : lost) report_lost(name, owner);
+  }
+
+  const bool raw_;
+  const sql::operation take_{"peer_get_lock", {"SELECT GET_LOCK(:name, 0)"}};
+  const sql::operation check_{"peer_is_used_lock",
+                              {"SELECT IS_USED_LOCK(:name) = CONNECTION_ID()"}};
+  const sql::operation release_{"peer_release_lock", {"SELECT RELEASE_LOCK(:name) = 1"}};
+  const sql::operation list_{
+      "peer_list",
+      {"SELECT m.OBJECT_NAME, t.PROCESSLIST_ID, t.PROCESSLIST_USER FROM "
+       "performance_schema.metadata_locks m LEFT JOIN performance_schema.threads t ON "
+       "t.THREAD_ID = m.OWNER_THREAD_ID WHERE m.OBJECT_TYPE = 'USER LEVEL LOCK' AND "
+       "m.LOCK_STATUS = 'GRANTED' AND LEFT(m.OBJECT_NAME, CHAR_LENGTH(:prefix)) = :prefix "
+       "ORDER BY m.OBJECT_NAME"}};
+  session_pool pool_;
+};
+
+}  // namespace
+
+std::shared_ptr<backend> open_peer_get_lock(const options& o, std::string url_text) {
+  const auto budget = sql::split_budget("MySQL", o.max_connections, o.pool,
+                                        {{o.sessions, std::to_string(o.sessions) + " sessions"}});
+  return std::make_shared<peer_get_lock>(o, std::move(url_text), budget,
+                                         std::make_shared<sql::connection_counter>());
+}
+
+}  // namespace sqlock::mysql::detail

@@ -1,0 +1,50 @@
+// compat=distributedlock and compat=raw on PostgreSQL: the peer's advisory lock itself. The
+// name is turned into the key the peer takes (peer_key.hpp) and held with
+// pg_try_advisory_lock[_shared] on one of a few dedicated sessions (session_pool), for as long
+// as that session lives, exactly as DistributedLock.Postgres or a hand-written
+// pg_advisory_lock call holds it: no sqlock schema, no record, no fencing token, no lease on
+// the server (the hold dies with its session, reported lost at once). Outside sqlock's
+// one-name-one-lock identity: it is the peer's lock. list() shows every advisory lock of the
+// database (pg_locks), named as this layout names keys.
+#pragma once
+
+#include <functional>
+
+#include "peer_key.hpp"
+#include "pg_backend.hpp"
+#include "session_pool.hpp"
+
+namespace sqlock::postgres {
+
+class peer_advisory_backend final : public pg_backend {
+ public:
+  /// `o.compat` is "distributedlock" or "raw".
+  peer_advisory_backend(const std::string& conninfo, const std::string& shown, const options& o);
+
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
+                                        wait_state* ws) override;
+  bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
+  bool release(const lease_info& lease, steady_time deadline) override;
+  std::vector<lock_status> list(std::string_view prefix) override;
+  bool force_release(std::string_view name) override;
+  std::size_t sweep() override { return 0; }
+  capabilities caps() const noexcept override;
+  /// No schema to check: the first lock session is opened (bounded by the I/O timeout).
+  void verify(steady_time deadline) override;
+  int migrate() override;
+  std::string migration_script() const override;
+
+ private:
+  // The key of a lock name (config_error when the layout has none for it).
+  advisory_key key_of(std::string_view name) const;
+  // The lock or unlock operation for a key's form and a hold's kind.
+  const sql::operation& op(bool lock, bool pair, bool shared) const;
+
+  bool raw_;
+  bool allow_hashing_;
+  sql::operation ops_[2][2][2];  // [lock][pair][shared]
+  sql::operation ping_, list_;
+  session_pool sessions_;  // destroyed first: its watcher calls report_lost()
+};
+
+}  // namespace sqlock::postgres

@@ -1,0 +1,14 @@
+// compat=shedlock on PostgreSQL: ShedLock's table (shedlock(name, lock_until, locked_at,
+// locked_by)) and its JdbcTemplate provider's statements with useDbTime, as the engine's dialect.
+#pragma once
+
+#include <string>
+
+#include "sqlock/sql_engine.hpp"
+
+namespace sqlock::postgres {
+
+/// The engine dialect of ShedLock's table `table` (checked: sql::check_table_name).
+sql::dialect shedlock_dialect(const std::string& table);
+
+}  // namespace sqlock::postgres

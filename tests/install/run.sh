@@ -18,17 +18,9 @@ build=$1
 backends=$(echo "$2" | tr ";" " ")  # a CMake list or words
 launcher=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
-src=$here/consumer
-# Under the build tree: compiler caches keyed on paths below a base directory (ccache's
-# base_dir) then hit from one run to the next.
-mkdir -p "$build/tmp"
-tmp=$(mktemp -d "$build/tmp/install-test.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-export XDG_STATE_HOME=$tmp/state
+test_name=install-test
+# shellcheck source=tests/install/common.sh
+source "$here/common.sh"
 mkdir -p "$tmp/empty"
 launch=${launcher:+-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher}
 cxx() { $launcher g++ "$@"; }  # the pkg-config consumers, through the same launcher

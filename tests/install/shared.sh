@@ -9,15 +9,9 @@ set -euo pipefail
 build=$1
 source_dir=$2
 launcher=${3:-}
-src=$(cd "$(dirname "$0")" && pwd)/consumer
-mkdir -p "$build/tmp"
-tmp=$(mktemp -d "$build/tmp/install-shared.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-export XDG_STATE_HOME=$tmp/state
+test_name=install-shared
+# shellcheck source=tests/install/common.sh
+source "$(dirname "$0")/common.sh"
 sbuild=$build/install-shared
 sprefix=$tmp/shared-prefix
 off=()

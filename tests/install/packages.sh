@@ -9,14 +9,14 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 backends=$(echo "$2" | tr ";" " ")
 launcher=${3:-}
-test_name=packages
-# shellcheck source=tests/install/common.sh
-source "$(dirname "$0")/common.sh"
 if [ "$(id -u)" != 0 ]; then
-  [ "${SQLOCK_TEST_REQUIRE_ALL:-}" != 1 ] || fail "installing packages needs root"
+  [ "${SQLOCK_TEST_REQUIRE_ALL:-}" != 1 ] || { echo "FAIL: installing packages needs root"; exit 1; }
   echo "skip: installing packages needs root"
   exit 77
 fi
+test_name=packages
+# shellcheck source=tests/install/common.sh
+source "$(dirname "$0")/common.sh"
 exec 9>/tmp/sqlock-packages-test.lock
 flock -w 300 9 || fail "another run of this test holds /tmp/sqlock-packages-test.lock"
 names=()

@@ -40,7 +40,7 @@ install(FILES ${PROJECT_BINARY_DIR}/sqlock-config.cmake
 
 # pkg-config. Each .pc file finds its prefix relative to itself, so an installed tree can move.
 file(RELATIVE_PATH SQLOCK_PC_UP "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
-# Writes sqlock-pc file `name`.pc from cmake/sqlock.pc.in with the pc_* variables set.
+# Writes `name`.pc from cmake/sqlock.pc.in with the pc_* variables set.
 function(sqlock_write_pc name)
   foreach(v pc_requires pc_requires_private pc_libs pc_libs_private)
     list(JOIN ${v} " " ${v})

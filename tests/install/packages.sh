@@ -10,7 +10,8 @@ build=$(cd "$1" && pwd)
 backends=$(echo "$2" | tr ";" " ")
 launcher=${3:-}
 if [ "$(id -u)" != 0 ]; then
-  [ "${SQLOCK_TEST_REQUIRE_ALL:-}" != 1 ] || { echo "FAIL: installing packages needs root"; exit 1; }
+  [ "${SQLOCK_TEST_REQUIRE_ALL:-}" != 1 ] ||
+    { echo "FAIL: installing packages needs root"; exit 1; }
   echo "skip: installing packages needs root"
   exit 77
 fi
@@ -27,7 +28,8 @@ cleanup() {
 trap cleanup EXIT
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 
-(cd "$tmp" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/debs") >"$tmp/cpack.log" 2>&1 ||
+(cd "$tmp" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/debs") \
+  >"$tmp/cpack.log" 2>&1 ||
   { cat "$tmp/cpack.log"; fail "cpack"; }
 expected="libsqlock libsqlock-dev sqlock"
 for b in $backends; do expected+=" libsqlock-backend-$b"; done

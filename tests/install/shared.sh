@@ -22,7 +22,10 @@ cmake -S "$source_dir" -B "$sbuild" -DBUILD_SHARED_LIBS=ON -DSQLOCK_BUILD_TESTS=
   -DSQLOCK_BUILD_BENCHMARKS=OFF -DSQLOCK_WITH_PROMETHEUS=OFF "${off[@]}" \
   ${launcher:+-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher} \
   >"$tmp/shared-configure.log" 2>&1 || { cat "$tmp/shared-configure.log"; fail "shared configure"; }
-cmake --build "$sbuild" -j2 >"$tmp/shared-build.log" 2>&1 ||
+# What is installed only (the command brings the core, SQLite and its module), not the examples.
+targets=(sqlock_cli)
+[[ $(cmake --build "$sbuild" --target help) != *" sqlock_man"* ]] || targets+=(sqlock_man)
+cmake --build "$sbuild" -j2 --target "${targets[@]}" >"$tmp/shared-build.log" 2>&1 ||
   { tail -50 "$tmp/shared-build.log"; fail "shared build"; }
 cmake --install "$sbuild" --prefix "$sprefix" >/dev/null
 slib=$(dirname "$(dirname "$(find "$sprefix" -name sqlock-core.pc)")")

@@ -303,7 +303,7 @@ SQLOCK_API bool sleep_until(steady_time until, const std::stop_token& stop);
 /// stop (fd() is -1; poll() ignores a negative descriptor).
 class SQLOCK_API stop_fd {
  public:
-  explicit stop_fd(const std::stop_token& stop);
+  explicit stop_fd(const std::stop_token& stop);  ///< Watches `stop`.
   ~stop_fd();
   stop_fd(const stop_fd&) = delete;
   stop_fd& operator=(const stop_fd&) = delete;
@@ -347,12 +347,18 @@ SQLOCK_API void register_module(module_register_fn host, void (*register_all)())
 SQLOCK_API bool add_builtin(void (*register_all)());
 }  // namespace detail
 
-/// Defines the one function a backend module exports, over `register_all` (a function
+/// Defines the two functions a backend module exports, over `register_all` (a function
 /// registering the module's schemes with register_backend()):
 ///   extern "C" void sqlock_backend_module_v1(sqlock::module_register_fn host);
+///   extern "C" const char* sqlock_backend_module_version();  // SQLOCK_VERSION_STRING
+/// The loader refuses a module whose version differs from the library's. The file using it
+/// includes "sqlock/version.hpp" (the version the module is built with).
 #define SQLOCK_BACKEND_MODULE(register_all)                                                \
   extern "C" SQLOCK_API void sqlock_backend_module_v1(::sqlock::module_register_fn host) { \
     ::sqlock::detail::register_module(host, register_all);                                 \
+  }                                                                                        \
+  extern "C" SQLOCK_API const char* sqlock_backend_module_version() {                      \
+    return SQLOCK_VERSION_STRING;                                                          \
   }
 
 }  // namespace sqlock

@@ -120,8 +120,8 @@ class SQLOCK_API client {
 /// effect on that call.
 class SQLOCK_API mutex {
  public:
-  mutex(mutex&&) noexcept;
-  mutex& operator=(mutex&&) noexcept;
+  mutex(mutex&&) noexcept;             ///< Moves.
+  mutex& operator=(mutex&&) noexcept;  ///< Moves.
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
   /// Releases holds this handle's thread still has (never throws).

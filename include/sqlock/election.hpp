@@ -30,14 +30,14 @@ struct leader_info {
   std::string value;       ///< the leader's campaign value
   std::uint64_t term = 0;  ///< strictly rises from leader to leader
 
-  bool operator==(const leader_info&) const = default;
+  bool operator==(const leader_info&) const = default;  ///< Same value and term.
 };
 
 /// A running observe(): stops (and joins its thread) when stopped or destroyed.
 class SQLOCK_API observation {
  public:
   observation() = default;
-  observation(observation&&) noexcept = default;
+  observation(observation&&) noexcept = default;  ///< Moves.
   /// Stops this observation, then takes `o`'s.
   observation& operator=(observation&& o) noexcept;
   observation(const observation&) = delete;
@@ -57,8 +57,8 @@ class SQLOCK_API observation {
 /// One participant of a leader election (made by client::make_election()). Thread-safe.
 class SQLOCK_API election {
  public:
-  election(election&&) noexcept;
-  election& operator=(election&&) noexcept;
+  election(election&&) noexcept;             ///< Moves.
+  election& operator=(election&&) noexcept;  ///< Moves.
   election(const election&) = delete;
   election& operator=(const election&) = delete;
   /// Resigns (never throws).

@@ -24,7 +24,7 @@ class SQLOCK_API hold {
  public:
   /// Holds nothing.
   hold() = default;
-  hold(hold&&) noexcept = default;
+  hold(hold&&) noexcept = default;  ///< Moves.
   /// Releases what this hold had, then takes `o`'s hold.
   hold& operator=(hold&& o) noexcept;
   hold(const hold&) = delete;

@@ -22,8 +22,8 @@ namespace sqlock {
 /// A named distributed reader-writer lock (made by client::make_shared_mutex()).
 class SQLOCK_API shared_mutex {
  public:
-  shared_mutex(shared_mutex&&) noexcept;
-  shared_mutex& operator=(shared_mutex&&) noexcept;
+  shared_mutex(shared_mutex&&) noexcept;             ///< Moves.
+  shared_mutex& operator=(shared_mutex&&) noexcept;  ///< Moves.
   shared_mutex(const shared_mutex&) = delete;
   shared_mutex& operator=(const shared_mutex&) = delete;
   /// Releases every hold of this handle, in any thread (never throws).

@@ -6,7 +6,8 @@
 // for other schemes, is the scheme itself. Modules are searched in SQLOCK_BACKEND_PATH
 // (colon-separated) or, when it is unset, next to the installed library: LIBDIR/sqlock/backends,
 // found from the shared core library's own path, from the program's (BINDIR/../LIBDIR), or at
-// the install prefix configured at build time. A loaded module is never unloaded.
+// the install prefix configured at build time. A module of another sqlock version than this
+// library's is refused (config_error naming both). A loaded module is never unloaded.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
+#include "sqlock/version.hpp"
 
 namespace sqlock {
 
@@ -45,7 +47,8 @@ struct registry {
   std::vector<void (*)()> pending{&backends::register_memory};  // builtins not yet run
   std::mutex pending_m;  // held while they run: no lookup passes them half-registered
   std::mutex load_m;     // serializes module loading (not held by lookups)
-  std::set<std::string> opened_modules;  // dlopen() tried once (loaded, or broken)
+  std::set<std::string> opened_modules;                // dlopen() tried once (loaded, or broken)
+  std::map<std::string, std::string> refused_modules;  // of another version: why, each time
 };
 
 registry& the_registry() {
@@ -118,12 +121,19 @@ void load_module_for(const std::string& scheme) {
   if (name.empty()) return;
   auto& r = the_registry();
   std::lock_guard g(r.load_m);
+  if (auto it = r.refused_modules.find(name); it != r.refused_modules.end())
+    throw config_error(it->second);
   if (r.opened_modules.count(name)) return;
   for (const auto& dir : module_dirs()) {
     auto path = dir / module_file(name);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;
     r.opened_modules.insert(name);
+    std::size_t pending_before = 0;  // builtins its libraries' initializers add (shared builds)
+    {
+      std::lock_guard pg(r.m);
+      pending_before = r.pending.size();
+    }
     // Lazy binding: RTLD_NOW would bind every function of the module's client libraries
     // (libsqlite3: ~1,200) at load; modules are linked with --no-undefined instead.
     void* h = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
@@ -136,6 +146,23 @@ void load_module_for(const std::string& scheme) {
     if (!entry)
       throw config_error("backend module " + path.string() +
                          " has no sqlock_backend_module_v1 entry point");
+    // A module shares the core's classes: only one built with this very version is loaded.
+    auto* version =
+        reinterpret_cast<const char* (*)()>(::dlsym(h, "sqlock_backend_module_version"));
+    const std::string module_version = version ? version() : "";
+    if (module_version != SQLOCK_VERSION_STRING) {
+      {
+        std::lock_guard pg(r.m);  // none of its registrations runs
+        if (r.pending.size() > pending_before) r.pending.resize(pending_before);
+      }
+      auto& why = r.refused_modules[name];
+      why = "backend module " + path.string() +
+            (version ? " was built for sqlock " + module_version
+                     : std::string(" carries no sqlock version")) +
+            ", this library is sqlock " SQLOCK_VERSION_STRING
+            ": install the module of the same version";
+      throw config_error(why);
+    }
     entry(&register_backend);
     return;
   }

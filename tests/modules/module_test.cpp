@@ -1,7 +1,8 @@
 // The backend module loader, from a program that links only the core (as the sqlock command
 // does): the build tree's modules (SQLOCK_TEST_MODULE_DIR) serve their schemes on first use,
 // registered_schemes() lists what can be loaded, and a scheme without a module, a module that
-// is not a shared object or one without the entry point are config_errors naming the file.
+// is not a shared object, one without the entry point or one of another sqlock version are
+// config_errors naming the file.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -10,6 +11,7 @@
 
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
+#include "sqlock/version.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {
@@ -60,6 +62,23 @@ TEST_F(modules, a_broken_module_is_a_config_error_naming_it) {
     EXPECT_NE(std::string(e.what()).find("libsqlock-backend-broken.so"), std::string::npos)
         << e.what();
   }
+}
+
+TEST_F(modules, a_module_of_another_version_is_refused_naming_both_versions) {
+  ::setenv("SQLOCK_BACKEND_PATH", SQLOCK_TEST_OTHER_VERSION_DIR, 1);
+  for (int i = 0; i < 2; ++i) {  // refused the same way on a later use
+    try {
+      make_backend("otherversion:x");
+      FAIL() << "a module of sqlock 0.0.1 was loaded by sqlock " SQLOCK_VERSION_STRING;
+    } catch (const config_error& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("libsqlock-backend-otherversion.so was built for sqlock 0.0.1"),
+                std::string::npos)
+          << m;
+      EXPECT_NE(m.find("this library is sqlock " SQLOCK_VERSION_STRING), std::string::npos) << m;
+    }
+  }
+  EXPECT_FALSE(has(registered_schemes(), "otherversion")) << "its entry point ran";
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ namespace sqlock::postgres {
 struct options {
   std::string mode = "pessimistic";  ///< "pessimistic", "optimistic" or "advisory"
   std::string schema = "sqlock";     ///< schema holding the sqlock tables and functions
-  std::string execute_role{};        ///< role granted EXECUTE at migrate; "" = <schema>_execute
+  std::string execute_role{};        ///< role granted EXECUTE at migrate; "" = `<schema>_execute`
   bool auto_migrate = false;         ///< migrate at verify() instead of failing when outdated
   /// The most connections this backend opens at once, of every kind; nullopt = 8, or `pool`
   /// plus the listener and advisory sessions when `pool` is given.
@@ -84,7 +84,9 @@ struct options {
   bool prepare = true;  ///< named prepared statements (false: unnamed; forced by tx/stmt pooler)
   /// The LISTEN connection's server when it differs from the conninfo's (libpq keywords
   /// host, port, dbname; "" = the conninfo's).
-  std::string listen_host{}, listen_port{}, listen_dbname{};
+  std::string listen_host{};
+  std::string listen_port{};    ///< as `listen_host`: the LISTEN connection's port
+  std::string listen_dbname{};  ///< as `listen_host`: the LISTEN connection's database
   /// A peer's layout instead of sqlock's schema: "" (sqlock's own), "shedlock",
   /// "distributedlock" or "raw" (docs/interop.md). shedlock takes no `mode` but the default;
   /// the advisory layouts take the default or advisory.

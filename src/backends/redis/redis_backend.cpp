@@ -168,10 +168,7 @@ class store final : public backend {
     auto res = srv_.round(script("release"), keys_of(l.name),
                           {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"},
                           deadline);
-    const auto [answered, released, first_failure] = servers::tally_ones(res, "release");
-    if (released > 0) return true;
-    if (answered == 0) std::rethrow_exception(first_failure);
-    return false;
+    return servers::ones(res, "release") > 0;
   }
 
   std::vector<lock_status> list(std::string_view prefix) override {
@@ -186,9 +183,7 @@ class store final : public backend {
                           {owner_key(prefix_, name), info_key(prefix_, name),
                            holders_key(prefix_, name), hinfo_key(prefix_, name)},
                           {channel_of(name)}, srv_.admin_deadline());
-    const auto [answered, released, first_failure] = servers::tally_ones(res, "force_release");
-    if (answered == 0) std::rethrow_exception(first_failure);
-    return released > 0;
+    return servers::ones(res, "force_release") > 0;
   }
 
   void verify(steady_time deadline) override { srv_.ping(deadline); }

@@ -134,10 +134,7 @@ class plain_store final : public backend {
   bool release(const lease_info& l, steady_time deadline) override {
     check(l.name);
     auto res = srv_.round(lua::get("plain_release"), {l.name}, {l.owner}, deadline);
-    const auto [answered, released, first_failure] = servers::tally_ones(res, "release");
-    if (released > 0) return true;
-    if (answered == 0) std::rethrow_exception(first_failure);
-    return false;
+    return servers::ones(res, "release") > 0;
   }
 
   std::vector<lock_status> list(std::string_view prefix) override {
@@ -149,9 +146,7 @@ class plain_store final : public backend {
   bool force_release(std::string_view name) override {
     check(name);
     auto res = srv_.round_raw({"DEL", std::string(name)}, srv_.admin_deadline());
-    const auto [answered, deleted, first_failure] = servers::tally_ones(res, "DEL");
-    if (answered == 0) std::rethrow_exception(first_failure);
-    return deleted > 0;
+    return servers::ones(res, "DEL") > 0;
   }
 
   void verify(steady_time deadline) override { srv_.ping(deadline); }
@@ -164,6 +159,7 @@ class plain_store final : public backend {
     c.fair = false;
     c.session_bound = false;
     c.list = true;
+    c.holder_text = false;  // the value is the token alone
     c.force_release = true;
     c.sweep = false;  // keys expire by themselves
     c.cross_process = true;

@@ -46,6 +46,12 @@ ones_tally servers::tally_ones(const std::vector<node_result>& res, const std::s
   return {t.answered, ones, t.first_failure};
 }
 
+std::size_t servers::ones(const std::vector<node_result>& res, const std::string& what) {
+  const auto t = tally_ones(res, what);
+  if (t.answered == 0) std::rethrow_exception(t.first_failure);
+  return t.ones;
+}
+
 connection_error servers::quorum_error(std::size_t answered,
                                        const std::exception_ptr& first_failure) const {
   return connection_error("Redlock: only " + std::to_string(answered) + " of " +

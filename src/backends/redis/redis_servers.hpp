@@ -82,6 +82,9 @@ class servers {
   }
   /// tally() of a script that answers 1 or 0.
   static ones_tally tally_ones(const std::vector<node_result>& res, const std::string& what);
+  /// How many servers answered 1 (release, force_release); the first failure is thrown when no
+  /// server answered at all.
+  static std::size_t ones(const std::vector<node_result>& res, const std::string& what);
 
   /// Redlock: fewer than a majority of the servers answered.
   connection_error quorum_error(std::size_t answered,

@@ -1,6 +1,8 @@
 // The choice of a ZooKeeper layout, and what the peers' layouts share (see zk_layout.hpp).
 #include "zk_layout.hpp"
 
+#include <cstdio>
+
 #include "sqlock/errors.hpp"
 #include "zk_names.hpp"
 
@@ -33,9 +35,23 @@ void peer_layout::check_name(std::string_view n) const {
                          "' is no relative znode path (an empty, '.' or '..' component)");
     i = j + 1;
   }
-  for (unsigned char c : n)
-    if (c < 0x20 || c == 0x7F)
-      throw config_error("lock name has a control character, which a znode path cannot hold");
+  // What ZooKeeper refuses in a path (its PathUtils.validatePath, on UTF-16 units): control
+  // characters, U+007F-U+009F, surrogates (every character beyond U+FFFF), U+E000-U+F8FF and
+  // U+FFF0-U+FFFF.
+  for (std::size_t at = 0; at < n.size();) {
+    const auto b = static_cast<unsigned char>(n[at]);
+    std::size_t len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    char32_t cp = len == 1 ? b : len == 2 ? b & 0x1F : len == 3 ? b & 0x0F : b & 0x07;
+    for (std::size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(n[at + k]) & 0x3F);
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xFFF0) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(cp));
+      throw config_error("lock name has a character a znode path cannot hold (" + std::string(hex) +
+                         " at byte " + std::to_string(at) + ")");
+    }
+    at += len;
+  }
 }
 
 std::string peer_layout::parent_of(std::string_view lock_name) const {

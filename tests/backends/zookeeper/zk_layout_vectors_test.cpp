@@ -40,6 +40,10 @@ TEST(zk_layout_vectors, the_lock_named_n_is_the_znode_root_n) {
   EXPECT_THROW(k->check_name("a//b"), config_error);
   EXPECT_THROW(k->check_name("../x"), config_error);
   EXPECT_THROW(k->check_name("/abs"), config_error);
+  // What ZooKeeper refuses in a path is refused before anything is sent.
+  EXPECT_THROW(k->check_name("new\nline"), config_error);
+  EXPECT_THROW(k->check_name("lock-\xF0\x9F\x94\x92"), config_error);  // U+1F512
+  EXPECT_NO_THROW(k->check_name("\xD0\xBA\xD0\xBB\xD1\x8E\xD1\x87-\xE9\x8D\xB5"));
   EXPECT_THROW(make_layout("zkfarm", "/"), config_error);
 }
 

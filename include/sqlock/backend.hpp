@@ -124,6 +124,9 @@ struct capabilities {
   bool fair = false;           ///< waiters are served in arrival order (acquire() overridden)
   bool session_bound = false;  ///< the hold dies with the connection/session, not by lease
   bool list = true;            ///< list() works
+  bool holder_text = true;     ///< the store keeps each hold's holder text (list() shows it; an
+                               ///< election's leader value); false in a peer's layout with no
+                               ///< room for it (Redis compat=plain)
   bool force_release = true;   ///< force_release() works
   bool sweep = false;          ///< sweep() deletes expired rows
   bool cross_process = true;   ///< two processes exclude each other (false for memory:)

@@ -29,7 +29,19 @@ struct observation::state {
 
 namespace {
 // The leader of `st`'s name: the exclusive hold of that exact name with the highest fence.
+// Throws unsupported when the store cannot tell who leads: it cannot list holds, or keeps no
+// holder text (the leader's value).
+void check_readable(const election::state& st) {
+  const auto c = st.c->b().caps();
+  if (!c.list)
+    throw unsupported(st.c->b().kind() + " cannot list holds, so the leader cannot be read");
+  if (!c.holder_text)
+    throw unsupported(st.c->b().describe() +
+                      " keeps no holder text, so the leader's value cannot be read");
+}
+
 std::optional<leader_info> leader_of(const election::state& st) {
+  check_readable(st);
   std::optional<leader_info> best;
   for (const auto& s : st.c->b().list(st.name)) {
     if (s.name != st.name || s.kind != lock_kind::exclusive) continue;
@@ -175,8 +187,7 @@ std::optional<leader_info> election::leader() const {
 observation election::observe(std::function<void(const std::optional<leader_info>&)> cb) const {
   if (!st_) throw usage_error("election handle was moved from");
   if (!cb) throw config_error("observe() of election '" + st_->name + "' needs a callback");
-  if (!st_->c->b().caps().list)
-    throw unsupported(st_->c->b().kind() + " cannot list holds, so the leader cannot be read");
+  check_readable(*st_);
   auto o = std::make_shared<observation::state>();
   o->t = std::thread([o, self = st_, cb = std::move(cb)] {
     std::optional<leader_info> seen;

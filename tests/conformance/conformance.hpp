@@ -210,10 +210,13 @@ TYPED_TEST_P(conformance, expiry_allows_takeover_and_old_holder_sees_loss) {
     ++lost_calls;
   });
   la.lock();
-  auto first_fence = la.fence();
+  const bool fencing = a.caps().fencing;  // a peer's layout may carry none (compat=)
+  auto first_fence = fencing ? la.fence() : 0;
   auto lb = b.make_lock(n, {.lease = 10s});
   EXPECT_TRUE(lb.try_lock_for(10s));  // succeeds once la's lease ran out
-  EXPECT_GT(lb.fence(), first_fence);
+  if (fencing) {
+    EXPECT_GT(lb.fence(), first_fence);
+  }
   EXPECT_FALSE(la.renew());
   EXPECT_TRUE(la.lost());
   // The callback runs on the thread that found the loss (a store's watch may have), just after
@@ -292,7 +295,7 @@ TYPED_TEST_P(conformance, release_is_idempotent) {
   auto n = this->name("idem");
   auto la = a.make_lock(n);
   la.lock();
-  lease_info held{n, la.owner(), la.fence(), nullptr};
+  lease_info held{n, la.owner(), a.caps().fencing ? la.fence() : 0, nullptr};
   la.unlock();
   EXPECT_NO_THROW(la.unlock());
   if (!a.caps().session_bound) {
@@ -327,10 +330,15 @@ TYPED_TEST_P(conformance, reentrant_per_thread) {
   auto la = a.make_lock(n);
   auto la2 = a.make_lock(n);  // a second handle of the same name in the same client
   la.lock();
-  auto fence = la.fence();
-  la.lock();
-  EXPECT_TRUE(la2.try_lock());
-  EXPECT_EQ(la2.fence(), fence);
+  if (a.caps().fencing) {
+    auto fence = la.fence();
+    la.lock();
+    EXPECT_TRUE(la2.try_lock());
+    EXPECT_EQ(la2.fence(), fence);
+  } else {
+    la.lock();
+    EXPECT_TRUE(la2.try_lock());
+  }
   std::thread other([&] {  // another thread of the same client must not get in
     EXPECT_FALSE(la.try_lock());
     EXPECT_FALSE(la2.try_lock_for(50ms));
@@ -400,7 +408,7 @@ TYPED_TEST_P(conformance, odd_names_are_stored_verbatim) {
   auto a = this->connect_new();
   auto b = this->connect_new();
   std::string tag = random_token().substr(0, 8);
-  const std::vector<std::string> names = {
+  std::vector<std::string> names = {
       "it's " + tag,
       "double \"quote\" " + tag,
       "'; DROP TABLE sqlock_locks; -- " + tag,
@@ -414,6 +422,13 @@ TYPED_TEST_P(conformance, odd_names_are_stored_verbatim) {
       "Case " + tag,
       "case " + tag,
   };
+  // A peer's layout whose lock names are the peer's own znode paths (ZooKeeper compat=) cannot
+  // hold control characters or characters beyond U+FFFF: its traits say so, and those names
+  // lose them (in place: the checks below find names by index).
+  if constexpr (requires { TypeParam::znode_path_names; }) {
+    names[4] = "ключ-鍵-" + tag;
+    names[7] = "new line tab " + tag;
+  }
   std::vector<mutex> held;
   for (const auto& n : names) {
     held.push_back(a.make_lock(n));
@@ -430,7 +445,9 @@ TYPED_TEST_P(conformance, odd_names_are_stored_verbatim) {
       auto it = std::find_if(all.begin(), all.end(), [&](auto& s) { return s.name == names[i]; });
       ASSERT_NE(it, all.end()) << "not listed verbatim: " << names[i];
       EXPECT_EQ(it->owner, held[i].owner());
-      EXPECT_EQ(it->fence, held[i].fence());
+      if (a.caps().fencing) {
+        EXPECT_EQ(it->fence, held[i].fence());
+      }
     }
     // A prefix is matched literally, never as a pattern.
     auto pct = a.list("%_like_* wildcards? " + tag);

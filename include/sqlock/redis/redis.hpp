@@ -34,6 +34,10 @@ struct options {
   milliseconds connect_timeout{0};    ///< TCP connect timeout; 0 = 2s (Redlock: 250ms per node)
   milliseconds timeout{0};  ///< reply timeout per command; 0 = 2s (Redlock: 250ms per node)
   std::size_t pool = 8;     ///< idle connections kept per server; 0 = 1
+  std::string compat{};     ///< "" = sqlock's layout; "plain" = the peers' layout: the lock named
+                            ///< N is the string key N holding the owner's token (redis-py Lock,
+                            ///< redsync, node-redlock, DistributedLock.Redis); no fences, no
+                            ///< shared locks or permits
 };
 
 /// Opens a store. Throws config_error for bad options; connects lazily.

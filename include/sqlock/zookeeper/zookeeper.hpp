@@ -2,13 +2,15 @@
 // one ZooKeeper session per backend object (the lease is the session, not a timer).
 // URL:
 // zookeeper://[user:password@]h1:p1,h2:p2[/root]?session_timeout=10s&connect_timeout=10s&timeout=5s
-//   &acl=open|creator
+//   &acl=open|creator&compat=kazoo|curator|curator-rw
 // A lock named N lives at <root>/locks/<znode_name(N)> (a container node, removed by the server
 // once empty); each acquisition is a child "n-<owner>-<sequence>" (shared: "r-", one of N
 // permits: "p<N>-") whose data is the holder description. The lowest sequence holds exclusively;
 // shared nodes hold with only shared nodes ahead, permits with fewer than N permits ahead; an
 // exclusive waiter watches only its immediate predecessor.
-// The fencing token is the creation zxid of the winning node. See docs/backends/zookeeper.md.
+// The fencing token is the creation zxid of the winning node. With compat= the lock named N is the
+// znode <root>/N (root "/" when the URL has no path) and its children are named and ordered as
+// the peer's recipe names and orders them. See docs/backends/zookeeper.md and docs/interop.md.
 #pragma once
 
 #include <chrono>
@@ -34,6 +36,11 @@ struct options {
   std::string user{};                    ///< digest user ("" = no authentication)
   std::string password{};                ///< digest password (with `user`)
   bool creator_acl = false;              ///< create znodes readable/writable by `user` only
+  std::string compat{};                  ///< "" = sqlock's layout; a peer's layout: "kazoo"
+                                         ///< (Lock, ReadLock, WriteLock), "curator"
+                                         ///< (InterProcessMutex) or "curator-rw"
+                                         ///< (InterProcessReadWriteLock): the lock named N is
+                                         ///< the znode <root>/N with the peer's children
 };
 
 /// Starts a session without waiting for it: every call waits for the session within its own

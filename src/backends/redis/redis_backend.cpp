@@ -10,6 +10,8 @@
 #include "redis_diagnostics.hpp"
 #include "redis_list.hpp"
 #include "redis_names.hpp"
+#include "redis_plain.hpp"
+#include "redis_servers.hpp"
 #include "redis_wait.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/redis/redis.hpp"
@@ -42,27 +44,11 @@ std::optional<std::string> mismatch(const reply_ptr& r) {
   return text.substr(at + tag.size());
 }
 
-// The outcome of one command on one server of a round.
-struct node_result {
-  reply_ptr reply;             // set when the server answered (possibly with an error reply)
-  std::exception_ptr failure;  // set when it did not
-  bool answered() const { return reply != nullptr; }
-};
-
 class store final : public backend {
  public:
-  explicit store(const options& o) : redlock_(o.redlock), prefix_(o.prefix) {
-    s_.user = o.user;
-    s_.password = o.password;
-    s_.db = o.db;
-    const milliseconds dflt = o.redlock ? milliseconds(250) : milliseconds(2000);
-    s_.connect_timeout = o.connect_timeout.count() > 0 ? o.connect_timeout : dflt;
-    s_.timeout = o.timeout.count() > 0 ? o.timeout : dflt;
-    s_.pool = std::max<std::size_t>(o.pool, 1);
-    for (const auto& a : o.nodes) nodes_.push_back(std::make_unique<node>(a, s_));
-    quorum_ = redlock_ ? nodes_.size() / 2 + 1 : 1;
-    addrs_ = o.nodes;
-    diagnostics_ = std::make_unique<redis_diagnostics>(addrs_, s_, redlock_);
+  explicit store(const options& o) : redlock_(o.redlock), prefix_(o.prefix), srv_(o) {
+    diagnostics_ =
+        std::make_unique<redis_diagnostics>(srv_.addresses(), srv_.conn_settings(), srv_.redlock());
   }
 
   ~store() override {
@@ -91,10 +77,11 @@ class store final : public backend {
     }
     const auto keys = keys_of(req.name);
     const auto t0 = clock::now();
-    auto res = round(script("acquire"), keys,
-                     {req.owner, std::to_string(req.lease.count()), req.holder, to_string(req.kind),
-                      std::to_string(req.permits), std::to_string(rw ? writer_mark.count() : 0)},
-                     deadline);
+    auto res =
+        srv_.round(script("acquire"), keys,
+                   {req.owner, std::to_string(req.lease.count()), req.holder, to_string(req.kind),
+                    std::to_string(req.permits), std::to_string(rw ? writer_mark.count() : 0)},
+                   deadline);
     const auto elapsed = clock::now() - t0;
     for (const auto& r : res)
       if (auto why = mismatch(r.reply))
@@ -104,7 +91,7 @@ class store final : public backend {
     std::size_t granted = 0;
     std::uint64_t fence = 0;
     std::vector<long long> ttls;  // of the servers where someone else holds it
-    const auto [answered, first_failure] = tally(res, "acquire", [&](reply_view v) {
+    const auto [answered, first_failure] = servers::tally(res, "acquire", [&](reply_view v) {
       if (v.size("acquire") < 2) throw backend_error("Redis acquire: unexpected reply");
       const long long second = v.at(1).integer("acquire");
       if (v.at(0).integer("acquire") == 1) {
@@ -118,8 +105,8 @@ class store final : public backend {
     // A writer that marked itself waiting drops the mark when its acquire() call ends.
     if (rw && marked && !rw->on_end) {
       rw->on_end = [this, name = req.name, owner = req.owner] {
-        round(script("unmark"), {meta_key(prefix_, name)}, {owner, channel_of(name)},
-              clock::now() + milliseconds(250));
+        srv_.round(script("unmark"), {meta_key(prefix_, name)}, {owner, channel_of(name)},
+                   clock::now() + milliseconds(250));
       };
     }
     // The other hold runs out (on enough servers) after this: no need to sleep past it.
@@ -134,21 +121,20 @@ class store final : public backend {
       if (granted == 0) return std::nullopt;
       return lease_info{req.name, req.owner, fence, nullptr};
     }
-    // Redlock: a majority, and time left after the round trip and the clock drift allowance.
-    const auto drift = req.lease / 100 + milliseconds(2);
-    if (granted >= quorum_ && elapsed + drift < req.lease)
+    if (srv_.confirmed(granted, elapsed, req.lease))
       return lease_info{req.name, req.owner, fence, nullptr};
-    if (granted > 0 || answered < nodes_.size()) {
+    if (granted > 0 || answered < srv_.size()) {
       // Undo everywhere, also where no reply came (the SET may have happened there).
       try {
         // The undo gets its own short bound: the round's deadline may already have passed.
-        round(script("release"), keys, {req.owner, channel_of(req.name), std::to_string(fence)},
-              std::max(deadline, clock::now() + milliseconds(250)));
+        srv_.round(script("release"), keys,
+                   {req.owner, channel_of(req.name), std::to_string(fence)},
+                   std::max(deadline, clock::now() + milliseconds(250)));
       } catch (const std::exception&) {
         // The leases run out by themselves.
       }
     }
-    if (answered < quorum_) throw quorum_error(answered, first_failure);
+    if (answered < srv_.quorum()) throw srv_.quorum_error(answered, first_failure);
     if (rw) rw->split = granted > 0;
     return std::nullopt;
   }
@@ -157,14 +143,14 @@ class store final : public backend {
     check_lock_name(l.name);
     if (duration.count() <= 0) throw config_error("lease must be > 0");
     const auto t0 = clock::now();
-    auto res =
-        round(script("renew"),
-              {owner_key(prefix_, l.name), info_key(prefix_, l.name), holders_key(prefix_, l.name),
-               hinfo_key(prefix_, l.name), meta_key(prefix_, l.name)},
-              {l.owner, std::to_string(duration.count())}, deadline);
+    auto res = srv_.round(
+        script("renew"),
+        {owner_key(prefix_, l.name), info_key(prefix_, l.name), holders_key(prefix_, l.name),
+         hinfo_key(prefix_, l.name), meta_key(prefix_, l.name)},
+        {l.owner, std::to_string(duration.count())}, deadline);
     const auto elapsed = clock::now() - t0;
     std::size_t ok = 0, gone = 0;
-    const auto [answered, first_failure] = tally(res, "renew", [&](reply_view v) {
+    const auto [answered, first_failure] = servers::tally(res, "renew", [&](reply_view v) {
       if (v.integer("renew") == 1)
         ++ok;
       else
@@ -174,79 +160,37 @@ class store final : public backend {
       if (answered == 0) std::rethrow_exception(first_failure);
       return ok == 1;
     }
-    const auto drift = duration / 100 + milliseconds(2);
-    if (ok >= quorum_ && elapsed + drift < duration) return true;
-    if (gone > nodes_.size() - quorum_) return false;  // a majority can never be reached again
+    if (srv_.confirmed(ok, elapsed, duration)) return true;
+    if (gone > srv_.size() - srv_.quorum()) return false;  // a majority can never be reached again
     throw connection_error("Redlock renew: " + std::to_string(ok) + " of " +
-                           std::to_string(nodes_.size()) + " servers confirmed (need " +
-                           std::to_string(quorum_) + "): " + describe_failure(first_failure));
+                           std::to_string(srv_.size()) + " servers confirmed (need " +
+                           std::to_string(srv_.quorum()) + "): " + describe_failure(first_failure));
   }
 
   bool release(const lease_info& l, steady_time deadline) override {
     check_lock_name(l.name);
-    auto res =
-        round(script("release"), keys_of(l.name),
-              {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"}, deadline);
-    const auto [answered, released, first_failure] = tally_ones(res, "release");
-    if (released > 0) return true;
-    if (answered == 0) std::rethrow_exception(first_failure);
-    return false;
+    auto res = srv_.round(script("release"), keys_of(l.name),
+                          {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"},
+                          deadline);
+    return servers::ones(res, "release") > 0;
   }
 
   std::vector<lock_status> list(std::string_view prefix) override {
-    // name -> owner -> merged row and how many servers have it
-    std::map<std::string, std::map<std::string, std::pair<lock_status, std::size_t>>> seen;
-    std::size_t reached = 0;
-    std::exception_ptr first_failure;
-    for (auto& n : nodes_) {
-      try {
-        auto rows =
-            list_node(*n, prefix_, prefix, redlock_ ? "redlock" : "redis", admin_deadline());
-        ++reached;
-        for (auto& row : rows) {
-          auto& [merged, count] = seen[row.name][row.owner];
-          if (count == 0) {
-            merged = row;
-          } else {
-            merged.fence = std::max(merged.fence, row.fence);
-            merged.expires_at = std::min(merged.expires_at, row.expires_at);
-          }
-          ++count;
-        }
-      } catch (const std::exception&) {
-        if (!first_failure) first_failure = std::current_exception();
-      }
-    }
-    if (reached < quorum_) {
-      if (!redlock_) std::rethrow_exception(first_failure);
-      throw connection_error("Redlock list: only " + std::to_string(reached) + " of " +
-                             std::to_string(nodes_.size()) + " servers answered");
-    }
-    std::vector<lock_status> out;
-    for (auto& [name, owners] : seen)
-      for (auto& [owner, mc] : owners)
-        if (mc.second >= quorum_) out.push_back(std::move(mc.first));
-    return out;
+    return srv_.list([&](node& n, steady_time deadline) {
+      return list_node(n, prefix_, prefix, redlock_ ? "redlock" : "redis", deadline);
+    });
   }
 
   bool force_release(std::string_view name) override {
     check_lock_name(name);
-    auto res = round(script("force_release"),
-                     {owner_key(prefix_, name), info_key(prefix_, name), holders_key(prefix_, name),
-                      hinfo_key(prefix_, name)},
-                     {channel_of(name)}, admin_deadline());
-    const auto [answered, released, first_failure] = tally_ones(res, "force_release");
-    if (answered == 0) std::rethrow_exception(first_failure);
-    return released > 0;
+    auto res = srv_.round(script("force_release"),
+                          {owner_key(prefix_, name), info_key(prefix_, name),
+                           holders_key(prefix_, name), hinfo_key(prefix_, name)},
+                          {channel_of(name)}, srv_.admin_deadline());
+    return servers::ones(res, "force_release") > 0;
   }
 
-  void verify(steady_time deadline) override {
-    auto res = round_raw({"PING"}, exchange_bound(deadline, s_.timeout));
-    const auto [ok, first_failure] = tally(res, "PING", [](reply_view) {});
-    if (ok >= quorum_) return;
-    if (!redlock_) std::rethrow_exception(first_failure);
-    throw quorum_error(ok, first_failure);
-  }
+  void verify(steady_time deadline) override { srv_.ping(deadline); }
 
   capabilities caps() const noexcept override {
     capabilities c;
@@ -267,171 +211,30 @@ class store final : public backend {
     return c;
   }
 
-  std::string describe() const override {
-    std::string d = redlock_ ? "redlock://" : "redis://";
-    for (std::size_t i = 0; i < nodes_.size(); ++i) d += (i ? "," : "") + nodes_[i]->label();
-    if (s_.db) d += "/" + std::to_string(s_.db);
-    if (redlock_)
-      d += " (" + std::to_string(nodes_.size()) + " masters, quorum " + std::to_string(quorum_) +
-           ")";
-    return d;
-  }
+  std::string describe() const override { return srv_.describe(); }
 
   std::string kind() const override { return redlock_ ? "redlock" : "redis"; }
   store_diagnostics* diagnostics() noexcept override { return diagnostics_.get(); }
   std::string mode() const override { return redlock_ ? "redlock" : "single"; }
 
  private:
-  // Bound of an administrative call (list, force_release, verify): the I/O timeout.
-  steady_time admin_deadline() const { return clock::now() + s_.timeout; }
-
   std::vector<std::string> keys_of(std::string_view name) const {
     return {owner_key(prefix_, name),   fence_key(prefix_, name), info_key(prefix_, name),
             holders_key(prefix_, name), hinfo_key(prefix_, name), meta_key(prefix_, name)};
   }
   std::string channel_of(std::string_view name) const { return release_channel(prefix_, name); }
 
-  static std::exception_ptr capture_reply_error(const redisReply& r, const std::string& what) {
-    try {
-      throw_reply_error(r, "Redis " + what);
-    } catch (...) {
-      return std::current_exception();
-    }
-  }
-  static std::string describe_failure(const std::exception_ptr& p) {
-    if (!p) return "no error";
-    try {
-      std::rethrow_exception(p);
-    } catch (const std::exception& e) {
-      return e.what();
-    } catch (...) {
-      return "unknown error";
-    }
-  }
-
-  // What the servers of a round answered.
-  struct replies_tally {
-    std::size_t answered = 0;          // servers that replied without an error reply
-    std::exception_ptr first_failure;  // the first transport failure or error reply
-  };
-  // Walks a round's results: failures and error replies are remembered (the first one), every
-  // other reply is handed to `on_reply`, in server order.
-  template <class OnReply>
-  static replies_tally tally(const std::vector<node_result>& res, const std::string& what,
-                             OnReply&& on_reply) {
-    replies_tally t;
-    for (const auto& r : res) {
-      if (!r.answered()) {
-        if (!t.first_failure) t.first_failure = r.failure;
-        continue;
-      }
-      reply_view v{r.reply.get()};
-      if (v.is_error()) {
-        if (!t.first_failure) t.first_failure = capture_reply_error(*r.reply, what);
-        continue;
-      }
-      ++t.answered;
-      on_reply(v);
-    }
-    return t;
-  }
-  // tally() of a script that answers 1 (done) or 0: also how many servers said 1.
-  struct ones_tally {
-    std::size_t answered = 0;
-    std::size_t ones = 0;
-    std::exception_ptr first_failure;
-  };
-  static ones_tally tally_ones(const std::vector<node_result>& res, const std::string& what) {
-    std::size_t ones = 0;
-    auto t = tally(res, what, [&](reply_view v) {
-      if (v.integer(what) == 1) ++ones;
-    });
-    return {t.answered, ones, t.first_failure};
-  }
-  // Redlock: fewer than a majority of the servers answered.
-  connection_error quorum_error(std::size_t answered,
-                                const std::exception_ptr& first_failure) const {
-    return connection_error("Redlock: only " + std::to_string(answered) + " of " +
-                            std::to_string(nodes_.size()) + " servers answered (need " +
-                            std::to_string(quorum_) + "): " + describe_failure(first_failure));
-  }
-
   subscriber& ensure_subscriber() {
     std::lock_guard g(sub_m_);
     if (!sub_)
-      sub_ = std::make_unique<subscriber>(addrs_, s_, prefix_ + ":{", std::string("}:released"));
+      sub_ = std::make_unique<subscriber>(srv_.addresses(), srv_.conn_settings(), prefix_ + ":{",
+                                          std::string("}:released"));
     return *sub_;
-  }
-
-  // One command on every server: all requests are written first, then all replies are read,
-  // so the round costs the slowest server's round trip. A server whose pooled connection turned
-  // out stale (restart, CLIENT KILL) is asked once more on a fresh connection.
-  // Every exchange of the round returns by exchange_bound(deadline, timeout): a server that
-  // does not answer by then fails its part with connection_error and its connection is dropped.
-  std::vector<node_result> round_argv(const std::vector<std::string>& sha_argv,
-                                      const lua::script* s, steady_time deadline) {
-    const std::size_t n = nodes_.size();
-    std::vector<node_result> res(n);
-    std::vector<bool> pending(n, true);
-    for (int pass = 0; pass < 2; ++pass) {
-      std::vector<std::unique_ptr<connection>> conns(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!pending[i]) continue;
-        pending[i] = false;
-        try {
-          conns[i] = nodes_[i]->take(deadline);
-          conns[i]->append(sha_argv);
-          conns[i]->flush();
-        } catch (const error&) {
-          res[i].failure = std::current_exception();
-          if (conns[i] && conns[i]->reused && pass == 0) {
-            nodes_[i]->drop_idle();
-            pending[i] = true;
-          }
-          conns[i].reset();
-        }
-      }
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!conns[i]) continue;
-        try {
-          auto r = conns[i]->read();
-          if (s && is_noscript(r.get())) {  // script cache flushed or server restarted
-            auto full = sha_argv;
-            full[0] = "EVAL";
-            full[1] = std::string(s->text);
-            r = conns[i]->command(full);
-          }
-          res[i].reply = std::move(r);
-          res[i].failure = nullptr;
-          nodes_[i]->give(std::move(conns[i]));
-        } catch (const error&) {
-          res[i].failure = std::current_exception();
-          if (conns[i]->reused && pass == 0) {
-            nodes_[i]->drop_idle();
-            pending[i] = true;
-          }
-          conns[i].reset();
-        }
-      }
-      if (std::none_of(pending.begin(), pending.end(), [](bool b) { return b; })) break;
-    }
-    return res;
-  }
-
-  std::vector<node_result> round(const lua::script& s, const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args, steady_time deadline) {
-    return round_argv(script_argv(s, false, keys, args), &s, deadline);
-  }
-  std::vector<node_result> round_raw(const std::vector<std::string>& argv, steady_time deadline) {
-    return round_argv(argv, nullptr, deadline);
   }
 
   bool redlock_;
   std::string prefix_;
-  settings s_;
-  std::vector<node_address> addrs_;
-  std::vector<std::unique_ptr<node>> nodes_;
-  std::size_t quorum_ = 1;
+  servers srv_;
   std::mutex sub_m_;
   std::unique_ptr<subscriber> sub_;
   std::unique_ptr<redis_diagnostics> diagnostics_;
@@ -461,6 +264,9 @@ void check_options(const options& o) {
 
 std::shared_ptr<backend> open(const options& opts) {
   check_options(opts);
+  if (opts.compat == "plain") return open_plain(opts);
+  if (!opts.compat.empty())
+    throw config_error("Redis compat='" + opts.compat + "' is not a layout (valid: plain)");
   return std::make_shared<store>(opts);
 }
 

@@ -1,10 +1,15 @@
-// The kinds of request in one ZooKeeper lock queue (see zk_kinds.hpp).
+// The kinds of request in one ZooKeeper lock queue (see zk_kinds.hpp), and sqlock's own layout
+// made of them (zk_layout.hpp).
 #include "zk_kinds.hpp"
+
+#include <zookeeper/zookeeper.h>
 
 #include <algorithm>
 
 #include "sqlock/errors.hpp"
-#include "zk_queue.hpp"
+#include "sqlock/zookeeper/zookeeper.hpp"
+#include "zk_layout.hpp"
+#include "zk_names.hpp"
 
 namespace sqlock::zookeeper::detail {
 
@@ -92,6 +97,42 @@ void check_permits(const std::vector<queue_node>& q, const queue_node& me,
                          " permits on ZooKeeper; a request for " + std::to_string(req.permits) +
                          " permits does not agree (all users of a name must give the same N)");
   }
+}
+
+namespace {
+
+// sqlock's own layout: <root>/locks/<escaped name>, the kinds above.
+class own_layout final : public layout {
+ public:
+  explicit own_layout(std::string locks) : locks_(std::move(locks)) {}
+  std::string name() const override { return {}; }
+  void check_name(std::string_view n) const override { detail::check_name(n); }
+  std::string parent_of(std::string_view n) const override { return locks_ + "/" + escape(n); }
+  std::string base() const override { return locks_; }
+  std::optional<std::string> lock_of(std::string_view child) const override {
+    return zookeeper::lock_name(child);
+  }
+  int parent_flags() const override { return ZOO_CONTAINER; }
+  std::string node_prefix(const lock_request& req) const override {
+    return detail::node_prefix(req);
+  }
+  std::vector<queue_node> sorted(const std::vector<std::string>& children) const override {
+    return sorted_queue(children);
+  }
+  turn turn_of(const std::vector<queue_node>& q, std::size_t i) const override {
+    return detail::turn_of(q, i);
+  }
+  bool shared() const override { return true; }
+  bool permits() const override { return true; }
+
+ private:
+  std::string locks_;
+};
+
+}  // namespace
+
+std::unique_ptr<layout> native_layout(const std::string& locks_root) {
+  return std::make_unique<own_layout>(locks_root);
 }
 
 }  // namespace sqlock::zookeeper::detail

@@ -27,6 +27,8 @@ struct queue_node {
   std::int64_t seq = 0;
   lock_kind kind = lock_kind::exclusive;
   std::uint32_t permits = 0;  ///< kind permit: the N the node was made with
+  bool other = false;  ///< a child of no kind the layout names, which a peer's rule still counts
+                       ///< as a contender (Curator counts every child of the lock's znode)
 };
 
 /// The entry a child name stands for; nullopt for a child that is no queue node.

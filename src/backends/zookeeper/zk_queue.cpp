@@ -3,89 +3,9 @@
 
 #include <algorithm>
 
-#include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
 
 namespace sqlock::zookeeper::detail {
-
-namespace {
-
-bool plain_char(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == ':' || c == '@' || c == '+' || c == '=' || c == ',' || c == '~' ||
-         c == '-';
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Length of the well-formed UTF-8 sequence at s[i] (no overlong forms, surrogates or code
-// points above U+10FFFF), 0 when there is none.
-std::size_t utf8_sequence(std::string_view s, std::size_t i) {
-  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  std::size_t n = c >= 0xC2 && c <= 0xDF   ? 2
-                  : c >= 0xE0 && c <= 0xEF ? 3
-                  : c >= 0xF0 && c <= 0xF4 ? 4
-                                           : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((b(k) & 0xC0) != 0x80) return 0;
-  if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-  if (c == 0xED && b(1) >= 0xA0) return 0;  // UTF-16 surrogate
-  if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-  if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-  return n;
-}
-
-}  // namespace
-
-// ---- names ----
-
-void check_name(std::string_view name) {
-  if (name.empty()) throw config_error("lock name must not be empty");
-  if (name.size() > max_name_bytes)
-    throw config_error("lock name of " + std::to_string(name.size()) +
-                       " bytes is too long for ZooKeeper (at most " +
-                       std::to_string(max_name_bytes) + " bytes)");
-  for (std::size_t i = 0; i < name.size();) {
-    auto n = utf8_sequence(name, i);
-    if (n == 0)
-      throw config_error("lock name is not valid UTF-8 (invalid byte at offset " +
-                         std::to_string(i) + ")");
-    i += n;
-  }
-}
-
-std::string escape(std::string_view s) {
-  bool all_dots = !s.empty() && s.find_first_not_of('.') == std::string_view::npos;
-  if (all_dots) return percent_encode(s, [](unsigned char) { return false; });
-  return percent_encode(s, plain_char);
-}
-
-std::optional<std::string> unescape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '%') {
-      if (i + 2 >= s.size()) return std::nullopt;
-      int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (plain_char(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      return std::nullopt;
-    }
-  }
-  return out;
-}
 
 // ---- the book ----
 
@@ -134,7 +54,7 @@ std::vector<node_record> node_book::take_epoch(std::uint64_t epoch) {
 // ---- the queue ----
 
 std::string lock_queue::parent_of(std::string_view name) const {
-  return locks_ + "/" + escape(name);
+  return lay_.parent_of(name);
 }
 
 std::vector<std::string> lock_queue::children(const std::string& path, steady_time until) {
@@ -146,7 +66,7 @@ std::vector<std::string> lock_queue::children(const std::string& path, steady_ti
 }
 
 std::vector<queue_node> lock_queue::list(const std::string& parent, steady_time until) {
-  return sorted_queue(children(parent, until));
+  return lay_.sorted(children(parent, until));
 }
 
 void lock_queue::ensure_path(const std::string& path, steady_time until) {
@@ -176,7 +96,7 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
   rec.owner = req.owner;
   rec.parent = parent_of(req.name);
   rec.epoch = s_.epoch;
-  const std::string prefix = node_prefix(req);
+  const std::string prefix = lay_.node_prefix(req);
   const std::string path = rec.parent + "/" + prefix;
   auto adopt = [&](const std::string& created, const Stat& st) {
     rec.path = created;
@@ -194,7 +114,7 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
       std::vector<std::string> kids;
       bool listed = false;
       rc = create_and_list(s_, path, req.holder, acl_, until, created, st, prefix, kids, listed);
-      if (rc == ZOK && listed) *listing = sorted_queue(kids);
+      if (rc == ZOK && listed) *listing = lay_.sorted(kids);
     } else {
       rc = detail::create(s_, path, req.holder, acl_, ZOO_EPHEMERAL_SEQUENTIAL, until, created, st,
                           prefix);
@@ -204,10 +124,10 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
       std::string made;
       Stat pst{};
       int prc = call(s_, until, [&] {
-        return detail::create(s_, rec.parent, {}, acl_, ZOO_CONTAINER, until, made, pst);
+        return detail::create(s_, rec.parent, {}, acl_, lay_.parent_flags(), until, made, pst);
       });
       if (prc == ZNONODE)
-        ensure_path(locks_, until);
+        ensure_path(rec.parent.substr(0, rec.parent.rfind('/')), until);
       else if (prc != ZOK && prc != ZNODEEXISTS)
         fail(prc, "create(" + rec.parent + ")");
       continue;
@@ -298,7 +218,7 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     }
     if (fresh) check_permits(q, *me, req);
     fresh = false;
-    auto t = turn_of(q, static_cast<std::size_t>(me - q.begin()));
+    auto t = lay_.turn_of(q, static_cast<std::size_t>(me - q.begin()));
     if (t.holds) return holding();
     if (woken) stats_.woken_not_first++;
     woken = false;
@@ -313,10 +233,11 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
       int rc = call(s_, until,
                     [&] { return get_children(s_, rec->parent, until, kids, slot.context()); });
       if (rc != ZOK && rc != ZNONODE) fail(rc, "get_children(" + rec->parent + ")");
-      auto now = sorted_queue(kids);
+      auto now = lay_.sorted(kids);
       auto again =
           std::find_if(now.begin(), now.end(), [&](auto& n) { return n.znode == rec->znode; });
-      if (again == now.end() || turn_of(now, static_cast<std::size_t>(again - now.begin())).holds) {
+      if (again == now.end() ||
+          lay_.turn_of(now, static_cast<std::size_t>(again - now.begin())).holds) {
         listing = std::move(now);  // changed meanwhile: look again at once
         continue;
       }
@@ -348,18 +269,3 @@ lease_info lock_queue::lease_of(const node_record& rec) {
 }
 
 }  // namespace sqlock::zookeeper::detail
-
-namespace sqlock::zookeeper {
-
-std::string znode_name(std::string_view name) {
-  return detail::escape(name);
-}
-
-std::optional<std::string> lock_name(std::string_view znode) {
-  if (znode.empty()) return std::nullopt;
-  auto n = detail::unescape(znode);
-  if (!n || n->empty() || detail::escape(*n) != znode) return std::nullopt;
-  return n;
-}
-
-}  // namespace sqlock::zookeeper

@@ -17,28 +17,17 @@
 
 #include "sqlock/backend.hpp"
 #include "zk_kinds.hpp"
+#include "zk_layout.hpp"
+#include "zk_names.hpp"
 #include "zk_session.hpp"
 
 namespace sqlock::zookeeper::detail {
-
-/// Longest lock name accepted, in bytes (escaped, a znode name is at most three times longer;
-/// ZooKeeper's own limit is jute.maxbuffer, 1 MiB per request).
-inline constexpr std::size_t max_name_bytes = 4096;
-
-/// Throws config_error unless `name` is a non-empty, valid UTF-8 lock name of at most
-/// max_name_bytes (checked before anything is sent).
-void check_name(std::string_view name);
-
-/// The znode name of `s`: bytes outside [A-Za-z0-9_.:@+=,~-] as %XX; all-dot names escaped.
-std::string escape(std::string_view s);
-/// The inverse of escape(); nullopt for text escape() cannot produce.
-std::optional<std::string> unescape(std::string_view s);
 
 /// A node this backend object created and still considers its own.
 struct node_record {
   std::string name;    ///< lock name
   std::string owner;   ///< owner token
-  std::string parent;  ///< <root>/locks/<escaped name>
+  std::string parent;  ///< the lock's parent znode in the layout
   std::string path;    ///< parent + "/" + znode
   std::string znode;
   std::uint64_t epoch = 0;  ///< session that created it
@@ -67,13 +56,12 @@ class node_book {
 /// The queue requests of one backend on one session.
 class lock_queue {
  public:
-  lock_queue(session& s, const ACL_vector* acl, counters& stats, node_book& book,
-             const std::string& locks_root)
-      : s_(s), acl_(acl), stats_(stats), book_(book), locks_(locks_root) {}
+  lock_queue(session& s, const ACL_vector* acl, counters& stats, node_book& book, const layout& lay)
+      : s_(s), acl_(acl), stats_(stats), book_(book), lay_(lay) {}
 
   /// The parent node of lock `name`.
   std::string parent_of(std::string_view name) const;
-  /// The lock's queue, lowest sequence first (empty when the parent does not exist).
+  /// The lock's queue in the layout's order (empty when the parent does not exist).
   std::vector<queue_node> list(const std::string& parent, steady_time until);
   /// Children of `path` (empty when it does not exist).
   std::vector<std::string> children(const std::string& path, steady_time until);
@@ -108,7 +96,7 @@ class lock_queue {
   const ACL_vector* acl_;
   counters& stats_;
   node_book& book_;
-  const std::string& locks_;
+  const layout& lay_;
 };
 
 }  // namespace sqlock::zookeeper::detail

@@ -12,6 +12,7 @@
 #include "sqlock/zookeeper/zookeeper.hpp"
 #include "zk_diagnostics.hpp"
 #include "zk_keeper.hpp"
+#include "zk_layout.hpp"
 #include "zk_queue.hpp"
 
 namespace sqlock {
@@ -42,11 +43,13 @@ class zk_backend final : public backend {
   explicit zk_backend(options o)
       : opts_(checked(std::move(o))),
         root_(normalize_root(opts_.root)),
-        locks_((root_ == "/" ? std::string() : root_) + "/locks"),
+        layout_(make_layout(opts_.compat, root_)),
         losses_(std::make_shared<loss_queue>()),
         sessions_(
             opts_, stats_, [q = losses_](std::uint64_t epoch) { q->push(epoch); },
-            [this](session& s, steady_time until) { queue(s).ensure_path(locks_, until); }) {
+            [this](session& s, steady_time until) {
+              queue(s).ensure_path(layout_->base(), until);
+            }) {
     loss_thread_ = std::thread([this, q = losses_] { report_losses(q); });
   }
 
@@ -76,7 +79,7 @@ class zk_backend final : public backend {
       if (auto rec = book_.of(req.owner, s.epoch)) {  // a retried attempt of this owner
         auto list = q.list(rec->parent, until);
         auto me = find_node(list, rec->znode);
-        if (me && turn_of(list, *me).holds) return lease_sent(*rec, clock::now());
+        if (me && layout_->turn_of(list, *me).holds) return lease_sent(*rec, clock::now());
         if (!me)
           book_.forget(req.owner);
         else
@@ -99,7 +102,7 @@ class zk_backend final : public backend {
         auto list = listing ? std::move(*listing) : q.list(parent, until);
         auto me = find_node(list, rec.znode);
         if (me) check_permits(list, list[*me], req);
-        if (me && turn_of(list, *me).holds) return lease_sent(rec, sent);
+        if (me && layout_->turn_of(list, *me).holds) return lease_sent(rec, sent);
       } catch (...) {
         leave(req, clock::now() + milliseconds(250), false);
         throw;
@@ -209,14 +212,16 @@ class zk_backend final : public backend {
     }
   }
 
+  // The holds of every lock under the layout's base (a peer's layout: the znodes right under the
+  // root, so a lock whose name is a deeper path is not listed), peers' holds included.
   std::vector<lock_status> list(std::string_view prefix) override {
     return with_session(admin_until(), [&](session& s) {
       lock_queue q = queue(s);
       std::vector<lock_status> out;
-      for (const auto& child : q.children(locks_, admin_until())) {
-        auto name = lock_name(child);
+      for (const auto& child : q.children(layout_->base(), admin_until())) {
+        auto name = layout_->lock_of(child);
         if (!name || !name->starts_with(prefix)) continue;
-        const std::string parent = locks_ + "/" + child;
+        const std::string parent = layout_->parent_of(*name);
         for (const auto& n : holders(q.list(parent, admin_until()))) {
           const std::string path = parent + "/" + n.znode;
           std::string data;
@@ -230,7 +235,7 @@ class zk_backend final : public backend {
           ls.owner = n.owner;
           ls.fence = static_cast<std::uint64_t>(st.czxid);
           ls.acquired_at = format_utc_ms(st.ctime);
-          ls.mode = "session";
+          ls.mode = layout_->name().empty() ? "session" : layout_->name();
           ls.holder = std::move(data);
           ls.kind = n.kind;
           ls.permits = n.permits;
@@ -245,7 +250,7 @@ class zk_backend final : public backend {
   // Every holder of a name (a shared lock's readers, a semaphore's permits): force_release
   // ends them all.
   bool force_release(std::string_view name) override {
-    check_name(name);
+    layout_->check_name(name);
     return with_session(admin_until(), [&](session& s) {
       lock_queue q = queue(s);
       const std::string parent = q.parent_of(name);
@@ -270,16 +275,17 @@ class zk_backend final : public backend {
     c.force_release = true;
     c.sweep = false;
     c.cross_process = true;
-    c.shared = true;
-    c.permits = true;
+    c.shared = layout_->shared();
+    c.permits = layout_->permits();
     return c;
   }
 
   std::string describe() const override {
     std::string d = "zookeeper://";
     if (!opts_.user.empty()) d += opts_.user + ":***@";
-    return d + opts_.hosts + root_ + " (session " + std::to_string(opts_.session_timeout.count()) +
-           "ms)";
+    d += opts_.hosts + root_ + " (session " + std::to_string(opts_.session_timeout.count()) + "ms)";
+    if (!opts_.compat.empty()) d += " compat=" + opts_.compat;
+    return d;
   }
   std::string kind() const override { return "zookeeper"; }
   store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
@@ -338,8 +344,12 @@ class zk_backend final : public backend {
     return r;
   }
 
-  static void check_request(const lock_request& req) {
-    check_name(req.name);
+  void check_request(const lock_request& req) const {
+    layout_->check_name(req.name);
+    if ((req.kind == lock_kind::shared && !layout_->shared()) ||
+        (req.kind == lock_kind::permit && !layout_->permits()))
+      throw unsupported("ZooKeeper compat=" + opts_.compat + " has no " +
+                        (req.kind == lock_kind::shared ? "shared locks" : "permits"));
     if (req.owner.empty()) throw config_error("owner token must not be empty");
     if (req.kind == lock_kind::permit && req.permits == 0)
       throw config_error("a semaphore needs at least 1 permit");
@@ -353,24 +363,24 @@ class zk_backend final : public backend {
   }
 
   // The nodes of queue `q` that hold.
-  static std::vector<queue_node> holders(const std::vector<queue_node>& q) {
+  std::vector<queue_node> holders(const std::vector<queue_node>& q) const {
     std::vector<queue_node> out;
     for (std::size_t i = 0; i < q.size(); ++i)
-      if (turn_of(q, i).holds) out.push_back(q[i]);
+      if (layout_->turn_of(q, i).holds) out.push_back(q[i]);
     return out;
   }
 
   // Whether a request for `req` made now would hold at once in queue `q` (busy otherwise);
   // config_error when permit nodes of another N are queued.
-  static bool admits(const std::vector<queue_node>& q, const lock_request& req) {
+  bool admits(const std::vector<queue_node>& q, const lock_request& req) const {
     queue_node me{"", req.owner, q.empty() ? 0 : q.back().seq + 1, req.kind, req.permits};
     check_permits(q, me, req);
     auto with_me = q;
     with_me.push_back(me);
-    return turn_of(with_me, q.size()).holds;
+    return layout_->turn_of(with_me, q.size()).holds;
   }
 
-  lock_queue queue(session& s) { return lock_queue(s, acl(), stats_, book_, locks_); }
+  lock_queue queue(session& s) { return lock_queue(s, acl(), stats_, book_, *layout_); }
 
   lease_info lease_sent(const node_record& rec, steady_time sent) {
     auto l = lock_queue::lease_of(rec);
@@ -400,7 +410,7 @@ class zk_backend final : public backend {
     if (!s || s->gone()) return;  // the nodes went with their session
     try {
       lock_queue q = queue(*s);
-      if (purge) purge_later(*s, q.parent_of(req.name), node_prefix(req));
+      if (purge) purge_later(*s, q.parent_of(req.name), layout_->node_prefix(req));
       if (rec && rec->epoch == s->epoch) q.remove(*rec, until);
     } catch (...) {
       // Given up: the background delete (or the session's end) removes it.
@@ -441,7 +451,7 @@ class zk_backend final : public backend {
 
   options opts_;
   std::string root_;
-  std::string locks_;
+  std::unique_ptr<layout> layout_;
   counters stats_;
   node_book book_;
   std::shared_ptr<loss_queue> losses_;

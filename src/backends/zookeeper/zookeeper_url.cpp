@@ -2,13 +2,14 @@
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
+#include "zk_layout.hpp"
 
 namespace sqlock {
 
 namespace backends {
 void register_zookeeper() {
   register_backend("zookeeper", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"session_timeout", "connect_timeout", "timeout", "acl"});
+    u.check_params({"session_timeout", "connect_timeout", "timeout", "acl", "compat"});
     if (u.hosts.empty())
       throw config_error("ZooKeeper URL needs hosts: zookeeper://h1:2181,h2:2181/root (got '" +
                          u.redacted() + "')");
@@ -20,7 +21,10 @@ void register_zookeeper() {
       bool v6 = h.host.find(':') != std::string::npos;
       o.hosts += (v6 ? "[" + h.host + "]" : h.host) + ":" + std::to_string(h.port ? h.port : 2181);
     }
-    o.root = u.path.empty() || u.path == "/" ? std::string("/sqlock") : u.path;
+    o.compat = u.choice_param("compat", zookeeper::detail::compat_values()).value_or("");
+    // A peer's layout names its locks from the root of the tree unless the URL gives a path.
+    const bool no_path = u.path.empty() || u.path == "/";
+    o.root = no_path ? std::string(o.compat.empty() ? "/sqlock" : "/") : u.path;
     const milliseconds at_least(1);
     if (auto t = u.duration_param("session_timeout", at_least)) o.session_timeout = *t;
     if (auto t = u.duration_param("connect_timeout", at_least)) o.connect_timeout = *t;

@@ -1,5 +1,5 @@
 // The shared conformance suite on one Redis server (redis://) and on Redlock over five
-// independent masters (redlock://).
+// independent masters (redlock://), each in sqlock's layout and in the peers' (compat=plain).
 #include "conformance.hpp"
 
 namespace sqlock::test {
@@ -14,7 +14,23 @@ struct redis_redlock {
   static std::string url(const std::string& base, const std::filesystem::path&) { return base; }
 };
 
-using redis_types = ::testing::Types<redis_single, redis_redlock>;
+// compat=plain, the peers' layout (docs/interop.md): the same guarantees without fences.
+struct redis_plain_layout {
+  static const char* url_var() { return "SQLOCK_TEST_REDIS_URL"; }
+  static std::string url(const std::string& base, const std::filesystem::path&) {
+    return base + "?compat=plain";
+  }
+};
+
+struct redlock_plain_layout {
+  static const char* url_var() { return "SQLOCK_TEST_REDLOCK_URL"; }
+  static std::string url(const std::string& base, const std::filesystem::path&) {
+    return base + "?compat=plain";
+  }
+};
+
+using redis_types =
+    ::testing::Types<redis_single, redis_redlock, redis_plain_layout, redlock_plain_layout>;
 INSTANTIATE_TYPED_TEST_SUITE_P(redis, conformance, redis_types);
 
 }  // namespace sqlock::test

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sqlock/client.hpp"
 
@@ -19,7 +20,12 @@ enum exit_code : int {
   software = 70,     ///< lease lost while the command ran
   tempfail = 75,     ///< lock not obtained within --wait
   noperm = 77,       ///< the store refused the credentials or permissions
+  no_schema = 78,    ///< the store's sqlock schema is missing or outdated (sysexits EX_CONFIG)
 };
+
+/// `text` with every password in it masked (sqlock::redact_secrets): every message goes
+/// through this before it is printed or served.
+std::string shown(std::string_view text);
 
 /// --url if given, else $SQLOCK_URL, else sqlite: at the default state path.
 std::string resolve_url(const std::string& given);
@@ -42,6 +48,7 @@ struct run_args {
   unsigned permits = 0;            ///< --permits N: one of N permits; 0 = exclusive
   std::string at_least, at_most;   ///< --at-least / --at-most ("" = not given)
   std::string value;               ///< `elect --value`: the campaign value
+  std::string holder;              ///< --holder: the hold's description ("" = host:pid:CMD)
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);
@@ -76,6 +83,17 @@ using wall_time = std::chrono::system_clock::time_point;
 
 /// "2024-05-01T12:00:00.250Z" (as list() gives) as a time point; empty when malformed.
 std::optional<wall_time> parse_utc(const std::string& iso);
+
+/// "2026-11-23T11:40:02Z": the store's time to the second (its own text when it is not a
+/// time, "-" when empty).
+std::string utc_text(const std::string& iso);
+
+/// A duration as sqlock's options take it: "2s", "250ms", "1500ms".
+std::string duration_text(milliseconds d);
+
+/// Who holds `name` as the store lists it: "HOLDER since TIME" (", and N more" for shared
+/// holds and permits); "" when it cannot be told (not held any more, no list()).
+std::string holders_of(const client& c, const std::string& name);
 
 /// `sqlock list`: held locks as an aligned table or (`json`) one JSON array.
 int list_command(const std::string& url, const std::string& prefix, bool json);

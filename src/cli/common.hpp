@@ -75,7 +75,7 @@ struct serve_args {
   std::string token_file;                ///< "" = $SQLOCK_ADMIN_TOKEN (none: no changes)
   std::vector<std::string> allow_hosts;  ///< Host names served besides the listen address
   bool private_reads = false;            ///< reads need the token too
-  std::string renewal_interval = "10s";  ///< window of sqlock_store_holds_expiring_soon
+  std::string retry_every = "2s";        ///< pause between connection attempts while down
 };
 int serve_command(const serve_args& a);
 

@@ -322,7 +322,10 @@ int main(int argc, char** argv) {
   if (wanted("serve")) {
     serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");
     add_url(serve, sa.url);
-    serve->footer("Exit: 0 stopped by a signal; " + store_exits);
+    serve->footer(
+        "Exit: 0 stopped by a signal; 64 bad arguments or --listen; 77 access refused "
+        "by the store; 78 sqlock schema missing or outdated (run `sqlock migrate`).\n"
+        "A store that does not answer is reported by /healthz (503), not by an exit.");
     serve
         ->add_option(
             "--listen", sa.listen,
@@ -342,8 +345,9 @@ int main(int argc, char** argv) {
     serve->add_flag("--private", sa.private_reads,
                     "reading the locks and /metrics needs the token");
     serve
-        ->add_option("--renewal-interval", sa.renewal_interval,
-                     "window of the holds-expiring-soon metric (one renewal interval)")
+        ->add_option("--retry-every", sa.retry_every,
+                     "while the store does not answer: pause between connection attempts "
+                     "(serve runs meanwhile; /healthz answers 503)")
         ->capture_default_str();
   }
 

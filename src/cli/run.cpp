@@ -164,6 +164,10 @@ void signal_thread(sigset_t set) {
       hold_cv.notify_all();
     } else if (pid == 0) {
       stop_waiting(sig);
+      // CMD may have started meanwhile: session::run() stores child_pid, then reads
+      // wait_signal; this stored wait_signal, then reads child_pid (both seq_cst), so one of
+      // the two sees the other and the signal is never lost (at worst CMD's group gets it twice).
+      if (pid_t started = child_pid.load(); started > 0) ::kill(-started, sig);
     } else if (pid == connecting) {
       interrupted_message();
       ::_exit(128 + sig);

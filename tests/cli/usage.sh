@@ -44,8 +44,10 @@ check "elect -- CMD without NAME exits 64" 64 \
   "$("$sqlock" elect --value v -- echo hi >/dev/null 2>&1; echo $?)"
 
 # --holder, and the holder in the message of a lock not obtained.
-"$sqlock" run --holder "nightly backup on web1" held -- sleep 30 &
-for _ in $(seq 100); do "$sqlock" list | grep -q '^held ' && break; sleep 0.05; done
+# CMD marks that it runs: a signal to sqlock then surely finds it (and ends it).
+started() { for _ in $(seq 100); do [ -e "$1" ] && break; sleep 0.05; done; }
+"$sqlock" run --holder "nightly backup on web1" held -- sh -c 'touch "$0"; exec sleep 10' "$dir/h1" &
+started "$dir/h1"
 check "--holder is the hold's description" "nightly backup on web1" \
   "$("$sqlock" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["holder"])')"
 out=$("$sqlock" run -w 300ms held -- true 2>&1)
@@ -53,14 +55,14 @@ check "not obtained: exit 75" 75 $?
 check "not obtained: the wait with its unit and the holder" yes \
   "$(grep -Eq "^sqlock: lock 'held' not obtained within 300ms \(held by nightly backup on web1 since [0-9T:-]+Z\)$" <<<"$out" && echo yes)"
 kill %1; wait
-"$sqlock" run dflt -- sh -c 'sleep 30' "postgresql://u:$pw@h/db" &
-for _ in $(seq 100); do "$sqlock" list | grep -q '^dflt ' && break; sleep 0.05; done
+"$sqlock" run dflt -- sh -c 'touch "$0"; exec sleep 10' "$dir/h2" "postgresql://u:$pw@h/db" &
+started "$dir/h2"
 check "the default holder is HOST:PID:CMD ARGS, passwords masked" \
-  "$(hostname):$!:sh -c sleep 30 postgresql://u:***@h/db" \
+  "$(hostname):$!:sh -c touch \"\$0\"; exec sleep 10 $dir/h2 postgresql://u:***@h/db" \
   "$("$sqlock" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["holder"])')"
 out=$("$sqlock" run -n dflt -- true 2>&1)
 check "-n: not obtained within 0s, by whom" yes \
-  "$(grep -q "within 0s (held by $(hostname):$!:sh -c sleep 30" <<<"$out" && echo yes)"
+  "$(grep -q "within 0s (held by $(hostname):$!:sh -c touch" <<<"$out" && echo yes)"
 kill %1; wait
 
 if [ "${SQLOCK_CLI_POSTGRES:-}" = 1 ] && [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then

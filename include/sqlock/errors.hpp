@@ -29,6 +29,13 @@ class SQLOCK_API auth_error : public config_error {
   using config_error::config_error;
 };
 
+/// The store's sqlock schema is missing or older than this library needs: run `sqlock migrate`
+/// (or apply `sqlock migrate --print`). A config_error: retrying will not help until then.
+class SQLOCK_API schema_error : public config_error {
+ public:
+  using config_error::config_error;
+};
+
 /// The backend could not be reached or the connection broke; retrying may help.
 class SQLOCK_API connection_error : public error {
  public:

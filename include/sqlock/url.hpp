@@ -65,7 +65,13 @@ class SQLOCK_API url {
 };
 
 /// `text` (a URL that may not parse) with any password replaced by "***": for messages.
+/// The same as redact_secrets().
 SQLOCK_API std::string redact_url(std::string_view text);
+/// Any text (a message, a command line, a URL, a libpq conninfo) with every password replaced
+/// by "***": the user-info password of each URL in it, well-formed or not (`pg:/u:pw@h`,
+/// multi-host, IPv6), and the value of each secret parameter (password=, sslpassword=, token=,
+/// auth=, secret=, pwd=, ...) of a URL query or a conninfo (quoted values too).
+SQLOCK_API std::string redact_secrets(std::string_view text);
 
 /// Percent-decodes `s`; throws config_error on a bad escape (the message does not repeat `s`).
 SQLOCK_API std::string percent_decode(std::string_view s);

@@ -43,30 +43,37 @@ std::string with_mode(const std::string& text, const std::string& mode) {
   return base + "?" + out;
 }
 
+std::string shown(std::string_view text) {
+  return redact_secrets(text);
+}
+
 int guarded(const std::function<int()>& fn) {
   try {
     return fn();
   } catch (const read_only_error& e) {
-    std::cerr << "sqlock: read-only server: " << e.what() << "\n";
+    std::cerr << "sqlock: read-only server: " << shown(e.what()) << "\n";
     return read_only;
   } catch (const auth_error& e) {
-    std::cerr << "sqlock: access refused: " << e.what() << "\n";
+    std::cerr << "sqlock: access refused: " << shown(e.what()) << "\n";
     return noperm;
+  } catch (const schema_error& e) {
+    std::cerr << "sqlock: " << shown(e.what()) << "\n";
+    return no_schema;
   } catch (const config_error& e) {
-    std::cerr << "sqlock: " << e.what() << "\n";
+    std::cerr << "sqlock: " << shown(e.what()) << "\n";
     return usage;
   } catch (const connection_error& e) {
-    std::cerr << "sqlock: backend unreachable: " << e.what() << "\n";
+    std::cerr << "sqlock: backend unreachable: " << shown(e.what()) << "\n";
     return unavailable;
   } catch (const unsupported& e) {
-    std::cerr << "sqlock: unsupported: " << e.what() << "\n";
+    std::cerr << "sqlock: unsupported: " << shown(e.what()) << "\n";
     return usage;
   } catch (const backend_error& e) {
     std::cerr << "sqlock: backend error" << (e.code().empty() ? "" : " [" + e.code() + "]") << ": "
-              << e.what() << "\n";
+              << shown(e.what()) << "\n";
     return unavailable;
   } catch (const std::exception& e) {
-    std::cerr << "sqlock: " << e.what() << "\n";
+    std::cerr << "sqlock: " << shown(e.what()) << "\n";
     return software;
   }
 }
@@ -89,6 +96,38 @@ std::optional<wall_time> parse_utc(const std::string& iso) {
   if (in.get() != 'Z') return std::nullopt;
   auto secs = ::timegm(&tm);
   return wall_time(std::chrono::seconds(secs)) + std::chrono::milliseconds(ms);
+}
+
+std::string utc_text(const std::string& iso) {
+  auto t = parse_utc(iso);
+  if (!t) return iso.empty() ? "-" : iso;
+  std::time_t secs = std::chrono::system_clock::to_time_t(*t);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string duration_text(milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+  return std::to_string(d.count()) + "ms";
+}
+
+std::string holders_of(const client& c, const std::string& name) {
+  try {
+    std::vector<lock_status> rows;
+    for (auto& r : c.list(name))
+      if (r.name == name) rows.push_back(std::move(r));
+    if (rows.empty()) return {};
+    const auto& first = rows.front();
+    std::string who = first.holder.empty() ? "an unnamed holder" : first.holder;
+    if (!first.acquired_at.empty()) who += " since " + utc_text(first.acquired_at);
+    if (rows.size() > 1) who += ", and " + std::to_string(rows.size() - 1) + " more";
+    return who;
+  } catch (const std::exception&) {
+    return {};  // the message stays without the holder
+  }
 }
 
 std::string status_json(const std::vector<lock_status>& rows, int indent) {

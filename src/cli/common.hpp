@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sqlock/client.hpp"
 
@@ -20,9 +21,14 @@ enum exit_code : int {
   software = 70,     ///< lease lost while the command ran
   tempfail = 75,     ///< lock not obtained within --wait
   noperm = 77,       ///< the store refused the credentials or permissions
-  read_only = 78,    ///< the server is a hot standby or read-only (EX_CONFIG: the URL points
-                     ///< at the wrong server)
+  read_only = 73,    ///< the server is a hot standby or read-only: the URL has to reach the
+                     ///< primary (sysexits EX_CANTCREAT: the store cannot take the write)
+  no_schema = 78,    ///< the store's sqlock schema is missing or outdated (sysexits EX_CONFIG)
 };
+
+/// `text` with every password in it masked (sqlock::redact_secrets): every message goes
+/// through this before it is printed or served.
+std::string shown(std::string_view text);
 
 /// --url if given, else $SQLOCK_URL, else sqlite: at the default state path.
 std::string resolve_url(const std::string& given);
@@ -45,6 +51,7 @@ struct run_args {
   unsigned permits = 0;            ///< --permits N: one of N permits; 0 = exclusive
   std::string at_least, at_most;   ///< --at-least / --at-most ("" = not given)
   std::string value;               ///< `elect --value`: the campaign value
+  std::string holder;              ///< --holder: the hold's description ("" = host:pid:CMD)
   std::vector<std::string> command;
 };
 int run_command(const run_args& a);
@@ -71,7 +78,7 @@ struct serve_args {
   std::string token_file;                ///< "" = $SQLOCK_ADMIN_TOKEN (none: no changes)
   std::vector<std::string> allow_hosts;  ///< Host names served besides the listen address
   bool private_reads = false;            ///< reads need the token too
-  std::string renewal_interval = "10s";  ///< window of sqlock_store_holds_expiring_soon
+  std::string retry_every = "2s";        ///< pause between connection attempts while down
 };
 int serve_command(const serve_args& a);
 
@@ -79,6 +86,17 @@ using wall_time = std::chrono::system_clock::time_point;
 
 /// "2024-05-01T12:00:00.250Z" (as list() gives) as a time point; empty when malformed.
 std::optional<wall_time> parse_utc(const std::string& iso);
+
+/// "2026-11-23T11:40:02Z": the store's time to the second (its own text when it is not a
+/// time, "-" when empty).
+std::string utc_text(const std::string& iso);
+
+/// A duration as sqlock's options take it: "2s", "250ms", "1500ms".
+std::string duration_text(milliseconds d);
+
+/// Who holds `name` as the store lists it: "HOLDER since TIME" (", and N more" for shared
+/// holds and permits); "" when it cannot be told (not held any more, no list()).
+std::string holders_of(const client& c, const std::string& name);
 
 /// `sqlock list`: held locks as an aligned table or (`json`) one JSON array.
 int list_command(const std::string& url, const std::string& prefix, bool json);

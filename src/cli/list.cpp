@@ -62,18 +62,6 @@ std::string span(milliseconds d) {
   return buf;
 }
 
-// "2026-11-23T11:40:02Z": the store's time to the second (its own text when it is not a time).
-std::string utc_text(const std::string& iso) {
-  auto t = parse_utc(iso);
-  if (!t) return iso.empty() ? "-" : printable(iso);
-  std::time_t secs = std::chrono::system_clock::to_time_t(*t);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 constexpr std::size_t n_columns = 8;
 using row = std::array<std::string, n_columns>;
 // Columns whose cells are right-aligned (numbers and durations).
@@ -94,7 +82,7 @@ row cells(const lock_status& r, wall_time now) {
   return {printable(r.name),
           kind,
           std::to_string(r.fence),
-          utc_text(r.acquired_at),
+          printable(utc_text(r.acquired_at)),
           held,
           left,
           printable(r.mode),

@@ -20,9 +20,25 @@ const CLI::Validator nonempty(
     [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; }, "",
     "NONEMPTY");
 
-// The options `run` and `hold` share: where, how long to wait, the lease, the mode.
-void add_lock_options(CLI::App* sub, run_args& a, bool& nonblock, const char* url_help) {
-  sub->add_option("-u,--url", a.url, url_help);
+const char* const url_help =
+    "lock store URL (default: $SQLOCK_URL, else sqlite: in $XDG_STATE_HOME/sqlock)";
+
+void add_url(CLI::App* sub, std::string& url) {
+  sub->add_option("-u,--url", url, url_help);
+}
+
+// The exit codes every subcommand that opens the store shares (the end of each footer).
+const std::string store_exits =
+    "64 bad arguments or URL; 69 store unreachable; 73 the server is read-only (a hot standby or "
+    "read-only replica); 77 access refused by the store; 78 sqlock schema missing or outdated "
+    "(run `sqlock migrate`).";
+// Those of the subcommands that wait for a lock.
+const std::string wait_exits =
+    "70 lease lost; 75 not obtained within --wait (or -E N); 128+N signal N stopped the wait; ";
+
+// The options `run`, `elect` and `hold` share: where, how long to wait, the lease, the mode.
+void add_lock_options(CLI::App* sub, run_args& a, bool& nonblock) {
+  add_url(sub, a.url);
   auto* wait_opt =
       sub->add_option(
              "-w,--wait", a.wait,
@@ -110,6 +126,14 @@ bool unknown_subcommand(const std::string& word) {
   return true;
 }
 
+// Whether the parser took NAME from after a `--` (`sqlock run -- echo hi`): the arguments hold
+// more `--` words than CMD kept (a `--` after NAME stays in CMD; one before NAME is consumed).
+bool name_after_dashes(int argc, char** argv, const std::vector<std::string>& command) {
+  auto given = std::count_if(argv + 1, argv + argc,
+                             [](const char* w) { return w == std::string_view("--"); });
+  return given > std::count(command.begin(), command.end(), std::string("--"));
+}
+
 // `--version`: the program's version and the backends it can open.
 std::string version_text() {
   std::string v = "sqlock " SQLOCK_VERSION "\nbackends:";  // the project() version
@@ -135,8 +159,14 @@ int main(int argc, char** argv) {
   CLI::App app{"sqlock: distributed locks whose home is the database"};
   app.require_subcommand(1);
   app.set_version_flag("--version", version_text, "print the version and the backends it can open");
-  const char* url_help =
-      "lock store URL (default: $SQLOCK_URL, else sqlite: in $XDG_STATE_HOME/sqlock)";
+  // Parse errors echo what was typed, a URL with its password too: masked like every message.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return shown(CLI::FailureMessage::simple(a, e));
+  });
+  app.footer(
+      "Exit: 0 done; 1 nothing to show or do (leader: nobody leads; release: not held); run and\n"
+      "elect: CMD's status; " +
+      wait_exits + "\n" + store_exits + "\nEach subcommand's --help lists its own.");
 
   run_args ra, ha;
   bool ra_nonblock = false, ha_nonblock = false;
@@ -144,7 +174,11 @@ int main(int argc, char** argv) {
   if (wanted("run")) {
     run = app.add_subcommand("run",
                              "run a command while holding a lock (like flock across machines)");
-    add_lock_options(run, ra, ra_nonblock, url_help);
+    add_lock_options(run, ra, ra_nonblock);
+    run->footer(
+        "Exit: CMD's status (128+N: CMD killed by signal N); 126 CMD not executable; 127 "
+        "CMD not found; " +
+        wait_exits + "\n" + store_exits);
     // After NAME, everything is CMD: `--` is only needed for a leading dash.
     run->positionals_at_end();
     run->add_option(
@@ -174,6 +208,8 @@ int main(int argc, char** argv) {
         ->check(nonempty)
         ->excludes(shared_opt)
         ->excludes(permits_opt);
+    run->add_option("--holder", ra.holder,
+                    "the hold's description in the store (default: HOST:PID:CMD ARGS)");
     run->add_option("name", ra.name, "lock name")->required();
     run->add_option("command", ra.command, "command and arguments (after --)")->excludes(shell_opt);
   }
@@ -184,7 +220,11 @@ int main(int argc, char** argv) {
   if (wanted("elect")) {
     elect = app.add_subcommand("elect",
                                "campaign for leadership of NAME and run a command while leading");
-    add_lock_options(elect, ea, ea_nonblock, url_help);
+    add_lock_options(elect, ea, ea_nonblock);
+    elect->footer(
+        "Exit: CMD's status (128+N: CMD killed by signal N); 126 CMD not executable; "
+        "127 CMD not found; " +
+        wait_exits + "\n" + store_exits);
     elect->positionals_at_end();
     elect
         ->add_option("--kill-after", ea.kill_after,
@@ -206,7 +246,8 @@ int main(int argc, char** argv) {
   CLI::App* leader = nullptr;
   if (wanted("leader")) {
     leader = app.add_subcommand("leader", "print the leader's value and term (two lines)");
-    leader->add_option("--url", leader_url, url_help);
+    add_url(leader, leader_url);
+    leader->footer("Exit: 0 someone leads; 1 nobody leads; " + store_exits);
     leader->add_flag("--json", leader_json, "one JSON object (null when nobody leads)");
     leader->add_option("name", leader_name, "election name")->required();
   }
@@ -215,23 +256,21 @@ int main(int argc, char** argv) {
   if (wanted("hold")) {
     hold = app.add_subcommand(
         "hold", "take a lock, print its fence, hold it until SIGINT/SIGTERM (exit 0) or loss (70)");
-    add_lock_options(hold, ha, ha_nonblock, url_help);
+    add_lock_options(hold, ha, ha_nonblock);
+    hold->add_option("--holder", ha.holder,
+                     "the hold's description in the store (default: HOST:PID:sqlock hold)");
+    hold->footer("Exit: 0 released after SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2; " +
+                 wait_exits + "\n" + store_exits);
     hold->add_option("name", ha.name, "lock name")->required();
   }
-
-  app.footer(
-      "Exit: CMD's status; 64 bad arguments or URL; 69 store unreachable; 70 lease lost (CMD's\n"
-      "process group stopped); 75 not obtained within --wait (or -E N); 77 access refused by the "
-      "store;\n"
-      "78 the server is read-only (a hot standby or read-only replica); doctor: 1 unsafe; 126 CMD "
-      "not executable; 127 CMD not found; 128+N CMD killed by signal N.");
 
   std::string list_url, list_prefix;
   bool list_json = false;
   CLI::App* list = nullptr;
   if (wanted("list")) {
     list = app.add_subcommand("list", "list held locks");
-    list->add_option("--url", list_url, url_help);
+    add_url(list, list_url);
+    list->footer("Exit: 0; " + store_exits);
     list->add_option("--prefix", list_prefix, "only names starting with this");
     list->add_flag("--json", list_json, "one JSON array");
   }
@@ -242,7 +281,8 @@ int main(int argc, char** argv) {
   if (wanted("release")) {
     rel = app.add_subcommand("release", "release a lock whoever holds it");
     rel->add_flag("--force", rel_force, "required: this overrides the holder");
-    rel->add_option("--url", rel_url, url_help);
+    add_url(rel, rel_url);
+    rel->footer("Exit: 0 released; 1 not held; " + store_exits + " 64 also without --force.");
     rel->add_option("name", rel_name, "lock name")->required();
   }
 
@@ -251,7 +291,8 @@ int main(int argc, char** argv) {
   CLI::App* mig = nullptr;
   if (wanted("migrate")) {
     mig = app.add_subcommand("migrate", "apply (or print) the schema migrations and routines");
-    mig->add_option("--url", mig_url, url_help);
+    add_url(mig, mig_url);
+    mig->footer("Exit: 0 migrated (or nothing to migrate); " + store_exits);
     mig->add_flag("--print", mig_print, "print the SQL instead of applying it");
   }
 
@@ -264,13 +305,16 @@ int main(int argc, char** argv) {
         "check the store behind a URL: what it is and whether the URL's mode is safe there");
     doc->add_option("url", doc_url, url_help);
     doc->add_flag("--json", doc_json, "one JSON object");
+    doc->footer("Exit: 0 the URL's mode is safe there; 1 a finding is unsafe or an error; " +
+                store_exits);
   }
 
   bench_args ba;
   CLI::App* bench = nullptr;
   if (wanted("bench")) {
     bench = app.add_subcommand("bench", "measure lock/unlock pairs per second and latency");
-    bench->add_option("--url", ba.url, url_help);
+    add_url(bench, ba.url);
+    bench->footer("Exit: 0; " + store_exits);
     bench->add_option("--mode", ba.mode, "backend mode");
     bench->add_option("--threads", ba.threads, "threads, each with its own client")
         ->capture_default_str()
@@ -294,7 +338,11 @@ int main(int argc, char** argv) {
   CLI::App* serve = nullptr;
   if (wanted("serve")) {
     serve = app.add_subcommand("serve", "web admin page listing locks, with forced release");
-    serve->add_option("--url", sa.url, url_help);
+    add_url(serve, sa.url);
+    serve->footer(
+        "Exit: 0 stopped by a signal; 64 bad arguments or --listen; 77 access refused "
+        "by the store; 78 sqlock schema missing or outdated (run `sqlock migrate`).\n"
+        "A store that does not answer is reported by /healthz (503), not by an exit.");
     serve
         ->add_option(
             "--listen", sa.listen,
@@ -314,8 +362,9 @@ int main(int argc, char** argv) {
     serve->add_flag("--private", sa.private_reads,
                     "reading the locks and /metrics needs the token");
     serve
-        ->add_option("--renewal-interval", sa.renewal_interval,
-                     "window of the holds-expiring-soon metric (one renewal interval)")
+        ->add_option("--retry-every", sa.retry_every,
+                     "while the store does not answer: pause between connection attempts "
+                     "(serve runs meanwhile; /healthz answers 503)")
         ->capture_default_str();
   }
 
@@ -328,6 +377,13 @@ int main(int argc, char** argv) {
     return usage;
   }
 
+  // `sqlock run -- CMD` without NAME: the parser would take CMD's first word for NAME.
+  for (auto [sub, a] : {std::pair{run, &ra}, std::pair{elect, &ea}})
+    if (sub && *sub && name_after_dashes(argc, argv, a->command)) {
+      std::cerr << "sqlock: " << sub->get_name() << " needs NAME before --: sqlock "
+                << sub->get_name() << " [OPTIONS] NAME -- CMD [ARGS...]\n";
+      return usage;
+    }
   // After NAME the parser keeps everything, `--` too: it only marks where CMD begins.
   for (auto* a : {&ra, &ea})
     if (!a->command.empty() && a->command.front() == "--") a->command.erase(a->command.begin());

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "session.hpp"
+#include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 
 extern char** environ;
@@ -163,6 +164,10 @@ void signal_thread(sigset_t set) {
       hold_cv.notify_all();
     } else if (pid == 0) {
       stop_waiting(sig);
+      // CMD may have started meanwhile: session::run() stores child_pid, then reads
+      // wait_signal; this stored wait_signal, then reads child_pid (both seq_cst), so one of
+      // the two sees the other and the signal is never lost (at worst CMD's group gets it twice).
+      if (pid_t started = child_pid.load(); started > 0) ::kill(-started, sig);
     } else if (pid == connecting) {
       interrupted_message();
       ::_exit(128 + sig);
@@ -243,6 +248,26 @@ pid_t spawn(exec_plan& plan) {
   return ::clone(exec_child, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
 }
 
+// The longest default holder text: stores keep at least 255 bytes (MariaDB's advisory mode).
+constexpr std::size_t max_default_holder = 200;
+
+// "host:pid:CMD ARGS..." (`sh -c STRING` for -c; "sqlock hold" for hold), passwords masked
+// (a command line may carry a URL), cut at max_default_holder bytes on a character boundary.
+std::string default_cli_holder(const run_args& a) {
+  std::string host_pid = default_holder();  // "host:pid:program"
+  host_pid.erase(host_pid.rfind(':') + 1);
+  std::string cmd = a.shell_command.empty() ? "" : "sh -c " + a.shell_command;
+  for (const auto& w : a.command) cmd += (cmd.empty() ? "" : " ") + w;
+  if (cmd.empty()) cmd = "sqlock hold";
+  std::string text = shown(host_pid + cmd);
+  if (text.size() > max_default_holder) {
+    auto cut = max_default_holder;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+    text.erase(cut);
+  }
+  return text;
+}
+
 client connect_for(const run_args& a, sigset_t& old, steady_time deadline) {
   sigset_t set;
   sigemptyset(&set);
@@ -252,9 +277,10 @@ client connect_for(const run_args& a, sigset_t& old, steady_time deadline) {
 
   if (a.quiet) std::cerr.rdbuf(nullptr);  // messages are dropped from here on
   client_options opts;
+  opts.holder = a.holder.empty() ? default_cli_holder(a) : a.holder;
   if (a.verbose)
     opts.observer = make_logger(log_level::trace, [](log_level, std::string_view message) {
-      std::string line = "sqlock: " + std::string(message) + "\n";
+      std::string line = "sqlock: " + shown(message) + "\n";
       (void)!::write(2, line.data(), line.size());  // one write: lines never interleave
     });
   return connect(with_mode(resolve_url(a.url), a.mode), std::move(opts), deadline);
@@ -332,7 +358,10 @@ int session::wait_over() const {
 }
 
 int session::not_obtained() const {
-  std::cerr << "sqlock: lock '" << a_.name << "' not obtained within " << a_.wait << "\n";
+  std::string message = "lock '" + a_.name + "' not obtained within " +
+                        duration_text(wait_.value_or(milliseconds(0)));
+  if (auto who = holders_of(client_, a_.name); !who.empty()) message += " (held by " + who + ")";
+  std::cerr << "sqlock: " << shown(message) << "\n";
   return a_.conflict_exit;
 }
 

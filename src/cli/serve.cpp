@@ -1,20 +1,25 @@
 // `sqlock serve`: the admin page and its API (see docs/cli.md, docs/operations.md).
 //   GET  /, /app.js, /style.css  the page (embedded)
 //   GET  /healthz                200 when the store answers, 503 with the reason when not
+//                                (also while serve is still connecting to it)
 //   GET  /metrics                Prometheus text: this process's counters and the store's view
 //   GET  /api/info               backend, mode, capabilities, what needs the token
-//   GET  /api/locks              held locks as JSON (?prefix=), with age_s and expires_in_s
+//   GET  /api/locks              held locks as JSON (?prefix=), with age_s and expires_in_s;
+//                                ?limit=&offset=&sort=&dir= for one sorted page
 //   GET  /api/events             the store's audit trail, newest first (?prefix=&limit=)
 //   POST /api/release            body {"name": "..."}: forced release (needs the token)
 // Every request passes the request_guard (Host, Origin, token) first.
 #include <httplib.h>
 
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
 #include "serve_assets.hpp"
 #include "serve_guard.hpp"
+#include "serve_leases.hpp"
+#include "serve_link.hpp"
 #include "serve_metrics.hpp"
 #include "serve_store.hpp"
 #include "sqlock/url.hpp"
@@ -42,9 +47,17 @@ access access_of(const Request& req) {
 }
 
 // Answers 503 for a store that does not answer, 400 for a bad request.
-void release_route(const client& c, const serve_args& a, serve_metrics& m, const Request& req,
-                   Response& res) {
+// Why a request found no store: serve is still connecting to it.
+void not_connected(const store_link& link, Response& res) {
+  auto why = link.why();
+  reply(res, 503, "store unavailable: " + (why.empty() ? std::string("connecting") : why));
+}
+
+void release_route(const store_link& link, const serve_args& a, serve_metrics& m,
+                   const Request& req, Response& res) {
   if (a.read_only) return reply(res, 403, "read-only");
+  auto c = link.get();
+  if (!c) return not_connected(link, res);
   std::string name;
   try {
     name = nlohmann::json::parse(req.body).at("name").get<std::string>();
@@ -52,7 +65,7 @@ void release_route(const client& c, const serve_args& a, serve_metrics& m, const
     return reply(res, 400, R"(body must be JSON {"name": "..."})");
   }
   try {
-    bool released = c.force_release(name);
+    bool released = c->force_release(name);
     m.count_release(released ? "released" : "not_held");
     // The name as a JSON string: control characters in a name cannot forge log lines.
     auto shown = nlohmann::json(name).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
@@ -60,17 +73,19 @@ void release_route(const client& c, const serve_args& a, serve_metrics& m, const
               << (released ? "released" : "not held") << "\n";
     reply_json(res, {{"released", released}});
   } catch (const config_error& e) {
-    reply(res, 400, e.what());
+    reply(res, 400, shown(e.what()));
   } catch (const unsupported& e) {
     reply(res, 501, e.what());
   } catch (const std::exception& e) {
     m.count_release("error");
-    reply(res, 503, std::string("store unavailable: ") + e.what());
+    reply(res, 503, "store unavailable: " + shown(e.what()));
   }
 }
 
 // The newest events of the store's audit trail: 501 when it keeps none, 400 for a bad limit.
-void events_route(const client& c, const Request& req, Response& res) {
+void events_route(const store_link& link, const Request& req, Response& res) {
+  auto c = link.get();
+  if (!c) return not_connected(link, res);
   std::size_t limit = 100;
   if (req.has_param("limit")) {
     try {
@@ -82,7 +97,7 @@ void events_route(const client& c, const Request& req, Response& res) {
   }
   try {
     auto json = nlohmann::json::array();
-    for (const auto& e : c.events(req.get_param_value("prefix"), limit))
+    for (const auto& e : c->events(req.get_param_value("prefix"), limit))
       json.push_back({{"at", e.at},
                       {"event", e.event},
                       {"name", e.name},
@@ -96,19 +111,64 @@ void events_route(const client& c, const Request& req, Response& res) {
   } catch (const unsupported& e) {
     reply(res, 501, e.what());
   } catch (const std::exception& e) {
-    reply(res, 503, std::string("store unavailable: ") + e.what());
+    reply(res, 503, "store unavailable: " + shown(e.what()));
   }
 }
 
-void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
-                const request_guard& guard, serve_metrics& m, milliseconds renewal) {
+// A whole number query parameter within [0, max]; nullopt when absent, -1 when malformed.
+long long count_param(const Request& req, const char* key, long long max, long long fallback) {
+  if (!req.has_param(key)) return fallback;
+  try {
+    auto v = std::stoll(req.get_param_value(key));
+    return v >= 0 && v <= max ? v : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// The held locks: all of them as an array, or with ?limit= one sorted page of them as
+// {"total", "offset", "limit", "expiring_soon", "rows"}.
+void locks_route(const store_link& link, lease_tracker& leases, const Request& req, Response& res) {
+  auto c = link.get();
+  if (!c) return not_connected(link, res);
+  auto limit = count_param(req, "limit", 10000, 0);
+  auto offset = count_param(req, "offset", std::numeric_limits<int>::max(), 0);
+  if (limit < 0 || offset < 0) return reply(res, 400, "limit must be 1..10000, offset >= 0");
+  nlohmann::json rows;
+  try {
+    rows = locks_json(c->list(req.get_param_value("prefix")), std::chrono::system_clock::now(),
+                      leases, c->get_backend().kind());
+  } catch (const std::exception& e) {
+    return reply(res, 503, "store unavailable: " + shown(e.what()));
+  }
+  if (req.has_param("sort"))
+    sort_rows(rows, req.get_param_value("sort"), req.get_param_value("dir") == "desc" ? -1 : 1);
+  if (!req.has_param("limit")) return reply_json(res, rows);
+  std::size_t soon = 0;
+  for (const auto& r : rows) soon += r["expiring_soon"].get<bool>();
+  auto total = rows.size();
+  auto from = std::min<std::size_t>(static_cast<std::size_t>(offset), total);
+  auto to = std::min<std::size_t>(from + static_cast<std::size_t>(limit), total);
+  nlohmann::json page = nlohmann::json::array();
+  for (auto i = from; i < to; ++i) page.push_back(std::move(rows[i]));
+  reply_json(res, {{"total", total},
+                   {"offset", from},
+                   {"limit", limit},
+                   {"expiring_soon", soon},
+                   {"rows", std::move(page)}});
+}
+
+void add_routes(httplib::Server& srv, const store_link& link, const std::string& backend,
+                const serve_args& a, const request_guard& guard, serve_metrics& m,
+                lease_tracker& leases) {
   for (const auto& f : page_assets()) {
     srv.Get(std::string(f.path), [&f](const Request&, Response& res) {
       res.set_content(std::string(f.body), std::string(f.content_type));
     });
   }
   srv.Get("/healthz", [&](const Request& req, Response& res) {
-    auto why = probe_store(c);
+    auto c = link.get();
+    auto why = c ? probe_store(*c) : "connecting: " + link.why();
     if (why.empty()) return reply(res, 200, "ok");
     // With --private the reason (host names, errors) is for token holders only.
     bool show =
@@ -116,23 +176,26 @@ void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
                                                req.get_header_value("Authorization"), false);
     reply(res, 503, show ? "store unavailable: " + why : "store unavailable");
   });
-  srv.Get("/metrics", [&, renewal](const Request&, Response& res) {
+  srv.Get("/metrics", [&](const Request&, Response& res) {
     try {
-      res.set_content(m.scrape(c, renewal), "text/plain; version=0.0.4; charset=utf-8");
+      auto c = link.get();
+      res.set_content(m.scrape(c.get(), c ? c->get_backend().kind() : backend, leases),
+                      "text/plain; version=0.0.4; charset=utf-8");
     } catch (const unsupported& e) {
       reply(res, 501, e.what());
     }
   });
-  srv.Get("/api/info", [&, renewal](const Request&, Response& res) {
-    auto caps = c.caps();
-    reply_json(res, {{"backend", c.get_backend().describe()},
-                     {"kind", c.get_backend().kind()},
-                     {"mode", c.get_backend().mode()},
+  srv.Get("/api/info", [&](const Request&, Response& res) {
+    auto c = link.get();
+    if (!c) return not_connected(link, res);
+    auto caps = c->caps();
+    reply_json(res, {{"backend", c->get_backend().describe()},
+                     {"kind", c->get_backend().kind()},
+                     {"mode", c->get_backend().mode()},
                      {"read_only", a.read_only},
                      {"token_configured", guard.has_token()},
                      {"private", guard.private_reads()},
                      {"metrics", serve_metrics::available()},
-                     {"renewal_interval_s", static_cast<double>(renewal.count()) / 1000},
                      {"capabilities",
                       {{"fencing", caps.fencing},
                        {"notify", caps.notify},
@@ -142,30 +205,27 @@ void add_routes(httplib::Server& srv, const client& c, const serve_args& a,
                        {"force_release", caps.force_release},
                        {"events", caps.events}}}});
   });
-  srv.Get("/api/locks", [&](const Request& req, Response& res) {
-    try {
-      auto rows = c.list(req.get_param_value("prefix"));
-      reply_json(res, locks_json(rows, std::chrono::system_clock::now()));
-    } catch (const std::exception& e) {
-      reply(res, 503, std::string("store unavailable: ") + e.what());
-    }
-  });
-  srv.Get("/api/events", [&](const Request& req, Response& res) { events_route(c, req, res); });
+  srv.Get("/api/locks",
+          [&](const Request& req, Response& res) { locks_route(link, leases, req, res); });
+  srv.Get("/api/events", [&](const Request& req, Response& res) { events_route(link, req, res); });
   srv.Post("/api/release",
-           [&](const Request& req, Response& res) { release_route(c, a, m, req, res); });
+           [&](const Request& req, Response& res) { release_route(link, a, m, req, res); });
 }
 
 }  // namespace
 
 int serve_command(const serve_args& a) {
   auto listen = listen_address::parse(a.listen);
-  auto renewal = parse_duration(a.renewal_interval);
-  if (renewal.count() <= 0) throw config_error("--renewal-interval must be > 0");
+  auto retry = parse_duration(a.retry_every);
+  if (retry.count() <= 0) throw config_error("--retry-every must be > 0");
   request_guard guard(listen, a.allow_hosts, load_admin_token(a.token_file), a.private_reads);
   serve_metrics metrics;
+  lease_tracker leases;
   client_options opts;
   opts.observer = metrics.lock_observer();
-  auto c = connect(resolve_url(a.url), opts);
+  const auto url_text = resolve_url(a.url);
+  const auto backend = url::parse(url_text).scheme;  // the backend's kind, until connected
+  store_link link(url_text, opts, retry);
 
   httplib::Server srv;
   srv.set_default_headers({{"X-Content-Type-Options", "nosniff"},
@@ -186,7 +246,7 @@ int serve_command(const serve_args& a) {
     return httplib::Server::HandlerResponse::Handled;
   });
   srv.set_logger([&](const Request&, const Response& res) { metrics.count_request(res.status); });
-  add_routes(srv, c, a, guard, metrics, renewal);
+  add_routes(srv, link, backend, a, guard, metrics, leases);
 
   int port = listen.port;
   if (port == 0) {
@@ -200,7 +260,8 @@ int serve_command(const serve_args& a) {
   std::string where =
       "http://" + (v6 ? "[" + listen.host + "]" : listen.host) + ":" + std::to_string(port) + "/";
   std::cout << where << std::endl;  // the first line of stdout: tests and scripts read the port
-  std::cerr << "sqlock serve: " << where << " for " << c.get_backend().describe()
+  std::cerr << "sqlock serve: " << where << " for "
+            << (link.get() ? link.get()->get_backend().describe() : redact_secrets(url_text))
             << (guard.has_token() ? "" : " (no admin token: read-only)") << "\n";
   srv.listen_after_bind();
   return ok;

@@ -46,7 +46,8 @@ void serve_metrics::count_release(std::string_view result) {
   impl_->releases.Add({{"result", std::string(result)}}).Increment();
 }
 
-std::string serve_metrics::scrape(const client& c, std::chrono::milliseconds renewal_interval) {
+std::string serve_metrics::scrape(const client* c, const std::string& backend,
+                                  lease_tracker& leases) {
   // The store's view is built afresh for each scrape: a lock released since the last one must
   // not linger as a stale series.
   Registry store;
@@ -60,11 +61,11 @@ std::string serve_metrics::scrape(const client& c, std::chrono::milliseconds ren
   auto& oldest = gauge("sqlock_store_oldest_hold_age_seconds",
                        "age of the oldest hold in the store (0 when none)");
   auto& expiring = gauge("sqlock_store_holds_expiring_soon",
-                         "holds whose lease ends within one renewal interval");
-  std::string backend = c.get_backend().kind();
+                         "holds with less than half their lease left (a renewal overdue)");
   try {
-    auto rows = c.list();
-    auto s = summarise(rows, std::chrono::system_clock::now(), renewal_interval);
+    if (!c) throw connection_error("not connected");
+    auto rows = c->list();
+    auto s = summarise(rows, std::chrono::system_clock::now(), leases);
     for (const auto& [mode_kind, n] : s.held_by_mode)
       held.Add({{"backend", backend}, {"mode", mode_kind.first}, {"kind", mode_kind.second}})
           .Set(static_cast<double>(n));

@@ -1,7 +1,7 @@
 // /metrics of `sqlock serve`: the serving process's own counters (its client's lock events
 // through sqlock::prometheus, HTTP requests by status, forced releases by result) and the
 // store's view at scrape time (held locks by backend and mode, oldest hold age, holds expiring
-// within one renewal interval, whether the store answered), in the Prometheus text format.
+// soon by their own lease, whether the store answered), in the Prometheus text format.
 // Built on prometheus-cpp; without it (serve_metrics_off.cpp) /metrics answers 501.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "serve_leases.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::cli {
@@ -30,9 +31,9 @@ class serve_metrics {
   void count_request(int status);
   /// Counts one forced release: "released", "not_held" or "error".
   void count_release(std::string_view result);
-  /// The exposition text; asks the store through `c` (a failure shows as sqlock_store_up 0).
-  /// unsupported when unavailable.
-  std::string scrape(const client& c, std::chrono::milliseconds renewal_interval);
+  /// The exposition text; asks the store through `c` (null: not connected; that or a failure
+  /// shows as sqlock_store_up 0). unsupported when unavailable.
+  std::string scrape(const client* c, const std::string& backend_kind, lease_tracker& leases);
 
  private:
   struct impl;

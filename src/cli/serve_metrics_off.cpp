@@ -14,7 +14,7 @@ std::shared_ptr<observer> serve_metrics::lock_observer() const {
 }
 void serve_metrics::count_request(int) {}
 void serve_metrics::count_release(std::string_view) {}
-std::string serve_metrics::scrape(const client&, std::chrono::milliseconds) {
+std::string serve_metrics::scrape(const client*, const std::string&, lease_tracker&) {
   throw unsupported("this sqlock was built without prometheus-cpp: no /metrics");
 }
 

@@ -615,7 +615,7 @@ void engine_backend::check_schema(steady_time deadline) {
   int need = latest_version(bundle_);
   if (have < need) {
     std::string shown = describe();
-    throw config_error(
+    throw schema_error(
         "sqlock schema " +
         (have == 0 ? std::string("is missing") : "is at version " + std::to_string(have)) + " in " +
         shown + "; this library needs version " + std::to_string(need) +

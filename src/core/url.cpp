@@ -183,54 +183,8 @@ std::string url::redacted() const {
   return redact_url(original);
 }
 
-namespace {
-
-// Whether a query parameter named `key` carries a secret (password=, sslpassword=, token=, ...).
-bool secret_key(std::string key) {
-  for (auto& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const char* word : {"password", "passwd", "pwd", "secret", "token", "auth"})
-    if (key.find(word) != std::string::npos) return true;
-  return false;
-}
-
-// `text` with the value of every secret query parameter replaced by "***".
-std::string redact_secret_params(std::string text) {
-  auto pos = text.find('?');
-  if (pos == std::string::npos) return text;
-  auto stop = text.find('#', pos);
-  if (stop == std::string::npos) stop = text.size();
-  while (pos < stop) {
-    const auto key_at = pos + 1;
-    auto amp = text.find('&', key_at);
-    if (amp == std::string::npos || amp > stop) amp = stop;
-    auto eq = text.find('=', key_at);
-    if (eq != std::string::npos && eq < amp && secret_key(text.substr(key_at, eq - key_at))) {
-      text.replace(eq + 1, amp - eq - 1, "***");
-      stop -= amp - eq - 1 - 3;
-      amp = eq + 4;
-    }
-    pos = amp;
-  }
-  return text;
-}
-
-}  // namespace
-
 std::string redact_url(std::string_view text) {
-  std::string out(text);
-  // The authority runs from "//" to the next '/', '?' or '#'; its user info ends at the last
-  // '@' in it (a password may contain '@' unescaped); the password follows the first ':'.
-  auto start = out.find("//");
-  if (start == std::string::npos) return out;
-  start += 2;
-  auto end = out.find_first_of("/?#", start);
-  if (end == std::string::npos) end = out.size();
-  auto at = out.rfind('@', end);
-  if (at != std::string::npos && at >= start) {
-    auto colon = out.find(':', start);
-    if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
-  }
-  return redact_secret_params(std::move(out));
+  return redact_secrets(text);
 }
 
 void url::check_params(const std::vector<std::string>& allowed) const {

@@ -1,11 +1,13 @@
 // The admin page of `sqlock serve` in a real browser: Debian's chromium driven by playwright-core,
 // against SQLite and PostgreSQL (SQLOCK_TEST_POSTGRES_URL; skipped only when unset, failed then
 // under SQLOCK_TEST_REQUIRE_ALL=1; CTest sets SQLOCK_BROWSER_POSTGRES=1 when the binary has the
-// backend) with live holders started by `sqlock run NAME -- sleep 60`.
+// backend) with live holders started by `sqlock run NAME -- sleep 60`; on SQLite also 10,000
+// locks written straight into the file (paging, numeric sort), on PostgreSQL serve started
+// while its store is down (through a relay that refuses connections until resumed).
 // Usage: node admin_page.test.mjs SQLOCK_BINARY ARTIFACT_DIR
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -81,15 +83,18 @@ function request(base, { method = 'GET', path: p = '/', headers = {}, body } = {
 
 // A TCP relay in front of a server, so the test can take "the store" away from sqlock serve
 // without touching the shared server: stop() closes the port and every relayed connection.
-async function relay(targetHost, targetPort) {
+// Made `paused`, it closes every connection at once until resume().
+async function relay(targetHost, targetPort, { paused = false } = {}) {
   const sockets = new Set();
+  let refusing = paused;
   const server = net.createServer((c) => {
+    if (refusing) { c.destroy(); return; }
     const s = net.connect(targetPort, targetHost);
     for (const x of [c, s]) { sockets.add(x); x.on('close', () => sockets.delete(x)); x.on('error', () => {}); }
     c.pipe(s); s.pipe(c);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return { port: server.address().port,
+  return { port: server.address().port, resume: () => { refusing = false; },
     stop: () => { server.close(); for (const s of sockets) s.destroy(); } };
 }
 
@@ -115,12 +120,13 @@ async function suite(t, label, storeUrl, { downViaRelay } = {}) {
   let serveUrl = storeUrl, proxy = null;
   if (downViaRelay) {
     const u = new URL(storeUrl);
-    proxy = await relay(u.hostname, Number(u.port || 5432));
+    proxy = await relay(u.hostname, Number(u.port || 5432), { paused: true });
     u.host = '127.0.0.1:' + proxy.port;
     serveUrl = u.toString();
   }
-  const server = serve(serveUrl, token);
+  const server = serve(serveUrl, token, ['--retry-every', '300ms']);
   const permits = `browser-pool-${tag}`;
+  const unrenewed = `browser-unrenewed-${tag}`;
   const holders = [holder(storeUrl, plain), holder(storeUrl, evil),
     holder(storeUrl, permits, ['--permits', '3']), holder(storeUrl, permits, ['--permits', '3'])];
   let cleanup = async () => {};
@@ -140,6 +146,17 @@ async function suite(t, label, storeUrl, { downViaRelay } = {}) {
   page.on('dialog', async (d) => { dialogs.push(d.type() + ': ' + d.message()); await d.dismiss(); });
   await page.goto(base);
 
+  if (proxy) {
+    await t.test('serve started while the store is down: 503, then the locks', async () => {
+      await page.locator('#banner', { hasText: 'Store unavailable' }).waitFor({ timeout: DEADLINE_MS });
+      assert.equal((await request(base, { path: '/healthz' })).status, 503);
+      await page.screenshot({ path: shot('connecting'), fullPage: true });
+      proxy.resume();
+      await until('/healthz 200', async () => (await request(base, { path: '/healthz' })).status === 200);
+      await page.locator('#banner').waitFor({ state: 'hidden', timeout: DEADLINE_MS });
+    });
+  }
+
   await t.test('the table shows the live holders', async () => {
     for (const name of [plain, evil]) {
       await page.locator('td.name', { hasText: name }).first().waitFor({ timeout: DEADLINE_MS });
@@ -148,6 +165,7 @@ async function suite(t, label, storeUrl, { downViaRelay } = {}) {
     assert.match(held, /held \d+ s/);
     assert.match(held, /expires in \d+ s/);
     assert.match(held, /exclusive/);
+    if (label === 'postgresql') assert.match(held, /epoch \d+ \u00b7 #\d+/, 'the fence\'s parts');
     const pool = page.locator('#rows tr', { hasText: permits });
     await pool.nth(1).waitFor({ timeout: DEADLINE_MS });
     assert.equal(await pool.count(), 2, 'each permit holder has its own row');
@@ -168,8 +186,21 @@ async function suite(t, label, storeUrl, { downViaRelay } = {}) {
     await page.locator('#rows tr', { hasText: plain }).click();
     const details = await page.locator('#details').innerText();
     assert.match(details, /owner token/);
-    assert.match(details, /program\s+sqlock/);
+    assert.match(details, /command\s+sleep 60/);
+    assert.match(details, /lease \(as seen\)/);
     await page.screenshot({ path: shot('details'), fullPage: true });
+  });
+
+  await t.test('expiring soon by the hold\'s own lease', async () => {
+    // --at-most 10s is never renewed: red once less than half of it is left; the others, with
+    // a 3 s lease renewed every second, never are.
+    const p = spawn(sqlock, ['run', '--url', storeUrl, '--at-most', '10s', unrenewed, '--', 'sleep', '60'],
+      { stdio: 'ignore' });
+    holders.push({ proc: p });
+    await page.locator('#rows tr', { hasText: unrenewed }).locator('td.soon')
+      .waitFor({ timeout: DEADLINE_MS });
+    assert.equal(await page.locator('#rows tr', { hasText: plain }).locator('td.soon').count(), 0);
+    await page.screenshot({ path: shot('expiring'), fullPage: true });
   });
 
   await t.test('release asks for confirmation and the holder exits 70', async () => {
@@ -246,6 +277,50 @@ test('SQLite', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlock-browser-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   await suite(t, 'sqlite', 'sqlite:' + path.join(dir, 'locks.db'));
+});
+
+// 10,000 locks: copies of a live hold's row in the SQLite file (same boot id and clock),
+// expiring 10 minutes later. The page shows 100 of them, sorted and paged by the server.
+test('SQLite, 10,000 locks', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sqlock-browser-'));
+  const db = path.join(dir, 'locks.db');
+  const seed = holder('sqlite:' + db, 'seed');
+  const server = serve('sqlite:' + db, 'unused-token');
+  const browser = await launch();
+  t.after(async () => {
+    await browser.cleanup();
+    seed.proc.kill('SIGTERM');
+    server.proc.kill('SIGTERM');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const base = await server.base;
+  await until('the seed hold', async () => (await request(base, { path: '/api/locks' })).body.includes('"seed"'));
+  const py = spawnSync('python3', ['-c', `
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=10)
+c.execute("""WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+  INSERT INTO sqlock_locks (name, owner, fence, boot_id, acquired_ms, expires_ms, acquired_at, mode, holder)
+  SELECT 'bulk:' || i, 'owner-' || i, i * 7, boot_id, acquired_ms, expires_ms + 600000, acquired_at, mode, 'bulk'
+    FROM n, sqlock_locks WHERE name = 'seed'""")
+c.commit()`, db], { encoding: 'utf8' });
+  assert.equal(py.status, 0, py.stderr);
+  const page = await browser.context.newPage();
+  await page.goto(base);
+  await page.locator('#count', { hasText: '10001 locks held' }).waitFor({ timeout: DEADLINE_MS });
+  assert.equal(await page.locator('#rows tr').count(), 100, 'one page of 100 rows');
+  assert.match(await page.locator('#page-range').innerText(), /^1\u2013100 of 10001$/);
+  const names = await page.locator('#rows td.name').allTextContents();
+  assert.deepEqual(names.slice(0, 3), ['bulk:1', 'bulk:2', 'bulk:3'], 'names in natural order');
+  await page.locator('#page-next').click();
+  await page.locator('#page-range', { hasText: '101\u2013200 of 10001' }).waitFor({ timeout: DEADLINE_MS });
+  await page.locator('th[data-key="fence"]').click();
+  await page.locator('th[data-key="fence"]').click();  // descending
+  await page.locator('#page-range', { hasText: '1\u2013100 of 10001' }).waitFor({ timeout: DEADLINE_MS });
+  await until('fences sorted as numbers', async () => {
+    const f = await page.locator('#rows td.fence').allTextContents();
+    return f[0] === '70000' && f[1] === '69993';
+  });
+  await page.screenshot({ path: path.join(artifacts, 'sqlite-10000-locks.png') });
 });
 
 test('PostgreSQL', async (t) => {

@@ -2,7 +2,7 @@
 PostgreSQL (direct, pgbouncer in transaction, statement and session pooling, the hot standby),
 MariaDB, Redis, Redlock, ZooKeeper and etcd (single and cluster), SQLite. Checks each report's
 findings and exit status (0 safe, 1 unsafe, 69 unreachable, 77 refused credentials), that no
-password is printed, and that a lock command on the standby exits 78 naming it. A server whose
+password is printed, and that a lock command on the standby exits 73 naming it. A server whose
 URL variable is unset is skipped (a failure under SQLOCK_TEST_REQUIRE_ALL=1)."""
 import json
 import os
@@ -119,7 +119,7 @@ if standby:
            {"role": ("unsafe", f"127.0.0.1:{port} is a hot standby (read-only)")})
     p = subprocess.run([sqlock, "run", "-u", standby, "doctor-standby", "--", "true"],
                        capture_output=True, text=True, timeout=60)
-    check("run on the standby: exit 78", 78, p.returncode)
+    check("run on the standby: exit 73", 73, p.returncode)
     check("run on the standby: names it", True,
           f"127.0.0.1:{port} is a hot standby" in p.stderr)
 

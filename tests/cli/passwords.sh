@@ -17,8 +17,8 @@ env_password() {
   nopw=$user_part@${url#*@}
   env "$var=$password" "$sqlock" list --url "$nopw" >/dev/null 2>"$dir/$var.err"
   code=$?
-  check "$name: \$$var is the password (exit 0, or 64 for the schema: not 77 or 69)" yes \
-    "$([[ $code == 0 || ($code == 64 && $(cat "$dir/$var.err") == *schema*) ]] && echo yes)"
+  check "$name: \$$var is the password (exit 0, or 78 for the schema: not 77 or 69)" yes \
+    "$([[ $code == 0 || ($code == 78 && $(cat "$dir/$var.err") == *schema*) ]] && echo yes)"
   env "$var=wrong-password-for-test" "$sqlock" list --url "$nopw" >/dev/null 2>"$dir/$var.err"
   check "$name: a wrong \$$var exits 77" 77 $?
   SQLOCK_URL="$user_part:wrong-password-for-test@${url#*@}" "$sqlock" list 2>"$dir/$var.err"

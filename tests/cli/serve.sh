@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `sqlock serve` from outside: --listen checks, the token, Host and Origin checks, --private,
-# /healthz, and /metrics parsed by Prometheus's own text parser (python3-prometheus-client).
+# /healthz, /metrics parsed by Prometheus's own text parser (python3-prometheus-client),
+# "expiring soon" by each hold's own lease, paging and numeric sorting at 10,000 locks, and
+# (SQLOCK_CLI_POSTGRES=1) serve started while its store is down: /healthz 503 until it answers.
 set -uo pipefail
 sqlock=$1
 dir=$(mktemp -d)
@@ -33,7 +35,7 @@ start_server() {
 
 printf 'tok-%s\n' "$RANDOM$RANDOM$RANDOM" >"$dir/token"
 token=$(cat "$dir/token")
-start_server main --token-file "$dir/token" --renewal-interval 1h --allow-host locks.example
+start_server main --token-file "$dir/token" --allow-host locks.example
 case "$base" in http://127.0.0.1:[1-9]*) r=yes ;; *) r=no ;; esac
 check "--listen 127.0.0.1:0 prints the bound port ($base)" yes "$r"
 port=${base##*:}
@@ -102,7 +104,7 @@ PY
 mcheck "sqlock_store_up" 1 "$(metric sqlock_store_up backend=sqlite)"
 mcheck "sqlock_store_held_locks by mode" 1 "$(metric sqlock_store_held_locks backend=sqlite mode=pessimistic)"
 mcheck "sqlock_store_held_locks by kind" 1 "$(metric sqlock_store_held_locks backend=sqlite kind=exclusive)"
-mcheck "holds expiring within one renewal interval (1h)" 1 "$(metric sqlock_store_holds_expiring_soon)"
+mcheck "a hold renewed on schedule is not expiring soon" 0 "$(metric sqlock_store_holds_expiring_soon)"
 age=$(metric sqlock_store_oldest_hold_age_seconds)
 mcheck "oldest hold age is a number >= 0" yes "$("$py" -c "print('yes' if float('$age') >= 0 else 'no')" 2>/dev/null)"
 mcheck "HTTP requests are counted by status" yes \
@@ -126,6 +128,87 @@ check "--private: locks need the token" 401 "$(code "$base/api/locks")"
 check "--private: /metrics needs the token" 401 "$(code "$base/metrics")"
 check "--private: the page itself is served (it asks for the token)" 200 "$(code "$base/")"
 check "--private: with the token" 200 "$(code -H "Authorization: Bearer $token" "$base/api/locks")"
+
+# "Expiring soon" by the hold's own lease: --at-most's lease is never renewed, so less than
+# half of it is left after half of it; a renewed 1s lease next to it never gets there.
+start_server views
+"$sqlock" run --at-most 3s unrenewed -- sleep 60 >/dev/null 2>&1 &
+unrenewed=$!
+"$sqlock" run --lease 1s renewed -- sleep 60 >/dev/null 2>&1 &
+renewed=$!
+for _ in $(seq 100); do [ "$(curl -fs "$base/api/locks" | grep -o 'renewed' | wc -l)" = 2 ] && break; sleep 0.05; done
+soon() {  # soon NAME: expiring_soon of NAME's row now
+  curl -fs "$base/api/locks?prefix=$1" | "$py" -c 'import json,sys; r=json.load(sys.stdin); print(r[0]["expiring_soon"] if r else "gone")'
+}
+check "a fresh unrenewed hold is not expiring soon" False "$(soon unrenewed)"
+sleep 1.8
+check "with less than half its lease left it is" True "$(soon unrenewed)"
+check "a hold renewed every third of its 1s lease is not" False "$(soon renewed)"
+kill $unrenewed $renewed 2>/dev/null
+
+# 10,000 locks straight into the SQLite file, copies of a live hold's row (same boot id and
+# clock) that expire 10 minutes later; then one page of them, sorted on the server.
+"$sqlock" hold seed >/dev/null &
+seed=$!
+for _ in $(seq 100); do curl -fs "$base/api/locks" | grep -q '"seed"' && break; sleep 0.05; done
+"$py" - "$dir/locks.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=10)
+c.execute("""WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+  INSERT INTO sqlock_locks (name, owner, fence, boot_id, acquired_ms, expires_ms, acquired_at, mode, holder)
+  SELECT 'bulk:' || i, 'owner-' || i, i * 7, boot_id, acquired_ms, expires_ms + 600000, acquired_at, mode, 'bulk'
+    FROM n, sqlock_locks WHERE name = 'seed'""")
+c.commit()
+PY
+page() { curl -fs "$base/api/locks?prefix=bulk:&limit=$1&offset=$2&sort=$3&dir=$4"; }
+field() { "$py" -c "import json,sys; p=json.load(sys.stdin); print($1)"; }
+check "10,000 locks: the total" 10000 "$(page 100 0 name asc | field 'p["total"]')"
+check "one page of them" 100 "$(page 100 0 name asc | field 'len(p["rows"])')"
+check "names in natural order" "bulk:1 bulk:2 bulk:3"   "$(page 3 0 name asc | field '" ".join(r["name"] for r in p["rows"])')"
+check "fences sorted as numbers, descending" "70000 69993 69986"   "$(page 3 0 fence desc | field '" ".join(str(r["fence"]) for r in p["rows"])')"
+check "the last page" "bulk:9999 bulk:10000"   "$(page 100 9998 name asc | field '" ".join(r["name"] for r in p["rows"])')"
+check "a bad limit" 400 "$(code "$base/api/locks?limit=x")"
+bytes=$(curl -fs -o /dev/null -w '%{size_download}' "$base/api/locks?limit=100&sort=name")
+all=$(curl -fs -o /dev/null -w '%{size_download}' "$base/api/locks")
+echo "note: 10,001 locks: a page of 100 is $bytes bytes, all of them $all bytes"
+kill $seed 2>/dev/null
+
+# Started while the store is down (a PostgreSQL URL through a relay that is not there yet):
+# serve runs, /healthz answers 503 until the relay (the store) appears, then 200.
+if [ "${SQLOCK_CLI_POSTGRES:-}" = 1 ] && [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
+  relay_port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  pg_port=$("$py" -c 'import sys, urllib.parse as u; print(u.urlsplit(sys.argv[1]).port or 5432)' "$SQLOCK_TEST_POSTGRES_URL")
+  down_url=$("$py" -c 'import sys, re; print(re.sub(r"@[^/?]*", "@127.0.0.1:" + sys.argv[2], sys.argv[1], count=1))'     "$SQLOCK_TEST_POSTGRES_URL" "$relay_port")
+  start_server down --url "$down_url" --retry-every 300ms
+  check "serve runs while the store is down" yes "$([ -n "$base" ] && echo yes)"
+  check "/healthz 503 while the store is down" 503 "$(code "$base/healthz")"
+  check "/api/locks 503 while the store is down" 503 "$(code "$base/api/locks")"
+  check "the page itself is served" 200 "$(code "$base/")"
+  "$py" - "$relay_port" "$pg_port" <<'PY' &
+import socket, sys, threading
+srv = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+def pipe(a, b):
+    try:
+        while (d := a.recv(65536)):
+            b.sendall(d)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+while True:
+    c, _ = srv.accept()
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+    threading.Thread(target=pipe, args=(c, s), daemon=True).start()
+    threading.Thread(target=pipe, args=(s, c), daemon=True).start()
+PY
+  for _ in $(seq 100); do [ "$(code "$base/healthz")" = 200 ] && break; sleep 0.1; done
+  check "/healthz 200 once the store answers" 200 "$(code "$base/healthz")"
+  check "/api/locks then answers" 200 "$(code "$base/api/locks?prefix=serve-none")"
+elif [ "${SQLOCK_TEST_REQUIRE_ALL:-}" = 1 ]; then
+  check "PostgreSQL built and SQLOCK_TEST_POSTGRES_URL set" yes no
+fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all serve checks passed"

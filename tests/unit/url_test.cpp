@@ -107,3 +107,35 @@ TEST(url, secret_query_parameters_are_redacted) {
   EXPECT_EQ(redact_url("sqlite:/tmp/a.db?timeout=5s"), "sqlite:/tmp/a.db?timeout=5s");
   EXPECT_EQ(redact_url("etcd://h/?token=&x=1"), "etcd://h/?token=***&x=1");
 }
+
+// redact_secrets() is the one mask of every message: URLs anywhere in a text, well-formed or
+// not, libpq conninfo, secret parameters; whatever else the text holds stays readable.
+TEST(redact_secrets, every_shape_of_password) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"postgresql://u:hunter2@db/app", "postgresql://u:***@db/app"},
+      {"postgresql:/user:hunter2@host/db", "postgresql:/user:***@host/db"},
+      {"postgresql:user:hunter2@host/db", "postgresql:user:***@host/db"},
+      {"postgresql://u:hunter2@h1:5432,h2:5433/app?target_session_attrs=read-write",
+       "postgresql://u:***@h1:5432,h2:5433/app?target_session_attrs=read-write"},
+      {"postgresql://u:hunter2@[::1]:5432/app", "postgresql://u:***@[::1]:5432/app"},
+      {"mysql://u:p@ss/w?rd@db/app", "mysql://u:***@db/app"},
+      {"redis://:hunter2@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"},
+      {"bad URL 'postgresql://u:hunter2@db/app': unknown parameter 'x'",
+       "bad URL 'postgresql://u:***@db/app': unknown parameter 'x'"},
+      {"invalid connection option \"postgresql:/user:hunter2@host/db?client_encoding\"",
+       "invalid connection option \"postgresql:/user:***@host/db?client_encoding\""},
+      {"host=db user=u password=hunter2 dbname=app", "host=db user=u password=*** dbname=app"},
+      {"host=db password = 'hunter 2\\' x' dbname=app", "host=db password = *** dbname=app"},
+      {"postgresql://db/app?sslpassword=hunter2&password=hunter3#f",
+       "postgresql://db/app?sslpassword=***&password=***#f"},
+      {"etcd://h:2379/?token=hunter2 and zookeeper://zk/l?auth=digest:u:hunter3",
+       "etcd://h:2379/?token=*** and zookeeper://zk/l?auth=***"},
+      {"sqlock: lock 'orders:42' not obtained within 2s (held by web1:7056:make all since "
+       "2026-11-26T10:00:00Z)",
+       "sqlock: lock 'orders:42' not obtained within 2s (held by web1:7056:make all since "
+       "2026-11-26T10:00:00Z)"},
+      {"sqlite:/tmp/a.db?timeout=5s", "sqlite:/tmp/a.db?timeout=5s"},
+      {"postgresql://db:5432/app", "postgresql://db:5432/app"},
+  };
+  for (const auto& [in, want] : cases) EXPECT_EQ(redact_secrets(in), want) << in;
+}

@@ -108,9 +108,9 @@ const char* const migrate_hint =
             msg + "; grant the user EXECUTE on the sqlock schema (see docs/backends/mysql.md)");
       case 1305:  // PROCEDURE/FUNCTION does not exist
         if (lock_call) throw sql::transient_error(msg + migrate_hint, std::to_string(code));
-        throw config_error(msg + migrate_hint);
+        throw schema_error(msg + migrate_hint);
       case 1146:  // table does not exist
-        throw config_error(msg + migrate_hint);
+        throw schema_error(msg + migrate_hint);
       default:
         throw backend_error(msg, std::to_string(code));
     }

@@ -81,17 +81,7 @@ std::vector<std::pair<std::size_t, std::size_t>> uri_query_passwords(std::string
 }  // namespace
 
 std::string redact_conninfo(std::string_view conninfo) {
-  std::string out(conninfo);
-  if (is_uri(conninfo)) {
-    auto spans = uri_query_passwords(out);
-    for (auto it = spans.rbegin(); it != spans.rend(); ++it)
-      out.replace(it->first, it->second - it->first, "***");
-    return redact_url(out);
-  }
-  auto kvs = split_keywords(out);
-  for (auto it = kvs.rbegin(); it != kvs.rend(); ++it)
-    if (it->key == "password") out.replace(it->begin, it->end - it->begin, "***");
-  return out;
+  return redact_secrets(conninfo);
 }
 
 scrubber::scrubber(std::string_view conninfo) {

@@ -78,7 +78,7 @@ void throw_mapped(const std::string& what, const std::string& st, const std::str
                      " [SQLSTATE 42501]");
   if (st == "3D000") throw config_error(msg);
   if (st == "3F000" || st == "42883" || st == "42P01")
-    throw config_error(msg +
+    throw schema_error(msg +
                        " — the sqlock schema is missing or outdated: run `sqlock migrate --url "
                        "'<your url>'` (or apply `sqlock migrate --print` with psql)");
   if (st == "22021" || st == "22P05" || st == "54000")

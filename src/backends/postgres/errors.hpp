@@ -13,7 +13,7 @@ namespace sqlock::postgres {
 /// SQLSTATEs become sql::transient_error; 53300 (too many clients) sql::server_full;
 /// connection-class ones connection_error;
 /// authentication and permission failures (28000, 28P01, 42501) auth_error; a missing schema
-/// or function a config_error naming `sqlock migrate`; bad text config_error; anything else
+/// or function a schema_error naming `sqlock migrate`; bad text config_error; anything else
 /// backend_error carrying the SQLSTATE. `what` prefixes the message.
 [[noreturn]] void throw_mapped(const std::string& what, const std::string& sqlstate,
                                const std::string& message);

@@ -4,8 +4,10 @@
 
 const TOKEN_KEY = 'sqlock-admin-token';
 const $ = (id) => document.getElementById(id);
-const state = { rows: [], sortKey: 'name', sortDir: 1, info: null, selected: null,
-  lastGood: null, pending: null };
+// The server sorts and pages the locks: the page holds one page of them.
+const PAGE = 100;
+const state = { rows: [], total: 0, offset: 0, sortKey: 'name', sortDir: 1, info: null,
+  selected: null, lastGood: null, pending: null };
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
 
@@ -55,29 +57,46 @@ function cell(tr, text, cls) {
   return td;
 }
 
-function compare(a, b) {
-  const k = state.sortKey;
-  let x = a[k], y = b[k];
-  if (x == null && y == null) return 0;
-  if (x == null) return 1;   // unknown values last
-  if (y == null) return -1;
-  if (typeof x === 'number' && typeof y === 'number') return (x - y) * state.sortDir;
-  return String(x).localeCompare(String(y)) * state.sortDir;
+// "17592186044417" with its parts where the backend's fences have some: "epoch 1 · #1".
+function fenceParts(l) {
+  const p = l.fence_parts;
+  if (!p) return '';
+  if (p.revision != null) return 'revision ' + p.revision;
+  return 'epoch ' + p.epoch + ' \u00b7 #' + p.counter;
+}
+
+function fenceCell(tr, l) {
+  const td = cell(tr, String(l.fence), 'num fence');
+  const parts = fenceParts(l);
+  if (parts) {
+    const small = document.createElement('small');
+    small.className = 'parts';
+    small.textContent = parts;
+    td.append(document.createElement('br'), small);
+  }
+}
+
+// The sorted column's header, at once on a click (the rows follow the server's answer).
+function markSort() {
+  for (const th of document.querySelectorAll('th[data-key]')) {
+    const on = th.dataset.key === state.sortKey;
+    if (on) th.setAttribute('aria-sort', state.sortDir > 0 ? 'ascending' : 'descending');
+    else th.removeAttribute('aria-sort');
+  }
 }
 
 function render() {
   const tb = $('rows');
   tb.replaceChildren();
-  const rows = state.rows.slice().sort(compare);
-  const soon = state.info ? state.info.renewal_interval_s : 0;
+  const rows = state.rows;
   for (const l of rows) {
     const tr = document.createElement('tr');
     tr.dataset.name = l.name;
     if (state.selected === l.name) tr.className = 'selected';
     cell(tr, l.name, 'name');
-    cell(tr, String(l.fence), 'num');
+    fenceCell(tr, l);
     cell(tr, heldText(l));
-    cell(tr, expiresText(l), l.expires_in_s != null && l.expires_in_s < soon ? 'soon' : '');
+    cell(tr, expiresText(l), l.expiring_soon ? 'soon' : '');
     cell(tr, kindText(l), 'kind');
     cell(tr, l.mode);
     cell(tr, l.holder);
@@ -92,13 +111,15 @@ function render() {
     tr.addEventListener('click', () => { state.selected = l.name; render(); });
     tb.appendChild(tr);
   }
-  $('empty').hidden = rows.length > 0;
-  $('count').textContent = rows.length + (rows.length === 1 ? ' lock held' : ' locks held');
-  for (const th of document.querySelectorAll('th[data-key]')) {
-    const on = th.dataset.key === state.sortKey;
-    if (on) th.setAttribute('aria-sort', state.sortDir > 0 ? 'ascending' : 'descending');
-    else th.removeAttribute('aria-sort');
-  }
+  $('empty').hidden = state.total > 0;
+  $('count').textContent = state.total + (state.total === 1 ? ' lock held' : ' locks held');
+  const last = state.offset + rows.length;
+  $('page-range').textContent = state.total > PAGE ?
+    (state.offset + 1) + '\u2013' + last + ' of ' + state.total : '';
+  $('page-prev').hidden = $('page-next').hidden = state.total <= PAGE;
+  $('page-prev').disabled = state.offset === 0;
+  $('page-next').disabled = last >= state.total;
+  markSort();
   renderDetails();
 }
 
@@ -109,14 +130,20 @@ function renderDetails() {
   const dl = $('detail-list');
   dl.replaceChildren();
   const parts = (l.holder || '').split(':');
-  const fields = [['name', l.name], ['owner token', l.owner], ['fence', String(l.fence)],
+  const fence = String(l.fence) + (fenceParts(l) ? ' (' + fenceParts(l) + ')' : '');
+  const fields = [['name', l.name], ['owner token', l.owner], ['fence', fence],
     ['holder', l.holder || 'unknown']];
-  if (parts.length >= 3) {
-    fields.push(['host', parts[0]], ['pid', parts[1]], ['program', parts.slice(2).join(':')]);
+  // sqlock run's default holder text: HOST:PID:COMMAND LINE.
+  if (parts.length >= 3 && /^[0-9]+$/.test(parts[1])) {
+    fields.push(['host', parts[0]], ['pid', parts[1]], ['command', parts.slice(2).join(':')]);
   }
   fields.push(['mode', l.mode], ['acquired at', l.acquired_at || 'unknown'],
     ['expires at', l.expires_at || 'with its session'], ['held', heldText(l)],
     ['expires', expiresText(l)]);
+  if (l.lease_s != null) {
+    fields.push(['lease (as seen)', duration(l.lease_s) +
+      (l.expiring_soon ? ': less than half left, a renewal is overdue' : '')]);
+  }
   for (const [k, v] of fields) {
     const dt = document.createElement('dt');
     dt.textContent = k;
@@ -138,10 +165,23 @@ function storeDown(message) {
   $('locks').classList.add('stale');
 }
 
+function locksPath() {
+  return 'api/locks?prefix=' + encodeURIComponent($('prefix').value) + '&limit=' + PAGE +
+    '&offset=' + state.offset + '&sort=' + encodeURIComponent(state.sortKey) +
+    '&dir=' + (state.sortDir > 0 ? 'asc' : 'desc');
+}
+
 async function refresh() {
   try {
-    const rows = await api('api/locks?prefix=' + encodeURIComponent($('prefix').value));
-    state.rows = rows;
+    if (!state.info) await loadInfo();
+    let page = await api(locksPath());
+    if (page.offset > 0 && page.offset >= page.total) {  // the last page emptied meanwhile
+      state.offset = Math.max(0, page.total - PAGE);
+      page = await api(locksPath());
+    }
+    state.rows = page.rows;
+    state.total = page.total;
+    state.offset = page.offset;
     state.lastGood = Date.now();
     $('banner').hidden = true;
     $('locks').classList.remove('stale');
@@ -231,12 +271,19 @@ async function start() {
   });
   $('confirm-cancel').addEventListener('click', () => { state.pending = null; $('confirm').close(); });
   $('confirm-ok').addEventListener('click', release);
-  $('prefix').addEventListener('input', refresh);
+  $('prefix').addEventListener('input', () => { state.offset = 0; refresh(); });
+  $('page-prev').addEventListener('click', () => {
+    state.offset = Math.max(0, state.offset - PAGE);
+    refresh();
+  });
+  $('page-next').addEventListener('click', () => { state.offset += PAGE; refresh(); });
   for (const th of document.querySelectorAll('th[data-key]')) {
     th.addEventListener('click', () => {
       if (state.sortKey === th.dataset.key) state.sortDir = -state.sortDir;
       else { state.sortKey = th.dataset.key; state.sortDir = 1; }
-      render();
+      state.offset = 0;
+      markSort();
+      refresh();
     });
   }
   showTokenState();
@@ -244,18 +291,14 @@ async function start() {
   setInterval(refresh, 2000);
 }
 
+// What the server serves; it answers 503 until it has reached the store.
+async function loadInfo() {
+  state.info = await api('api/info');
+  $('backend').textContent = state.info.backend + (state.info.read_only ? ' (read-only)' : '');
+}
+
 async function load() {
-  try {
-    state.info = await api('api/info');
-    $('backend').textContent = state.info.backend + (state.info.read_only ? ' (read-only)' : '');
-  } catch (e) {
-    if (e.status === 401) {
-      $('banner').hidden = false;
-      $('banner').textContent = 'This server is private: enter the admin token.';
-      return;
-    }
-    storeDown(e.message);
-  }
+  state.info = null;
   await refresh();
 }
 

@@ -28,8 +28,8 @@ SQLOCK_API const char* to_string(finding_status s) noexcept;
 /// One line of the report: which check, its status, and what was found (never a password).
 struct finding {
   std::string check;  ///< short name: "server", "pooler", "role", "schema", "clock", ...
-  finding_status status = finding_status::ok;
-  std::string message;  ///< one line for a person
+  finding_status status = finding_status::ok;  ///< ok, warn, unsafe or error
+  std::string message;                         ///< one line for a person
 };
 
 /// The checks a backend offers (backend::diagnostics(); null for a backend with none). Kept

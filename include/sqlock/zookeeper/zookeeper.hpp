@@ -40,7 +40,7 @@ struct options {
                                          ///< (Lock, ReadLock, WriteLock), "curator"
                                          ///< (InterProcessMutex) or "curator-rw"
                                          ///< (InterProcessReadWriteLock): the lock named N is
-                                         ///< the znode <root>/N with the peer's children
+                                         ///< the znode `ROOT/N` with the peer's children
 };
 
 /// Starts a session without waiting for it: every call waits for the session within its own

@@ -28,18 +28,18 @@ nofork="*threads_and_processes_keep_an_exact_counter*"
 # TSan also refuses to start a thread in such a child (die_after_fork): the shared-lock and
 # semaphore cases that fork workers are left out under TSan only (ASan runs them).
 nofork_tsan="$nofork:*_across_processes:*_across_threads_and_processes"
-programs=(sqlock_unit_tests sqlock_conformance_local sqlock_postgres_tests sqlock_redis_tests)
+programs=(sqlock_unit_tests sqlock_conformance_local sqlock_postgres_conformance_tests sqlock_redis_conformance_tests)
 filter_of() {
   case "$1" in
-    sqlock_postgres_tests) echo "postgres/conformance*" ;;
-    sqlock_redis_tests) echo "redis/conformance*" ;;
+    sqlock_postgres_conformance_tests) echo "postgres/conformance*" ;;
+    sqlock_redis_conformance_tests) echo "redis/conformance*" ;;
     *) echo "*" ;;
   esac
 }
 url_of() {
   case "$1" in
-    sqlock_postgres_tests) echo "${SQLOCK_TEST_POSTGRES_URL:-}" ;;
-    sqlock_redis_tests) echo "${SQLOCK_TEST_REDIS_URL:-}" ;;
+    sqlock_postgres_conformance_tests) echo "${SQLOCK_TEST_POSTGRES_URL:-}" ;;
+    sqlock_redis_conformance_tests) echo "${SQLOCK_TEST_REDIS_URL:-}" ;;
     *) echo local ;;
   esac
 }
@@ -61,8 +61,8 @@ build() {
   flags=$(flags_of "$name")
   local backends=(-DSQLOCK_WITH_SQLITE=ON -DSQLOCK_WITH_MYSQL=OFF -DSQLOCK_WITH_SOCI=OFF
     -DSQLOCK_WITH_ZOOKEEPER=OFF -DSQLOCK_WITH_ETCD=OFF)
-  [ -n "$(url_of sqlock_postgres_tests)" ] && pg=ON || pg=OFF
-  [ -n "$(url_of sqlock_redis_tests)" ] && redis=ON || redis=OFF
+  [ -n "$(url_of sqlock_postgres_conformance_tests)" ] && pg=ON || pg=OFF
+  [ -n "$(url_of sqlock_redis_conformance_tests)" ] && redis=ON || redis=OFF
   backends+=(-DSQLOCK_WITH_POSTGRES=$pg -DSQLOCK_WITH_REDIS=$redis)
   for p in "${programs[@]}"; do [ -n "$(url_of "$p")" ] && targets+=("$p"); done
   t0=$(date +%s)

@@ -10,9 +10,9 @@
 
 #include <filesystem>
 
+#include "backends/sqlite/dialect.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sqlite/dialect.hpp"
 
 namespace {
 

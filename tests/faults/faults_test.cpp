@@ -6,8 +6,8 @@
 #include <atomic>
 #include <thread>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "sqlock/url.hpp"
 #include "tcp_proxy.hpp"
 #include "test_env.hpp"

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "backends/mysql/dialect.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/mysql/dialect.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/sql_engine.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::test {
 

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "kinds_checks.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/run_exclusive.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sql_engine.hpp"
 
 using namespace sqlock;
 using namespace sqlock::sql;

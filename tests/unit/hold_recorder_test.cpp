@@ -1,7 +1,7 @@
 // hold_recorder (shared by the PostgreSQL and MySQL advisory backends): a hold is written once it
 // has lived the delay, never when it ends before; flush() writes what waits at once; a failed
 // write is tried again; released() says whether the hold's record was written.
-#include "sqlock/hold_recorder.hpp"
+#include "sql/hold_recorder.hpp"
 
 #include <gtest/gtest.h>
 

@@ -21,13 +21,13 @@
 #include "advisory_sessions.hpp"
 #include "connector.hpp"
 #include "diagnostics.hpp"
+#include "dialect.hpp"
 #include "lock_name.hpp"
-#include "sqlock/connection_budget.hpp"
-#include "sqlock/hold_recorder.hpp"
-#include "sqlock/hold_recorder_json.hpp"
-#include "sqlock/mysql/dialect.hpp"
+#include "sql/connection_budget.hpp"
+#include "sql/hold_recorder.hpp"
+#include "sql/hold_recorder_json.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "wait_stopper.hpp"
 
 namespace sqlock::mysql::detail {

@@ -9,9 +9,9 @@
 
 #include <memory>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/mysql/mysql.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::mysql::detail {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "sqlock/connection_budget.hpp"
+#include "sql/connection_budget.hpp"
 
 namespace sqlock::mysql::detail {
 

@@ -1,9 +1,9 @@
 // The connection budget of one MySQL/MariaDB client (URL `max_connections=`): advisory mode's
 // lock sessions and waiters take theirs first, and the engine's statement pool gets the rest.
-// The split itself is the SQL engine's (sqlock/connection_budget.hpp).
+// The split itself is the SQL engine's (src/sql/connection_budget.hpp).
 #pragma once
 
-#include "sqlock/connection_budget.hpp"
+#include "sql/connection_budget.hpp"
 #include "sqlock/mysql/mysql.hpp"
 
 namespace sqlock::mysql {

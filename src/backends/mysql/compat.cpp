@@ -5,11 +5,11 @@
 
 #include "budget.hpp"
 #include "connector.hpp"
+#include "dialect.hpp"
 #include "peer_get_lock.hpp"
 #include "shedlock.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/mysql/dialect.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::mysql {
 

@@ -18,9 +18,9 @@
 #include <mutex>
 
 #include "connector.hpp"
+#include "dialect.hpp"
+#include "session_settings.hpp"
 #include "socket_deadline.hpp"
-#include "sqlock/mysql/dialect.hpp"
-#include "sqlock/mysql/session_settings.hpp"
 
 namespace sqlock::mysql::detail {
 std::string server_address(const options& o) {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string_view>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/mysql/mysql.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::mysql::detail {
 

@@ -4,9 +4,9 @@
 #include <optional>
 #include <string>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/doctor.hpp"
 #include "sqlock/mysql/mysql.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::mysql::detail {
 

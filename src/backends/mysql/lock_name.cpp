@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "sqlock/sha256.hpp"
+#include "sql/sha256.hpp"
 
 namespace sqlock::mysql::detail {
 

@@ -8,9 +8,9 @@
 #include "compat.hpp"
 #include "connector.hpp"
 #include "diagnostics.hpp"
-#include "sqlock/mysql/dialect.hpp"
+#include "dialect.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/mysql/mysql.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "sqlock/url.hpp"
 
 namespace sqlock {

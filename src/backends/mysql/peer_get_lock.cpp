@@ -2,10 +2,10 @@
 #include "peer_get_lock.hpp"
 
 #include "advisory_sessions.hpp"
+#include "dialect.hpp"
 #include "peer_lock_name.hpp"
-#include "sqlock/connection_budget.hpp"
+#include "sql/connection_budget.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/mysql/dialect.hpp"
 
 namespace sqlock::mysql::detail {
 

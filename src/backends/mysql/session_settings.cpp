@@ -1,5 +1,5 @@
-// The session settings of a new MySQL/MariaDB connection (sqlock/mysql/session_settings.hpp).
-#include "sqlock/mysql/session_settings.hpp"
+// The session settings of a new MySQL/MariaDB connection (src/backends/mysql/session_settings.hpp).
+#include "session_settings.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "sqlock/socket_watchdog.hpp"
+#include "sql/socket_watchdog.hpp"
 
 namespace sqlock::mysql::detail {
 

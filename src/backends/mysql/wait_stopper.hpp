@@ -15,7 +15,7 @@
 #include <stop_token>
 #include <string>
 
-#include "sqlock/stop_repeater.hpp"
+#include "sql/stop_repeater.hpp"
 
 namespace sqlock::mysql::detail {
 

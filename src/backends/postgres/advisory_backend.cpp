@@ -7,8 +7,8 @@
 #include "connection.hpp"
 #include "lock_key.hpp"
 #include "pooler.hpp"
+#include "sql/hold_recorder_json.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/hold_recorder_json.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::postgres {

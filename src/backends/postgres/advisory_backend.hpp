@@ -24,7 +24,7 @@
 
 #include "pg_backend.hpp"
 #include "session_pool.hpp"
-#include "sqlock/hold_recorder.hpp"
+#include "sql/hold_recorder.hpp"
 
 namespace sqlock::postgres {
 

@@ -1,12 +1,12 @@
 // The connection budget of one PostgreSQL client (URL `max_connections=`): how many connections
 // each part may open — the statement pool, the advisory mode's lock and waiter sessions, the
 // LISTEN connection — so that together they never exceed the budget. The split itself is the
-// SQL engine's (sqlock/connection_budget.hpp), shared with the other SQL backends.
+// SQL engine's (src/sql/connection_budget.hpp), shared with the other SQL backends.
 #pragma once
 
 #include <cstddef>
 
-#include "sqlock/connection_budget.hpp"
+#include "sql/connection_budget.hpp"
 #include "sqlock/postgres/postgres.hpp"
 
 namespace sqlock::postgres {

@@ -8,8 +8,8 @@
 #include <cctype>
 
 #include "compat.hpp"
+#include "dialect.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/postgres/dialect.hpp"
 #include "sqlock/postgres/postgres.hpp"
 #include "sqlock/url.hpp"
 

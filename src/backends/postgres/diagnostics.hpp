@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/doctor.hpp"
 #include "sqlock/postgres/postgres.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

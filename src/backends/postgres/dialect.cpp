@@ -3,8 +3,8 @@
 // so every PostgreSQL driver (libpqxx here, SOCI elsewhere) reuses the same SQL.
 #include <cctype>
 
+#include "dialect.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock {
 namespace sql {

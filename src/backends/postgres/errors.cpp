@@ -3,8 +3,8 @@
 
 #include <pqxx/except>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

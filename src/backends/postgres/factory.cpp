@@ -3,10 +3,10 @@
 #include "budget.hpp"
 #include "compat.hpp"
 #include "conninfo.hpp"
+#include "dialect.hpp"
 #include "pooler.hpp"
 #include "row_backend.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/postgres/dialect.hpp"
 #include "sqlock/url.hpp"
 
 namespace sqlock::postgres {

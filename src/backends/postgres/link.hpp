@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "conninfo.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

@@ -1,7 +1,7 @@
 // The client's copy of sqlock.lock_key() (see lock_key.hpp).
 #include "lock_key.hpp"
 
-#include "sqlock/sha256.hpp"
+#include "sql/sha256.hpp"
 
 namespace sqlock::postgres {
 

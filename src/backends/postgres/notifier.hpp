@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

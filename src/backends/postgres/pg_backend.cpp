@@ -7,9 +7,9 @@
 #include "connection.hpp"
 #include "conninfo.hpp"
 #include "diagnostics.hpp"
+#include "dialect.hpp"
 #include "errors.hpp"
 #include "pooler.hpp"
-#include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::postgres {
 

@@ -11,9 +11,9 @@
 
 #include "notifier.hpp"
 #include "registered_wait.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/doctor.hpp"
 #include "sqlock/postgres/postgres.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sqlock/sql_engine.hpp"
+#include "sql/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

@@ -11,8 +11,8 @@
 #include <stop_token>
 
 #include "link.hpp"
+#include "sql/stop_repeater.hpp"
 #include "sqlock/backend.hpp"
-#include "sqlock/stop_repeater.hpp"
 
 namespace sqlock::postgres {
 

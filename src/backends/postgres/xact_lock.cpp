@@ -3,9 +3,9 @@
 
 #include <pqxx/pqxx>
 
+#include "dialect.hpp"
 #include "errors.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::postgres {
 

@@ -5,8 +5,8 @@
 // that handle too (SOCI would take the ':' of labels for parameters).
 #include <soci/mysql/soci-mysql.h>
 
+#include "backends/mysql/dialect.hpp"
 #include "soci_detail.hpp"
-#include "sqlock/mysql/dialect.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::soci::detail {

@@ -6,8 +6,8 @@
 #include <libpq-fe.h>
 #include <soci/postgresql/soci-postgresql.h>
 
+#include "backends/postgres/dialect.hpp"
 #include "soci_detail.hpp"
-#include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::soci::detail {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <cctype>
 
+#include "backends/sqlite/dialect.hpp"
 #include "soci_detail.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sqlite/dialect.hpp"
 
 namespace sqlock::soci::detail {
 namespace {

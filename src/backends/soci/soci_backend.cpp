@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "soci_detail.hpp"
-#include "sqlock/connection_budget.hpp"
+#include "sql/connection_budget.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock {

@@ -8,7 +8,7 @@
 #include <utf8.h>
 
 #include "soci_detail.hpp"
-#include "sqlock/socket_watchdog.hpp"
+#include "sql/socket_watchdog.hpp"
 
 namespace sqlock::soci::detail {
 

@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/soci/soci.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "sqlock/url.hpp"
 
 namespace sqlock::soci::detail {

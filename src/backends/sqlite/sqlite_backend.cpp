@@ -10,12 +10,12 @@
 #include <map>
 #include <thread>
 
+#include "dialect.hpp"
 #include "shedlock.hpp"
+#include "sql/connection_budget.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlite_diagnostics.hpp"
-#include "sqlock/connection_budget.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sql_engine.hpp"
-#include "sqlock/sqlite/dialect.hpp"
 #include "sqlock/sqlite/sqlite.hpp"
 #include "sqlock/url.hpp"
 

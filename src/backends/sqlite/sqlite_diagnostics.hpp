@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/doctor.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::sqlite::detail {
 

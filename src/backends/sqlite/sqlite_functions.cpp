@@ -8,8 +8,8 @@
 #include <ctime>
 #include <fstream>
 
+#include "dialect.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/sqlite/dialect.hpp"
 
 namespace sqlock::sqlite {
 namespace {

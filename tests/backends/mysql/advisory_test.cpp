@@ -12,10 +12,10 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/mysql/dialect.hpp"
 #include "mysql_env.hpp"
 #include "recorded_holds.hpp"
 #include "sqlock/client.hpp"
-#include "sqlock/mysql/dialect.hpp"
 #include "stop_anywhere.hpp"
 #include "test_env.hpp"
 

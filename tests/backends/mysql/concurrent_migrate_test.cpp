@@ -4,9 +4,9 @@
 // "PROCEDURE ... already exists".
 #include <gtest/gtest.h>
 
+#include "backends/mysql/dialect.hpp"
 #include "concurrent_connects.hpp"
 #include "own_database.hpp"
-#include "sqlock/mysql/dialect.hpp"
 
 namespace sqlock::test {
 namespace {

@@ -5,9 +5,9 @@
 #include <mutex>
 #include <string>
 
+#include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/mysql/mysql.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {

@@ -13,9 +13,9 @@
 #include <optional>
 #include <thread>
 
+#include "backends/mysql/dialect.hpp"
 #include "mysql_env.hpp"
 #include "sqlock/client.hpp"
-#include "sqlock/mysql/dialect.hpp"
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"

@@ -9,10 +9,10 @@
 #include <future>
 #include <thread>
 
+#include "backends/mysql/session_settings.hpp"
 #include "mysql_env.hpp"
 #include "own_database.hpp"
 #include "sqlock/client.hpp"
-#include "sqlock/mysql/session_settings.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {

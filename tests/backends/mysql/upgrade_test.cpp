@@ -5,9 +5,9 @@
 // library. And from version 4 to 5 (one name, one lock across modes) with an advisory hold and
 // a row hold of version-4 clients live: each stays exclusive against the other side's new
 // routines, and on MariaDB new fences exceed both old ones.
+#include "backends/mysql/dialect.hpp"
 #include "kinds_checks.hpp"
 #include "mysql_env.hpp"
-#include "sqlock/mysql/dialect.hpp"
 #include "sqlock/shared_mutex.hpp"
 
 namespace sqlock::test {

@@ -8,12 +8,12 @@
 #include <chrono>
 #include <thread>
 
+#include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
-#include "sqlock/postgres/dialect.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
 #include "sqlock/semaphore.hpp"
 #include "sqlock/shared_mutex.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::test {
 namespace {

@@ -9,11 +9,11 @@
 #include <chrono>
 #include <thread>
 
+#include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
 #include "recorded_holds.hpp"
-#include "sqlock/postgres/dialect.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "stop_anywhere.hpp"
 
 namespace sqlock::test {

@@ -3,9 +3,9 @@
 // recorded once.
 #include <gtest/gtest.h>
 
+#include "backends/postgres/dialect.hpp"
 #include "concurrent_connects.hpp"
 #include "pg_env.hpp"
-#include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::test {
 namespace {

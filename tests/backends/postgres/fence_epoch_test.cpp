@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
-#include "sqlock/postgres/dialect.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/semaphore.hpp"
 #include "sqlock/shared_mutex.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::test {
 namespace {

@@ -4,9 +4,9 @@
 // this needs are not applied to the shared `sqlock` schema other test programs use.
 #include <pqxx/pqxx>
 
+#include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
 #include "row_kinds_suite.hpp"
-#include "sqlock/postgres/dialect.hpp"
 
 namespace sqlock::test {
 namespace {

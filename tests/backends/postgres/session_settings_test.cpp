@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "pg_env.hpp"
-#include "sqlock/sql_engine.hpp"
+#include "sql/sql_engine.hpp"
 
 namespace sqlock::test {
 namespace {

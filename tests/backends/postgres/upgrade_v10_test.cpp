@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
+#include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
-#include "sqlock/postgres/dialect.hpp"
-#include "sqlock/sql_engine.hpp"
+#include "sql/sql_engine.hpp"
 
 namespace sqlock::test {
 namespace {

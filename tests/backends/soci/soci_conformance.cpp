@@ -4,8 +4,8 @@
 
 #include "conformance.hpp"
 #include "soci_env.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/soci/soci.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::test {
 

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "soci_databases.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/soci/soci.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {

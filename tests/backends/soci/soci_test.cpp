@@ -20,9 +20,9 @@
 #include <thread>
 
 #include "soci_env.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/soci/soci.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::test {
 namespace {

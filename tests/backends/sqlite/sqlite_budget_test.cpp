@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "budget_load.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
-#include "sqlock/sql_engine.hpp"
 #include "test_env.hpp"
 
 namespace sqlock::test {

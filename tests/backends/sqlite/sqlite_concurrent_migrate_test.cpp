@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "backends/sqlite/dialect.hpp"
 #include "concurrent_connects.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sqlite/dialect.hpp"
 
 namespace sqlock::test {
 namespace {

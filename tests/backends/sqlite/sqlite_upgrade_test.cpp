@@ -7,12 +7,12 @@
 
 #include <string>
 
+#include "backends/sqlite/dialect.hpp"
 #include "kinds_checks.hpp"
+#include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sql_engine.hpp"
-#include "sqlock/sqlite/dialect.hpp"
 
 namespace sqlock::test {
 namespace {

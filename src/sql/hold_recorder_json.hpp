@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sqlock/hold_recorder.hpp"
+#include "hold_recorder.hpp"
 
 namespace sqlock::sql {
 

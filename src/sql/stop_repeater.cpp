@@ -1,5 +1,5 @@
 // A request repeated from a stop until the stopped call has ended.
-#include "sqlock/stop_repeater.hpp"
+#include "stop_repeater.hpp"
 
 #include <condition_variable>
 #include <mutex>

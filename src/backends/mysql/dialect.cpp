@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "sqlock/mysql/dialect.hpp"
+#include "dialect.hpp"
 
 namespace sqlock {
 namespace sql {

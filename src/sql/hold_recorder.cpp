@@ -1,5 +1,5 @@
 // Advisory holds recorded in the background, in batches.
-#include "sqlock/hold_recorder.hpp"
+#include "hold_recorder.hpp"
 
 #include <vector>
 

@@ -1,5 +1,5 @@
 // The watchdog thread: sleeps until the earliest armed deadline, shuts that call's socket down.
-#include "sqlock/socket_watchdog.hpp"
+#include "socket_watchdog.hpp"
 
 #include <sys/socket.h>
 

@@ -1,4 +1,4 @@
-#include "sqlock/sql_engine.hpp"
+#include "sql_engine.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "sqlock/connection_budget.hpp"
+#include "connection_budget.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 

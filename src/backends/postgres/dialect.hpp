@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "sqlock/sql_engine.hpp"
+#include "sql/sql_engine.hpp"
 
 namespace sqlock::postgres {
 

@@ -1,5 +1,5 @@
 // The SQLite dialect: the engine's operations over the embedded sql/sqlite/ files.
-#include "sqlock/sqlite/dialect.hpp"
+#include "dialect.hpp"
 
 namespace sqlock::sqlite {
 

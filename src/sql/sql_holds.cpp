@@ -2,9 +2,9 @@
 // state that clears the writer mark an exclusive acquire() call left when that call ends.
 #include <thread>
 
+#include "sql_engine.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
-#include "sqlock/sql_engine.hpp"
 
 namespace sqlock::sql {
 namespace {

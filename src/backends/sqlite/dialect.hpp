@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "sqlock/sql_engine.hpp"
+#include "sql/sql_engine.hpp"
 
 struct sqlite3;
 

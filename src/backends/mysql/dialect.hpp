@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sqlock/sql_engine.hpp"
+#include "sql/sql_engine.hpp"
 
 namespace sqlock::mysql {
 

@@ -1,5 +1,5 @@
 // Splitting one SQL client's connection budget between the parts that open connections.
-#include "sqlock/connection_budget.hpp"
+#include "connection_budget.hpp"
 
 #include <algorithm>
 

@@ -4,14 +4,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "session.hpp"
+#include "held_command.hpp"
 #include "sqlock/url.hpp"
 
 namespace sqlock::cli {
 namespace {
 
 // `run --at-least/--at-most`: CMD is run_exclusive()'s job.
-int run_scheduled(session& s, const run_args& a) {
+int run_scheduled(held_command& s, const run_args& a) {
   run_options o{
       .wait = s.wait() ? *s.wait() : milliseconds::max(), .lease = s.lease(), .stop = s.stop()};
   if (!a.at_least.empty()) o.at_least = parse_duration(a.at_least);
@@ -28,7 +28,7 @@ int run_scheduled(session& s, const run_args& a) {
   return ran ? code : s.not_obtained();
 }
 
-int run_shared(session& s, const run_args& a) {
+int run_shared(held_command& s, const run_args& a) {
   auto m = s.store().make_shared_mutex(a.name, {.lease = s.lease()});
   m.on_lost(s.on_lost());
   if (!(s.wait() ? m.try_lock_shared_for(*s.wait(), s.stop()) : (m.lock_shared(s.stop()), true)))
@@ -39,13 +39,13 @@ int run_shared(session& s, const run_args& a) {
 }
 
 // Waits for the exclusive lock as --wait says; a signal stops the wait (interrupted).
-bool lock_for(session& s, mutex& l) {
+bool lock_for(held_command& s, mutex& l) {
   if (s.wait()) return l.try_lock_for(*s.wait(), s.stop());
   l.lock(s.stop());
   return true;
 }
 
-int run_permit(session& s, const run_args& a) {
+int run_permit(held_command& s, const run_args& a) {
   auto sem = s.store().make_semaphore(a.name, a.permits, {.lease = s.lease()});
   permit p = s.wait() ? sem.try_acquire_for(*s.wait(), s.stop()) : sem.acquire(s.stop());
   if (!p) return s.not_obtained();
@@ -60,7 +60,7 @@ int run_permit(session& s, const run_args& a) {
 int run_command(const run_args& a) {
   if (a.command.empty() && a.shell_command.empty())
     throw config_error("run needs a command after -- (or -c STRING)");
-  session s(a);
+  held_command s(a);
   return s.waiting([&] {
     if (!a.at_least.empty() || !a.at_most.empty()) return run_scheduled(s, a);
     if (a.shared) return run_shared(s, a);
@@ -75,7 +75,7 @@ int run_command(const run_args& a) {
 }
 
 int hold_command(const run_args& a) {
-  session s(a);
+  held_command s(a);
   return s.waiting([&] {
     auto l = s.store().make_lock(a.name, {.lease = s.lease()});
     l.on_lost(s.on_lost());
@@ -90,7 +90,7 @@ int elect_command(const run_args& a) {
   if (a.command.empty() && a.shell_command.empty())
     throw config_error("elect needs a command after -- (or -c STRING)");
   if (a.value.empty()) throw config_error("elect needs --value (what `sqlock leader` shows)");
-  session s(a);
+  held_command s(a);
   return s.waiting([&] {
     auto e = s.store().make_election(a.name, {.lease = s.lease()});
     e.on_lost(s.on_lost());

@@ -1,4 +1,4 @@
-// The session of a command that runs CMD under a hold (session.hpp): signals, the loss path
+// A command that runs CMD under a hold (held_command.hpp): signals, the loss path
 // and CMD itself. CMD gets its own process group (the terminal's foreground group when sqlock
 // had it), so a lost lease stops CMD and everything it started, not just its first process.
 #include <sched.h>
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "session.hpp"
+#include "held_command.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 
@@ -164,7 +164,7 @@ void signal_thread(sigset_t set) {
       hold_cv.notify_all();
     } else if (pid == 0) {
       stop_waiting(sig);
-      // CMD may have started meanwhile: session::run() stores child_pid, then reads
+      // CMD may have started meanwhile: held_command::run() stores child_pid, then reads
       // wait_signal; this stored wait_signal, then reads child_pid (both seq_cst), so one of
       // the two sees the other and the signal is never lost (at worst CMD's group gets it twice).
       if (pid_t started = child_pid.load(); started > 0) ::kill(-started, sig);
@@ -300,7 +300,7 @@ std::optional<milliseconds> parsed_wait(const run_args& a) {
 }
 }  // namespace
 
-session::session(const run_args& a)
+held_command::held_command(const run_args& a)
     : a_(a),
       lease_(checked_lease(a)),
       wait_(parsed_wait(a)),
@@ -313,15 +313,15 @@ session::session(const run_args& a)
   child_pid = 0;  // connected: from here a signal stops the wait
 }
 
-session::~session() = default;
+held_command::~held_command() = default;
 
-std::optional<milliseconds> session::wait() const {
+std::optional<milliseconds> held_command::wait() const {
   if (!wait_) return std::nullopt;
   auto spent = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start_);
   return std::max(*wait_ - spent, milliseconds(0));
 }
 
-std::function<void(const std::string&)> session::on_lost() {
+std::function<void(const std::string&)> held_command::on_lost() {
   if (a_.command.empty() && a_.shell_command.empty())  // `sqlock hold`
     return [](const std::string& name) {
       std::cerr << "sqlock: lease of '" << name << "' lost\n";
@@ -336,11 +336,11 @@ std::function<void(const std::string&)> session::on_lost() {
   };
 }
 
-std::stop_token session::stop() const {
+std::stop_token held_command::stop() const {
   return wait_stop.get_token();
 }
 
-int session::waiting(const std::function<int()>& body) const {
+int held_command::waiting(const std::function<int()>& body) const {
   try {
     return body();
   } catch (const interrupted&) {
@@ -350,14 +350,14 @@ int session::waiting(const std::function<int()>& body) const {
   }
 }
 
-int session::wait_over() const {
+int held_command::wait_over() const {
   settle();
   if (wait_signal.load() == 0) return 0;
   interrupted_message();  // obtained as the signal came: given back at once
   return 128 + wait_signal.load();
 }
 
-int session::not_obtained() const {
+int held_command::not_obtained() const {
   std::string message = "lock '" + a_.name + "' not obtained within " +
                         duration_text(wait_.value_or(milliseconds(0)));
   if (auto who = holders_of(client_, a_.name); !who.empty()) message += " (held by " + who + ")";
@@ -365,7 +365,7 @@ int session::not_obtained() const {
   return a_.conflict_exit;
 }
 
-int session::run(const std::string& fence, const std::string& owner) {
+int held_command::run(const std::string& fence, const std::string& owner) {
   if (int code = wait_over()) return code;
   std::vector<std::string> args = a_.command;
   if (!a_.shell_command.empty()) args = {"sh", "-c", a_.shell_command};
@@ -431,7 +431,7 @@ int session::run(const std::string& fence, const std::string& owner) {
   return software;
 }
 
-int session::hold_until_signal(const std::string& fence) {
+int held_command::hold_until_signal(const std::string& fence) {
   if (int code = wait_over()) return code;
   child_pid = holding;
   std::cout << fence << std::endl;  // flushed: a script reads it while sqlock holds

@@ -18,15 +18,15 @@ namespace sqlock::cli {
 
 class stopper;
 
-/// One command's session; make one per process, before any other thread.
-class session {
+/// One command that runs CMD under a hold; make one per process, before any other thread.
+class held_command {
  public:
   /// Parses --lease/--wait/--kill-after (config_error when bad), blocks the signals in every
   /// thread (one thread handles them), applies -q/-v and connects.
-  explicit session(const run_args& a);
-  ~session();
-  session(const session&) = delete;
-  session& operator=(const session&) = delete;
+  explicit held_command(const run_args& a);
+  ~held_command();
+  held_command(const held_command&) = delete;
+  held_command& operator=(const held_command&) = delete;
 
   /// The store.
   client& store() { return client_; }

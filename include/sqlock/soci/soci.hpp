@@ -55,6 +55,9 @@ struct options {
   milliseconds io_timeout{5000};      ///< servers: longest one exchange may take (URL timeout=)
   bool auto_migrate = false;          ///< servers: migrate at connect (SQLite always migrates)
   std::string schema{};               ///< PostgreSQL schema of the sqlock objects; "" = default
+  std::string compat{};  ///< "shedlock": ShedLock's table and rules instead of sqlock's schema
+                         ///< (docs/interop.md; mode pessimistic only); "" = sqlock's schema
+  std::string shedlock_table = "shedlock";  ///< compat=shedlock: the table's name
 };
 
 /// Opens a backend from a soci+sqlite3: / soci+postgresql:// / soci+mysql:// URL (what

@@ -6,6 +6,7 @@
 #include <soci/mysql/soci-mysql.h>
 
 #include "backends/mysql/dialect.hpp"
+#include "backends/mysql/shedlock.hpp"
 #include "soci_detail.hpp"
 #include "sqlock/random.hpp"
 
@@ -38,6 +39,10 @@ class mysql_flavor_impl final : public flavor {
  public:
   std::string soci_name() const override { return "mysql"; }
   const sql::bundle& bundle() const override { return mysql::sql_bundle(); }
+
+  sql::dialect shedlock_dialect(const std::string& table) const override {
+    return mysql::shedlock_dialect(table);
+  }
 
   sql::dialect dialect(const options& o) const override {
     if (o.mode == "advisory") refuse_advisory("GET_LOCK", "mysql");

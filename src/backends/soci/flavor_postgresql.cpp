@@ -7,6 +7,7 @@
 #include <soci/postgresql/soci-postgresql.h>
 
 #include "backends/postgres/dialect.hpp"
+#include "backends/postgres/shedlock.hpp"
 #include "soci_detail.hpp"
 
 namespace sqlock::soci::detail {
@@ -24,6 +25,10 @@ class postgresql_flavor_impl final : public flavor {
  public:
   std::string soci_name() const override { return "postgresql"; }
   const sql::bundle& bundle() const override { return postgres::bundle(); }
+
+  sql::dialect shedlock_dialect(const std::string& table) const override {
+    return postgres::shedlock_dialect(table);
+  }
 
   sql::dialect dialect(const options& o) const override {
     if (o.mode == "advisory") refuse_advisory("session-level locks", "postgresql");

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "backends/sqlite/dialect.hpp"
+#include "backends/sqlite/shedlock.hpp"
 #include "soci_detail.hpp"
 #include "sqlock/random.hpp"
 
@@ -35,6 +36,10 @@ class sqlite3_flavor_impl final : public flavor {
  public:
   std::string soci_name() const override { return "sqlite3"; }
   const sql::bundle& bundle() const override { return sql::bundle_sqlite(); }
+
+  sql::dialect shedlock_dialect(const std::string& table) const override {
+    return sqlite::shedlock_dialect(table);
+  }
 
   sql::dialect dialect(const options& o) const override {
     auto d = sqlite::make_dialect(o.mode);

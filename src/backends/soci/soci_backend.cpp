@@ -32,6 +32,17 @@ const flavor& flavor_of(::soci::session& s) {
   return flavor_named(name);
 }
 
+sql::dialect dialect_of(const flavor& f, const options& o) {
+  if (o.compat.empty()) return f.dialect(o);
+  if (o.compat != "shedlock")
+    throw config_error("SOCI compat must be shedlock (got '" + o.compat + "')");
+  // ShedLock's rows are leases on the database's clock: sqlock's row model, no other.
+  if (o.mode != "pessimistic")
+    throw config_error("compat=shedlock keeps ShedLock's rows and rules; mode=" + o.mode +
+                       " cannot carry them (leave mode out)");
+  return f.shedlock_dialect(o.shedlock_table);
+}
+
 namespace {
 
 class soci_backend final : public sql::engine_backend {
@@ -39,7 +50,7 @@ class soci_backend final : public sql::engine_backend {
   // Every connection is a statement connection: the budget is the bounded pool (kept).
   soci_backend(const flavor& f, const options& o, sql::connector open, std::string url_text,
                std::shared_ptr<sql::connection_counter> counter = nullptr)
-      : engine_backend(f.bundle(), f.dialect(o), std::move(open), std::move(url_text),
+      : engine_backend(f.bundle(), dialect_of(f, o), std::move(open), std::move(url_text),
                        sql::split_budget("SOCI", o.max_connections, o.pool, {}).statements, true,
                        std::move(counter)),
         flavor_(f) {
@@ -96,7 +107,8 @@ std::shared_ptr<backend> open(const std::string& url_text) {
         "a SOCI URL starts with soci+sqlite3:, soci+postgresql:// or soci+mysql:// (got '" +
         u.redacted() + "')");
   const flavor& f = flavor_named(u.scheme.substr(5));
-  std::vector<std::string> allowed = {"mode", "max_connections", "pool", "migrate", "timeout"};
+  std::vector<std::string> allowed = {"mode",    "max_connections", "pool",          "migrate",
+                                      "timeout", "compat",          "shedlock_table"};
   for (auto& p : f.driver_params()) allowed.push_back(p);
   u.check_params(allowed);
   options o;
@@ -108,6 +120,8 @@ std::shared_ptr<backend> open(const std::string& url_text) {
   o.auto_migrate = u.choice_param("migrate", {"auto", "off"}).value_or("off") == "auto";
   o.io_timeout =
       u.duration_param("timeout", milliseconds(1), std::chrono::hours(1)).value_or(o.io_timeout);
+  o.compat = u.choice_param("compat", {"shedlock"}).value_or("");
+  if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
   f.apply_params(u, o);
   std::string connect = f.connect_string(u, o);
   auto counter = std::make_shared<sql::connection_counter>();
@@ -188,7 +202,7 @@ bool fence_check(::soci::session& session, std::string_view name, std::uint64_t 
     f.prepare_session(session, opts, false);
     options o = opts;
     o.mode = "pessimistic";
-    auto d = f.dialect(o);
+    auto d = dialect_of(f, o);
     sql::rows r;
     for (const auto& text : d.fence_check.statements) r = run_once(f, session, text, p);
     ok = sql::says_true(r);
@@ -208,7 +222,7 @@ int migrate(::soci::session& session, const options& opts) {
   const flavor& f = flavor_of(session);
   guarded(f, "cannot prepare the SOCI session", [&] { f.prepare_session(session, opts, false); });
   soci_connection c(f, borrowed_source(session), opts);
-  return sql::migrate(c, f.bundle(), f.dialect(opts));
+  return sql::migrate(c, f.bundle(), dialect_of(f, opts));
 }
 
 }  // namespace soci

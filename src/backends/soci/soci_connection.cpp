@@ -122,8 +122,30 @@ std::string first_keyword(std::string_view s) {
   return k;
 }
 
+// Whether `s` has the word `word` (lower case) outside its quoted literals and identifiers.
+bool has_word(std::string_view s, std::string_view word) {
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (c == '\'' || c == '"') {
+      const auto end = s.find(c, i + 1);
+      i = end == std::string_view::npos ? s.size() : end + 1;
+      continue;
+    }
+    if (!std::isalpha(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    std::string w;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'))
+      w.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(s[i++]))));
+    if (w == word) return true;
+  }
+  return false;
+}
+
 bool returns_rows(std::string_view s) {
   auto k = first_keyword(s);
+  if (k == "insert" || k == "update" || k == "delete") return has_word(s, "returning");
   return k == "select" || k == "with" || k == "call" || k == "values" || k == "pragma" ||
          k == "show";
 }

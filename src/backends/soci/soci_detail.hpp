@@ -62,6 +62,8 @@ class flavor {
   virtual const sql::bundle& bundle() const = 0;
   /// The engine dialect for `o.mode` (config_error for modes this flavor cannot run).
   virtual sql::dialect dialect(const options& o) const = 0;
+  /// The engine dialect of ShedLock's table `table` on this database (compat=shedlock).
+  virtual sql::dialect shedlock_dialect(const std::string& table) const = 0;
   /// SOCI connection string for a soci+<db> URL (the URL's sqlock parameters already taken);
   /// the client's own connect/read timeouts follow `o.io_timeout` unless the URL sets them.
   virtual std::string connect_string(const url& u, const options& o) const = 0;
@@ -114,6 +116,10 @@ class flavor {
   /// Whether this flavor's URL-opened backends create the schema on first use (SQLite).
   virtual bool migrates_on_open() const { return false; }
 };
+
+/// The dialect `o` asks for on flavor `f`: sqlock's for `o.mode`, or a peer's layout for
+/// `o.compat` (config_error for a layout or mode the flavor cannot carry).
+sql::dialect dialect_of(const flavor& f, const options& o);
 
 /// The flavor of a SOCI backend name ("sqlite3", ...); config_error when not built in.
 const flavor& flavor_named(const std::string& soci_name);

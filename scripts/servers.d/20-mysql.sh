@@ -67,7 +67,28 @@ key_buffer_size=1M
 max_connections=300
 thread_cache_size=16
 table_open_cache=256
-performance_schema=OFF
+# performance_schema with only the metadata-lock instrument: list() of compat=distributedlock
+# and compat=raw shows everyone's GET_LOCK locks from performance_schema.metadata_locks. Small
+# fixed sizes keep its memory to a few MB.
+performance_schema=ON
+performance-schema-instrument='%=OFF'
+performance-schema-instrument='wait/lock/metadata/sql/mdl=ON'
+performance-schema-consumer-events-statements-current=OFF
+performance-schema-consumer-events-transactions-current=OFF
+performance-schema-consumer-thread-instrumentation=OFF
+performance_schema_max_metadata_locks=4096
+performance_schema_max_thread_instances=400
+performance_schema_digests_size=0
+performance_schema_max_digest_length=0
+performance_schema_max_sql_text_length=0
+performance_schema_events_statements_history_long_size=0
+performance_schema_events_statements_history_size=0
+performance_schema_events_transactions_history_long_size=0
+performance_schema_events_transactions_history_size=0
+performance_schema_events_waits_history_long_size=0
+performance_schema_events_waits_history_size=0
+performance_schema_events_stages_history_long_size=0
+performance_schema_events_stages_history_size=0
 skip-log-bin
 event_scheduler=OFF
 CNF
@@ -91,6 +112,8 @@ GRANT ALL PRIVILEGES ON sqlock.* TO 'sqlock_admin'@'127.0.0.1' WITH GRANT OPTION
 GRANT ALL PRIVILEGES ON sqlock.* TO 'sqlock_admin'@'localhost' WITH GRANT OPTION;
 GRANT ALL PRIVILEGES ON sqlock_empty.* TO 'sqlock_admin'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON sqlock_empty.* TO 'sqlock_admin'@'localhost';
+GRANT SELECT ON performance_schema.metadata_locks TO 'sqlock_admin'@'127.0.0.1';
+GRANT SELECT ON performance_schema.threads TO 'sqlock_admin'@'127.0.0.1';
 CREATE USER IF NOT EXISTS 'sqlock_exec'@'127.0.0.1' IDENTIFIED BY 'exec-pw';
 CREATE USER IF NOT EXISTS 'sqlock_exec'@'localhost' IDENTIFIED BY 'exec-pw';
 GRANT EXECUTE ON sqlock.* TO 'sqlock_exec'@'127.0.0.1';

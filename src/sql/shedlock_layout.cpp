@@ -41,11 +41,11 @@ dialect shedlock_dialect(const shedlock_sql& db, const std::string& table) {
                                    "SELECT 1 FROM " + t + " WHERE name = :name AND " + held_by_me));
   d.release = op("release", db.applied("UPDATE " + t + " SET lock_until = CASE WHEN locked_at > " +
                                            now + " THEN locked_at ELSE " + now +
-                                           " END WHERE name = :name AND " + mine,
+                                           " END WHERE name = :name AND " + held_by_me,
                                        ""));
   d.list =
       op("list", {"SELECT name, " + db.owner_of_row + ", NULL, " + db.iso("locked_at") + ", " +
-                  db.iso("lock_until") + ", 'shedlock', locked_by FROM " + t +
+                  db.iso("lock_until") + ", 'shedlock', " + db.holder_of_row + " FROM " + t +
                   " WHERE lock_until > " + now + " AND " + db.name_has_prefix + " ORDER BY name"});
   d.force_release =
       op("force_release", db.applied("UPDATE " + t + " SET lock_until = " + now +

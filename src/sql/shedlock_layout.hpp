@@ -4,8 +4,9 @@
 // expressions (shedlock_sql), in src/backends/<db>/shedlock.cpp.
 //   acquire  insert; on a duplicate name, update where lock_until <= now
 //   renew    ShedLock's extend: update where name, locked_by and lock_until > now
-//   release  ShedLock's unlock with lockAtLeastFor 0: lock_until = max(locked_at, now); the
-//            row is kept (run_exclusive's at_least shortens the lease by a renew instead)
+//   release  ShedLock's unlock with lockAtLeastFor 0: lock_until = max(locked_at, now), of a
+//            hold that has not ended (so a second release finds nothing held); the row is kept
+//            (run_exclusive's at_least shortens the lease by a renew instead)
 // locked_by is "<holder> <owner token>": owner-checked like ShedLock's hostname, and a retry of
 // a lost acquire by the same owner finds its own row (sqlock's one addition to the rules).
 #pragma once
@@ -25,7 +26,8 @@ struct shedlock_sql {
   std::string locked_by;  ///< "<holder> <owner>" cut to ShedLock's 255 characters
   /// Whether `column` (locked_by, maybe table-qualified) names the owner :owner.
   std::function<std::string(const std::string& column)> owned_by;
-  std::string owner_of_row;  ///< the owner token in locked_by, '' when it carries none (list)
+  std::string owner_of_row;   ///< the owner token in locked_by, '' when it carries none (list)
+  std::string holder_of_row;  ///< locked_by without a trailing " <owner token>" (list)
   /// `column` (a lock_until or locked_at) as ISO-8601 UTC text.
   std::function<std::string(const std::string& column)> iso;
   std::string name_has_prefix;  ///< whether name starts with :prefix

@@ -24,7 +24,17 @@ struct sqlite_optimistic {
   }
 };
 
-using local_types = ::testing::Types<memory_traits, sqlite_pessimistic, sqlite_optimistic>;
+/// compat=shedlock: ShedLock's table and rules (docs/interop.md), created on first use.
+struct sqlite_shedlock {
+  static constexpr std::size_t max_name_chars = 64;
+  static const char* url_var() { return nullptr; }
+  static std::string url(const std::string&, const std::filesystem::path& tmp) {
+    return "sqlite:" + (tmp / "locks.db").string() + "?compat=shedlock";
+  }
+};
+
+using local_types =
+    ::testing::Types<memory_traits, sqlite_pessimistic, sqlite_optimistic, sqlite_shedlock>;
 INSTANTIATE_TYPED_TEST_SUITE_P(local, conformance, local_types);
 
 }  // namespace sqlock::test

@@ -20,6 +20,9 @@ sql::shedlock_sql mysql_sql() {
     return "RIGHT(" + column + ", CHAR_LENGTH(:owner) + 1) = CONCAT(' ', :owner)";
   };
   s.owner_of_row = "IF(locked_by REGEXP ' [0-9a-f]{32}$', RIGHT(locked_by, 32), '')";
+  s.holder_of_row =
+      "IF(locked_by REGEXP ' [0-9a-f]{32}$', LEFT(locked_by, CHAR_LENGTH(locked_by) - 33), "
+      "locked_by)";
   s.iso = [](const std::string& column) {
     return "DATE_FORMAT(" + column + ", '%Y-%m-%dT%H:%i:%s.%fZ')";
   };

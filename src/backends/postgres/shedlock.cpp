@@ -21,6 +21,8 @@ sql::shedlock_sql postgres_sql() {
     return "right(" + column + ", length(" + owner + ") + 1) = ' ' || " + owner;
   };
   s.owner_of_row = "CASE WHEN locked_by ~ ' [0-9a-f]{32}$' THEN right(locked_by, 32) ELSE '' END";
+  s.holder_of_row =
+      "CASE WHEN locked_by ~ ' [0-9a-f]{32}$' THEN left(locked_by, -33) ELSE locked_by END";
   s.iso = [](const std::string& column) {
     return "to_char(" + column + ", 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
   };

@@ -26,6 +26,9 @@ sql::shedlock_sql sqlite_sql() {
   s.owner_of_row =
       "CASE WHEN length(locked_by) > 32 AND substr(locked_by, -33, 1) = ' ' THEN "
       "substr(locked_by, -32) ELSE '' END";
+  s.holder_of_row =
+      "CASE WHEN length(locked_by) > 32 AND substr(locked_by, -33, 1) = ' ' THEN "
+      "substr(locked_by, 1, length(locked_by) - 33) ELSE locked_by END";
   s.iso = [](const std::string& column) {
     return "strftime('%Y-%m-%dT%H:%M:%fZ', " + column + " / 1000.0, 'unixepoch')";
   };

@@ -19,26 +19,27 @@ GRANT EXECUTE ON FUNCTION sqlock.lock_key(text) TO sqlock_execute;
 -- True when session `p_pid` holds the session- or transaction-level advisory lock `p_key` in
 -- this database in mode `p_mode` ('ExclusiveLock', or 'ShareLock' for a shared hold: the same
 -- key, so the mode tells a session's shared hold of a name from its exclusive one).
+-- (PL/pgSQL, which keeps its plan: a SQL function with a sub-select is planned on every call.)
 CREATE OR REPLACE FUNCTION sqlock.advisory_held_as(p_key bigint, p_pid integer, p_mode text)
   RETURNS boolean
-  LANGUAGE sql STABLE
-  SET search_path = sqlock, pg_temp
+  LANGUAGE plpgsql STABLE
 AS $$
-  SELECT EXISTS (
+BEGIN
+  RETURN EXISTS (
     SELECT 1 FROM pg_catalog.pg_locks l
      WHERE l.locktype = 'advisory' AND l.granted AND l.pid = p_pid AND l.objsubid = 1
        AND l.mode = p_mode
        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
                           WHERE d.datname = pg_catalog.current_database())
        AND l.classid = ((p_key >> 32) & 4294967295)::oid
-       AND l.objid = (p_key & 4294967295)::oid)
+       AND l.objid = (p_key & 4294967295)::oid);
+END
 $$;
 REVOKE ALL ON FUNCTION sqlock.advisory_held_as(bigint, integer, text) FROM PUBLIC;
 
 -- True when session `p_pid` holds the advisory lock `p_key` exclusively (an exclusive hold).
 CREATE OR REPLACE FUNCTION sqlock.advisory_held(p_key bigint, p_pid integer) RETURNS boolean
   LANGUAGE sql STABLE
-  SET search_path = sqlock, pg_temp
 AS $$
   SELECT sqlock.advisory_held_as(p_key, p_pid, 'ExclusiveLock')
 $$;
@@ -102,11 +103,12 @@ REVOKE ALL ON FUNCTION sqlock.audit_on() FROM PUBLIC;
 CREATE OR REPLACE FUNCTION sqlock.log_event(p_event text, p_name text, p_owner text,
                                             p_fence bigint, p_mode text, p_holder text,
                                             p_detail text DEFAULT NULL) RETURNS void
-  LANGUAGE sql VOLATILE
-  SET search_path = sqlock, pg_temp
+  LANGUAGE plpgsql VOLATILE
 AS $$
+BEGIN
   INSERT INTO sqlock.events (event, name, owner, fence, mode, holder, detail)
-  VALUES (p_event, p_name, p_owner, p_fence, p_mode, p_holder, p_detail)
+  VALUES (p_event, p_name, p_owner, p_fence, p_mode, p_holder, p_detail);
+END
 $$;
 REVOKE ALL ON FUNCTION sqlock.log_event(text, text, text, bigint, text, text, text) FROM PUBLIC;
 

@@ -14,12 +14,15 @@ $$;
 REVOKE ALL ON FUNCTION sqlock.name_guard(text) FROM PUBLIC;
 
 -- True when a shared or permit hold of the name is live at p_now (call under name_guard).
+-- PL/pgSQL, not SQL: a SQL function with a sub-select is never inlined, and the executor plans
+-- it again on every call (80 us of a lock+unlock pair, measured); PL/pgSQL keeps its plan. The
+-- helpers here take no SET search_path: only the lock functions call them, under their own.
 CREATE OR REPLACE FUNCTION sqlock.shared_held(p_name text, p_now timestamptz) RETURNS boolean
-  LANGUAGE sql STABLE
-  SET search_path = sqlock, pg_temp
+  LANGUAGE plpgsql STABLE
 AS $$
-  SELECT EXISTS (SELECT 1 FROM sqlock.holders h
-                  WHERE h.name = p_name AND h.expires_at > p_now)
+BEGIN
+  RETURN EXISTS (SELECT 1 FROM sqlock.holders h WHERE h.name = p_name AND h.expires_at > p_now);
+END
 $$;
 REVOKE ALL ON FUNCTION sqlock.shared_held(text, timestamptz) FROM PUBLIC;
 
@@ -29,11 +32,13 @@ REVOKE ALL ON FUNCTION sqlock.shared_held(text, timestamptz) FROM PUBLIC;
 CREATE OR REPLACE FUNCTION sqlock.writer_mark(p_name text, p_owner text, p_mark_ms bigint,
                                               p_acquired boolean) RETURNS void
   LANGUAGE plpgsql VOLATILE
-  SET search_path = sqlock, pg_temp
 AS $$
 BEGIN
   IF p_acquired THEN
-    DELETE FROM sqlock.writer_marks m WHERE m.name = p_name AND m.owner = p_owner;
+    -- Only a waiting request (p_mark_ms > 0 on every attempt of it) can have left a mark.
+    IF coalesce(p_mark_ms, 0) > 0 THEN
+      DELETE FROM sqlock.writer_marks m WHERE m.name = p_name AND m.owner = p_owner;
+    END IF;
   ELSIF coalesce(p_mark_ms, 0) > 0 THEN
     INSERT INTO sqlock.writer_marks AS m (name, owner, expires_at)
     VALUES (p_name, p_owner, clock_timestamp() + p_mark_ms * interval '1 millisecond')
@@ -72,7 +77,6 @@ REVOKE ALL ON FUNCTION sqlock.name_key_try(text, boolean) FROM PUBLIC;
 -- and permit rows nobody locks are deleted, as acquire_shared does. Call with the key held.
 CREATE OR REPLACE FUNCTION sqlock.rows_hold(p_name text, p_exclusive boolean) RETURNS boolean
   LANGUAGE plpgsql VOLATILE
-  SET search_path = sqlock, pg_temp
 AS $$
 DECLARE
   v_now timestamptz := clock_timestamp();
@@ -113,7 +117,6 @@ CREATE OR REPLACE FUNCTION sqlock.advisory_take(p_key bigint, p_name text, p_sha
                                                 p_wait_ms bigint)
   RETURNS boolean
   LANGUAGE plpgsql VOLATILE
-  SET search_path = sqlock, pg_temp
 AS $$
 DECLARE
   v_until timestamptz := clock_timestamp() + greatest(p_wait_ms, 0) * interval '1 ms';
@@ -158,7 +161,6 @@ REVOKE ALL ON FUNCTION sqlock.advisory_take(bigint, text, boolean, bigint) FROM 
 CREATE OR REPLACE FUNCTION sqlock.key_busy(p_name text, p_owner text, p_mark_ms bigint)
   RETURNS void
   LANGUAGE plpgsql VOLATILE
-  SET search_path = sqlock, pg_temp
 AS $$
 BEGIN
   PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, false);

@@ -35,14 +35,17 @@ CREATE TABLE IF NOT EXISTS sqlock_advisory_names (
   name      TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
--- The sequence, on MariaDB only (by dynamic SQL, so that MySQL 8 parses this file too).
+-- The sequence, on MariaDB only (by dynamic SQL, so that MySQL 8 parses this file too). A
+-- Galera node refuses a cached sequence: NOCACHE there (row-mode fences come from the
+-- replicated counter row on Galera, see sqlock_next_fence in sql/mysql/00_functions.sql).
 DROP PROCEDURE IF EXISTS sqlock_v2_fence_sequence;
 DELIMITER $$
 CREATE PROCEDURE sqlock_v2_fence_sequence()
 MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   IF @@version LIKE '%MariaDB%' THEN
-    SET @sqlock_ddl = 'CREATE SEQUENCE IF NOT EXISTS sqlock_fence_seq START WITH 1 CACHE 1000';
+    SET @sqlock_ddl = CONCAT('CREATE SEQUENCE IF NOT EXISTS sqlock_fence_seq START WITH 1 ',
+                             IF(@@global.wsrep_on = 1, 'NOCACHE', 'CACHE 1000'));
     PREPARE sqlock_ddl FROM @sqlock_ddl;
     EXECUTE sqlock_ddl;
     -- SETVAL takes a constant and never moves a sequence backwards.

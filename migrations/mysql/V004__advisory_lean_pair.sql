@@ -58,7 +58,9 @@ CREATE PROCEDURE sqlock_v4_sequence_bound()
 MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   IF @@version LIKE '%MariaDB%' THEN
-    SET @sqlock_ddl = 'ALTER SEQUENCE sqlock_fence_seq MAXVALUE 1099511627775';
+    -- NOCACHE on a Galera node, which refuses a cached sequence (V002).
+    SET @sqlock_ddl = CONCAT('ALTER SEQUENCE sqlock_fence_seq MAXVALUE 1099511627775',
+                             IF(@@global.wsrep_on = 1, ' NOCACHE', ''));
     PREPARE sqlock_ddl FROM @sqlock_ddl;
     EXECUTE sqlock_ddl;
     DEALLOCATE PREPARE sqlock_ddl;

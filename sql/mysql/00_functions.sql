@@ -39,7 +39,11 @@ RETURN UTC_TIMESTAMP(6)$$
 -- (migrations/mysql/V004), so fences of a name rise in one order whatever mode took them; the
 -- caller makes sure of a live epoch first, outside its transaction (sqlock_fence_epoch_ready).
 -- On MySQL 8 (no sequences; advisory mode draws from the same row there): the counter row,
--- locked until the acquiring transaction ends. A procedure, not a function, so that creating it
+-- locked until the acquiring transaction ends. On a Galera node the sequence and the live epoch
+-- are the node's own, so fences from two nodes would not rise in one order: the counter row
+-- there too, which replicates and certifies (a stale read of it fails certification and the
+-- acquire is retried), offset by 2^62 so that these fences exceed every fence the schema gave
+-- before it joined a cluster (epochs stay far below 2^22). A procedure, not a function, so that creating it
 -- needs no log_bin_trust_function_creators; SQL SECURITY INVOKER, so that it runs with the
 -- rights of the sqlock procedure calling it, and an EXECUTE-only user calling it directly is
 -- refused (it has no rights on sqlock_counters).
@@ -48,8 +52,14 @@ CREATE PROCEDURE sqlock_next_fence(OUT p_fence BIGINT UNSIGNED)
 MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   IF @@version LIKE '%MariaDB%' THEN
-    SET p_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
-                     FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+    -- Nested: MySQL 8 has no wsrep_on (each statement is resolved when it runs).
+    IF @@global.wsrep_on = 1 THEN
+      UPDATE sqlock_counters SET value = LAST_INSERT_ID(value + 1) WHERE name = 'fence';
+      SET p_fence = (1 << 62) + LAST_INSERT_ID();
+    ELSE
+      SET p_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                       FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+    END IF;
     IF p_fence IS NULL THEN
       -- The server restarted between the caller's check and now: the library retries.
       SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213,

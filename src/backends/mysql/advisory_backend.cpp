@@ -22,6 +22,7 @@
 #include "connector.hpp"
 #include "diagnostics.hpp"
 #include "dialect.hpp"
+#include "galera.hpp"
 #include "lock_name.hpp"
 #include "sql/connection_budget.hpp"
 #include "sql/hold_recorder.hpp"
@@ -254,6 +255,7 @@ class advisory_backend final : public sql::engine_backend {
 
   void verify(steady_time deadline) override {
     refuse_read_only(*this, opts_, deadline);
+    refuse_galera(*this, server_address(opts_), "mode=advisory", deadline);
     engine_backend::verify(deadline);
   }
   store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }

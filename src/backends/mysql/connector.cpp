@@ -77,6 +77,11 @@ const char* const migrate_hint =
     std::string msg = what + ": " + e.what() + " (MySQL error " + std::to_string(code) +
                       ", SQLSTATE " + e.getSQLState() + ")";
     if (is_transient_error(code)) throw sql::transient_error(msg, std::to_string(code));
+    // A Galera node out of the Primary component, or still joining, refuses every statement
+    // ("WSREP has not yet prepared node for application use"): retried until the deadline, for
+    // the node rejoins (or the caller's deadline says it did not).
+    if (code == 1047 && std::string_view(e.what()).find("WSREP") != std::string_view::npos)
+      throw sql::transient_error(msg, std::to_string(code));
     // No slot for a new session: retried until the call's deadline (sql_engine.hpp).
     if (code == 1040)  // ER_CON_COUNT_ERROR: the server's max_connections
       throw sql::server_full(msg + " — the server had too many clients (max_connections)");

@@ -40,6 +40,10 @@ std::string server_address(const options& o);
 /// read-only", "refused a write"): names it and says to point the URL at the primary.
 std::string read_only_message(const std::string& where, const std::string& what);
 
+/// The bound of connect()'s checks: `deadline`, or 30 s from now when it is unbounded (a
+/// server with too many clients is asked again until then).
+steady_time check_bound(steady_time deadline);
+
 /// Throws read_only_error when the server of `b` (at `o`'s address) is read-only
 /// (@@global.read_only, set on a replica or by super_read_only), by `deadline`.
 void refuse_read_only(sql::engine_backend& b, const options& o, steady_time deadline);

@@ -8,6 +8,7 @@
 
 #include "budget.hpp"
 #include "connector.hpp"
+#include "galera.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::mysql::detail {
@@ -51,6 +52,7 @@ std::vector<finding> mysql_diagnostics::check(steady_time deadline) {
   std::vector<finding> out;
   const auto where = server_address(o_);
   const bool advisory = o_.mode == "advisory";
+  const bool get_lock = takes_get_lock(o_);
   run_check(out, "server", [&] {
     auto r = ask("SELECT VERSION(), @@version_comment", bound());
     out.push_back({"server", st::ok, cell(r) + " (" + cell(r, 0, 1) + ") at " + where});
@@ -63,17 +65,23 @@ std::vector<finding> mysql_diagnostics::check(steady_time deadline) {
     out.push_back({"role", st::ok, "writable (read_only = OFF)"});
   });
   run_check(out, "cluster", [&] {
-    const auto wsrep = variable("wsrep_on", bound());
+    const auto galera = galera_membership(engine_, bound());
     const auto group = variable("group_replication_group_name", bound());
     const auto node_local =
-        ": GET_LOCK locks are node-local there, so advisory mode does not exclude clients of "
-        "other nodes; the row modes' tables replicate";
-    if (wsrep && wsrep == "1") {
-      out.push_back({"cluster", advisory ? st::unsafe : st::warn,
-                     std::string("a Galera node (wsrep_on = ON)") + node_local});
+        ": GET_LOCK locks are node-local there, so advisory mode (and compat=distributedlock "
+        "or raw) does not exclude clients of other nodes";
+    if (galera) {
+      const bool serving = galera->serving();
+      out.push_back(
+          {"cluster", get_lock ? st::unsafe : (serving ? st::ok : st::warn),
+           galera->describe() + node_local +
+               (serving ? "; the row modes' tables replicate and certify across the cluster"
+                        : "; this node does not serve writes now (not Synced in the Primary "
+                          "component): lock calls through it wait until it does")});
     } else if (group && !group->empty()) {
-      out.push_back({"cluster", advisory ? st::unsafe : st::warn,
-                     "a Group Replication member (group " + *group + ")" + node_local});
+      out.push_back({"cluster", get_lock ? st::unsafe : st::warn,
+                     "a Group Replication member (group " + *group + ")" + node_local +
+                         "; the row modes' tables replicate"});
     } else {
       out.push_back({"cluster", st::ok, "no Galera (wsrep_on off) or Group Replication"});
     }

@@ -3,6 +3,7 @@
 
 #include "advisory_sessions.hpp"
 #include "dialect.hpp"
+#include "galera.hpp"
 #include "peer_lock_name.hpp"
 #include "sql/connection_budget.hpp"
 #include "sqlock/errors.hpp"
@@ -27,6 +28,7 @@ class peer_get_lock final : public sql::engine_backend {
             sql_bundle(), named(o), [o, counter] { return open_connection(o, counter); },
             std::move(url_text), budget.statements, true, counter),
         raw_(o.compat == "raw"),
+        where_(server_address(o)),
         pool_(o, o.sessions, 0, counter) {
     set_io_timeout(o.timeout);
   }
@@ -104,7 +106,9 @@ class peer_get_lock final : public sql::engine_backend {
                       "free one");
   }
   std::size_t sweep() override { return 0; }
-  void verify(steady_time) override {}
+  void verify(steady_time deadline) override {
+    refuse_galera(*this, where_, "compat=" + dialect_.mode, deadline);
+  }
   int migrate() override { return backend::migrate(); }
   std::string migration_script() const override { return backend::migration_script(); }
   std::string kind() const override { return "mysql"; }
@@ -159,6 +163,7 @@ class peer_get_lock final : public sql::engine_backend {
   }
 
   const bool raw_;
+  const std::string where_;  // the server, named in the Galera refusal
   const sql::operation take_{"peer_get_lock", {"SELECT GET_LOCK(:name, 0)"}};
   const sql::operation check_{"peer_is_used_lock",
                               {"SELECT IS_USED_LOCK(:name) = CONNECTION_ID()"}};

@@ -83,6 +83,18 @@ class galera : public ::testing::Test {
     urls_ = words(all);
     ASSERT_EQ(urls_.size(), 3u) << all;
     ensure_mysql_schema(urls_[0]);
+    // Every node Synced in a 3-node Primary component (a node started again by galera_kill
+    // may still be catching up).
+    for (const auto& u : urls_) {
+      bool synced = false;
+      for (const auto until = clock::now() + 60s; !synced && clock::now() < until;
+           std::this_thread::sleep_for(200ms)) {
+        for (const auto& f : sqlock::doctor(u, clock::now() + 10s))
+          synced = synced || (f.check == "cluster" && f.status == finding_status::ok &&
+                              f.message.find("3-node cluster") != std::string::npos);
+      }
+      ASSERT_TRUE(synced) << u << " is not a Synced node of the 3-node cluster";
+    }
   }
   std::vector<std::string> urls_;
 };
@@ -160,7 +172,7 @@ class galera_kill : public galera {
     victim_ = n.empty() ? 2 : std::stoul(n) - 1;
     ASSERT_LT(victim_, 3u);
     const auto s = env("SQLOCK_GALERA_KILL_SECONDS");
-    after_kill_ = std::chrono::seconds(s.empty() ? 8 : std::stoi(s));
+    after_kill_ = std::chrono::seconds(s.empty() ? 5 : std::stoi(s));
     node_dir_ = pids[victim_].substr(0, pids[victim_].rfind('/'));
   }
   void TearDown() override {
@@ -186,7 +198,7 @@ class galera_kill : public galera {
     return p;
   }
   std::size_t victim_ = 2;
-  std::chrono::seconds after_kill_{8};
+  std::chrono::seconds after_kill_{5};
   std::string node_dir_;
   bool killed_ = false;
 };

@@ -79,7 +79,9 @@ void pg_diagnostics::role(link& l, steady_time bound, std::vector<finding>& out)
       "pg_catalog.current_setting('default_transaction_read_only'), "
       "(SELECT count(*) FROM pg_catalog.pg_stat_replication), "
       "(SELECT count(*) FROM pg_catalog.pg_stat_replication "
-      " WHERE sync_state IN ('sync', 'quorum'))",
+      " WHERE sync_state IN ('sync', 'quorum')), "
+      "pg_catalog.current_setting('synchronous_standby_names'), "
+      "(SELECT count(*) FROM pg_catalog.pg_stat_replication WHERE sync_state IS NULL)",
       bound, "role query failed");
   const auto hint =
       ": point the URL at the primary, or list every host with target_session_attrs=read-write";
@@ -94,10 +96,16 @@ void pg_diagnostics::role(link& l, steady_time bound, std::vector<finding>& out)
                        " is read-only (default_transaction_read_only = on)" + hint});
     return;
   }
-  const auto standbys = number(r, 0, 2), sync = number(r, 0, 3);
+  const auto standbys = number(r, 0, 2), sync = number(r, 0, 3), hidden = number(r, 0, 5);
+  const auto sync_names = cell(r, 0, 4);
   std::string msg = "primary (accepts writes)";
   auto status = st::ok;
-  if (standbys > 0) {
+  if (standbys > 0 && sync == 0 && hidden > 0 && !sync_names.empty()) {
+    // A role without pg_read_all_stats sees no sync_state (as a Patroni cluster's app role).
+    msg += ", " + std::to_string(standbys) +
+           " streaming standby(s), synchronous_standby_names = '" + sync_names +
+           "' (which are synchronous is hidden from this role: pg_read_all_stats)";
+  } else if (standbys > 0) {
     msg += ", " + std::to_string(standbys) + " streaming standby(s), " + std::to_string(sync) +
            " synchronous";
     if (sync == 0 && o_.mode != "advisory") {

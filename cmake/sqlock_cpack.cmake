@@ -19,7 +19,10 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 # modules there (configure with -DCMAKE_INSTALL_PREFIX=/usr for packages under /usr).
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
-set(CPACK_STRIP_FILES ON)
+set(CPACK_STRIP_FILES ON)  # the shared libraries, the modules and the command
+# The static libraries of libsqlock-dev: their debug information stripped too.
+set(CPACK_SQLOCK_STRIP ${CMAKE_STRIP})
+set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/sqlock_cpack_strip.cmake)
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

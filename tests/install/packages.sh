@@ -2,8 +2,9 @@
 # The Debian packages of this build (cmake/sqlock_cpack.cmake), from the build tree: built with
 # cpack, installed with dpkg -i (as root; runs of this test are serialized by a lock file), a
 # consumer built with find_package and with pkg-config against the installed packages and run,
-# the installed command run with the SQLite module's package, then all removed with dpkg -r and
-# nothing of them left. Exit 77 (skipped) when not root, unless SQLOCK_TEST_REQUIRE_ALL=1.
+# the installed command run with the SQLite module's package, no debug information in any of
+# them (static libraries included), then all removed with dpkg -r and nothing of them left.
+# Exit 77 (skipped) when not root, unless SQLOCK_TEST_REQUIRE_ALL=1.
 # Usage: packages.sh BUILD_DIR "BACKENDS" [COMPILER_LAUNCHER]
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -45,6 +46,16 @@ done
 dpkg-deb -f "$tmp"/debs/sqlock_*.deb Depends | grep -q "libsqlock (= " ||
   fail "sqlock does not depend on libsqlock of its version"
 echo "ok: cpack built ${names[*]}"
+# No debug information in any package: static libraries, shared libraries, modules, command.
+for d in "$tmp"/debs/*.deb; do
+  x=$tmp/contents/$(basename "$d" .deb)
+  dpkg-deb -x "$d" "$x"
+  while read -r f; do
+    ! readelf -S "$f" 2>/dev/null | grep -q '\.debug_info' ||
+      fail "$(basename "$d") ships debug information in ${f#"$x"}"
+  done < <(find "$x" -type f \( -name '*.a' -o -name '*.so*' -o -perm -u+x \))
+done
+echo "ok: no debug information in the packages ($(du -ch "$tmp"/debs/*.deb | tail -1 | cut -f1) in all)"
 
 dpkg -i "$tmp"/debs/*.deb >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log"; fail "dpkg -i"; }
 echo "ok: dpkg -i installed them under $prefix"

@@ -351,8 +351,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     serve->add_flag("--read-only", sa.read_only, "no release button");
     serve->add_option("--token-file", sa.token_file,
-                      "file holding the admin token (default: $SQLOCK_ADMIN_TOKEN); without one "
-                      "nothing can be released");
+                      "file of admin tokens, one a line as NAME:SECRET (NAME is the actor "
+                      "logged for a release) or a bare SECRET named admin (default: "
+                      "$SQLOCK_ADMIN_TOKEN); without one nothing can be released");
     serve
         ->add_option(
             "--allow-host", sa.allow_hosts,

@@ -7,7 +7,8 @@
 //   GET  /api/locks              held locks as JSON (?prefix=), with age_s and expires_in_s;
 //                                ?limit=&offset=&sort=&dir= for one sorted page
 //   GET  /api/events             the store's audit trail, newest first (?prefix=&limit=)
-//   POST /api/release            body {"name": "..."}: forced release (needs the token)
+//   POST /api/release            body {"name": "..."}: forced release (needs a token; the
+//                                token's name is the actor, logged and answered)
 // Every request passes the request_guard (Host, Origin, token) first.
 #include <httplib.h>
 
@@ -53,9 +54,11 @@ void not_connected(const store_link& link, Response& res) {
   reply(res, 503, "store unavailable: " + (why.empty() ? std::string("connecting") : why));
 }
 
-void release_route(const store_link& link, const serve_args& a, serve_metrics& m,
-                   const Request& req, Response& res) {
+void release_route(const store_link& link, const serve_args& a, const request_guard& guard,
+                   serve_metrics& m, const Request& req, Response& res) {
   if (a.read_only) return reply(res, 403, "read-only");
+  // The guard let the request through, so its token is a configured one.
+  auto actor = guard.actor(req.get_header_value("Authorization")).value_or("?");
   auto c = link.get();
   if (!c) return not_connected(link, res);
   std::string name;
@@ -69,9 +72,9 @@ void release_route(const store_link& link, const serve_args& a, serve_metrics& m
     m.count_release(released ? "released" : "not_held");
     // The name as a JSON string: control characters in a name cannot forge log lines.
     auto shown = nlohmann::json(name).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-    std::cerr << "sqlock serve: force release of " << shown << " from " << req.remote_addr << ": "
-              << (released ? "released" : "not held") << "\n";
-    reply_json(res, {{"released", released}});
+    std::cerr << "sqlock serve: force release of " << shown << " by " << actor << " from "
+              << req.remote_addr << ": " << (released ? "released" : "not held") << "\n";
+    reply_json(res, {{"released", released}, {"actor", actor}});
   } catch (const config_error& e) {
     reply(res, 400, shown(e.what()));
   } catch (const unsupported& e) {
@@ -209,7 +212,7 @@ void add_routes(httplib::Server& srv, const store_link& link, const std::string&
           [&](const Request& req, Response& res) { locks_route(link, leases, req, res); });
   srv.Get("/api/events", [&](const Request& req, Response& res) { events_route(link, req, res); });
   srv.Post("/api/release",
-           [&](const Request& req, Response& res) { release_route(link, a, m, req, res); });
+           [&](const Request& req, Response& res) { release_route(link, a, guard, m, req, res); });
 }
 
 }  // namespace
@@ -218,7 +221,7 @@ int serve_command(const serve_args& a) {
   auto listen = listen_address::parse(a.listen);
   auto retry = parse_duration(a.retry_every);
   if (retry.count() <= 0) throw config_error("--retry-every must be > 0");
-  request_guard guard(listen, a.allow_hosts, load_admin_token(a.token_file), a.private_reads);
+  request_guard guard(listen, a.allow_hosts, load_admin_tokens(a.token_file), a.private_reads);
   serve_metrics metrics;
   lease_tracker leases;
   client_options opts;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "sqlock/errors.hpp"
@@ -56,18 +57,48 @@ listen_address listen_address::parse(const std::string& text) {
   return a;
 }
 
-std::string load_admin_token(const std::string& token_file) {
+namespace {
+
+// One token line: "NAME:SECRET" or a bare "SECRET" (named "admin"); `where` names the line.
+admin_token parse_token(const std::string& line, const std::string& where) {
+  auto colon = line.find(':');
+  if (colon == std::string::npos) return {"admin", line};
+  admin_token t{line.substr(0, colon), line.substr(colon + 1)};
+  auto name_char = [](unsigned char c) { return std::isalnum(c) || std::strchr("._@-", c); };
+  if (t.name.empty() || !std::all_of(t.name.begin(), t.name.end(), name_char))
+    throw config_error(where +
+                       ": a token's name (before ':') may hold only letters, digits and ._@-");
+  if (t.secret.empty()) throw config_error(where + ": a token has no secret after ':'");
+  return t;
+}
+
+}  // namespace
+
+std::vector<admin_token> load_admin_tokens(const std::string& token_file) {
   if (token_file.empty()) {
     const char* env = std::getenv("SQLOCK_ADMIN_TOKEN");
-    return env ? trim(env) : std::string();
+    auto text = env ? trim(env) : std::string();
+    if (text.empty()) return {};
+    return {parse_token(text, "SQLOCK_ADMIN_TOKEN")};
   }
   std::ifstream in(token_file);
   if (!in) throw config_error("cannot read --token-file " + token_file);
+  std::vector<admin_token> tokens;
   std::string line;
-  std::getline(in, line);
-  line = trim(line);
-  if (line.empty()) throw config_error("--token-file " + token_file + " holds no token");
-  return line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = trim(line);
+    if (line.empty() || line.front() == '#') continue;
+    auto where = "--token-file " + token_file + " line " + std::to_string(n);
+    auto t = parse_token(line, where);
+    for (const auto& o : tokens) {
+      if (o.name == t.name) throw config_error(where + " repeats the name of an earlier token");
+      if (o.secret == t.secret)
+        throw config_error(where + " repeats the secret of an earlier token");
+    }
+    tokens.push_back(std::move(t));
+  }
+  if (tokens.empty()) throw config_error("--token-file " + token_file + " holds no token");
+  return tokens;
 }
 
 bool tokens_equal(std::string_view given, std::string_view expected) noexcept {
@@ -80,11 +111,11 @@ bool tokens_equal(std::string_view given, std::string_view expected) noexcept {
 }
 
 request_guard::request_guard(const listen_address& listen, std::vector<std::string> allow_hosts,
-                             std::string token, bool private_reads)
+                             std::vector<admin_token> tokens, bool private_reads)
     : listen_host_(listen.host),
       port_(listen.port),
       allow_(std::move(allow_hosts)),
-      token_(std::move(token)),
+      tokens_(std::move(tokens)),
       private_(private_reads) {
   for (auto& h : allow_) h = lower(h);
 }
@@ -124,15 +155,25 @@ std::optional<refusal> request_guard::check(access what, std::string_view host,
   }
   bool needs_token = what == access::change || (what == access::read && private_);
   if (!needs_token) return std::nullopt;
-  if (token_.empty())
+  if (tokens_.empty())
     return refusal{403,
                    "no admin token configured (start with --token-file or SQLOCK_ADMIN_TOKEN)"};
+  if (!actor(authorization)) return refusal{401, "admin token required (Authorization: Bearer)"};
+  return std::nullopt;
+}
+
+std::optional<std::string> request_guard::actor(std::string_view authorization) const {
   constexpr std::string_view bearer = "Bearer ";
   if (authorization.size() <= bearer.size() ||
-      lower(authorization.substr(0, bearer.size())) != "bearer " ||
-      !tokens_equal(authorization.substr(bearer.size()), token_))
-    return refusal{401, "admin token required (Authorization: Bearer)"};
-  return std::nullopt;
+      lower(authorization.substr(0, bearer.size())) != "bearer ")
+    return std::nullopt;
+  auto given = authorization.substr(bearer.size());
+  // Every secret is compared (no early exit): the time does not tell which one nearly matched.
+  const admin_token* found = nullptr;
+  for (const auto& t : tokens_)
+    if (tokens_equal(given, t.secret)) found = &t;
+  if (!found) return std::nullopt;
+  return found->name;
 }
 
 }  // namespace sqlock::cli

@@ -33,8 +33,10 @@ start_server() {
   base=${base%/}
 }
 
-printf 'tok-%s\n' "$RANDOM$RANDOM$RANDOM" >"$dir/token"
-token=$(cat "$dir/token")
+# Two named tokens (and a comment): `token` is admin's, `bob_token` ops-bob's.
+token=tok-$RANDOM$RANDOM$RANDOM
+bob_token=bob-$RANDOM$RANDOM$RANDOM
+printf '# admins\nadmin:%s\nops-bob:%s\n' "$token" "$bob_token" >"$dir/token"
 start_server main --token-file "$dir/token" --allow-host locks.example
 case "$base" in http://127.0.0.1:[1-9]*) r=yes ;; *) r=no ;; esac
 check "--listen 127.0.0.1:0 prints the bound port ($base)" yes "$r"
@@ -110,15 +112,17 @@ mcheck "oldest hold age is a number >= 0" yes "$("$py" -c "print('yes' if float(
 mcheck "HTTP requests are counted by status" yes \
   "$([ "$(metric sqlock_serve_http_requests_total code=421)" != none ] && echo yes)"
 
-out=$(curl -fs -X POST -H "Authorization: Bearer $token" -H "Origin: $base" -d '{"name":"served"}' "$base/api/release")
-check "release with the token and the served Origin" '{"released":true}' "$out"
+out=$(curl -fs -X POST -H "Authorization: Bearer $bob_token" -H "Origin: $base" -d '{"name":"served"}' "$base/api/release")
+check "release with a named token and the served Origin" '{"actor":"ops-bob","released":true}' "$out"
+grep -q 'force release of "served" by ops-bob from ' "$dir/main.log"
+check "the release is logged with the token's name" 0 $?
 wait $held
 check "the holder saw the loss (exit 70)" 70 $?
 curl -fs "$base/metrics" >"$dir/metrics.txt"
 mcheck "forced releases are counted" 1 "$(metric sqlock_serve_force_releases_total result=released)"
 mcheck "no lock held after the release" none "$(metric sqlock_store_held_locks mode=pessimistic)"
-if grep -q "$token" "$dir/main.log" "$dir/main.out"; then r=leaked; else r=absent; fi
-check "the token never appears in the output" absent "$r"
+if grep -qe "$token" -e "$bob_token" "$dir/main.log" "$dir/main.out"; then r=leaked; else r=absent; fi
+check "no token's secret appears in the output" absent "$r"
 
 # Without a token nothing can be released; with --private nothing can be read either.
 start_server open

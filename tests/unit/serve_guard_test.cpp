@@ -3,7 +3,11 @@
 // and tests/browser/.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "serve_guard.hpp"
 #include "sqlock/errors.hpp"
@@ -35,16 +39,69 @@ TEST(serve_token, equal_only_when_identical) {
 
 TEST(serve_token, from_the_environment_when_no_file) {
   ::setenv("SQLOCK_ADMIN_TOKEN", "  from-env \n", 1);
-  EXPECT_EQ(load_admin_token(""), "from-env");
+  auto t = load_admin_tokens("");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].name, "admin");
+  EXPECT_EQ(t[0].secret, "from-env");
+  ::setenv("SQLOCK_ADMIN_TOKEN", "ops@example.com:s3cret", 1);
+  t = load_admin_tokens("");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].name, "ops@example.com");
+  EXPECT_EQ(t[0].secret, "s3cret");
   ::unsetenv("SQLOCK_ADMIN_TOKEN");
-  EXPECT_EQ(load_admin_token(""), "");
-  EXPECT_THROW(load_admin_token("/nonexistent/token"), config_error);
+  EXPECT_TRUE(load_admin_tokens("").empty());
+  EXPECT_THROW(load_admin_tokens("/nonexistent/token"), config_error);
+}
+
+namespace {
+// A token file of `text`, read back; the file is removed before returning.
+std::vector<admin_token> tokens_of(const std::string& text) {
+  auto path = ::testing::TempDir() + "sqlock-tokens-" + std::to_string(::getpid());
+  { std::ofstream(path) << text; }
+  struct remove_at_exit {
+    std::string p;
+    ~remove_at_exit() { std::remove(p.c_str()); }
+  } cleanup{path};
+  return load_admin_tokens(path);
+}
+
+// The message of the config_error that loading `text` throws ("" when none).
+std::string error_of(const std::string& text) {
+  try {
+    tokens_of(text);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(serve_token, a_file_names_each_token) {
+  auto t = tokens_of("# the on-call team\n  alice:a-secret  \n\nbob.ops:b:with:colons\n");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].name, "alice");
+  EXPECT_EQ(t[0].secret, "a-secret");
+  EXPECT_EQ(t[1].name, "bob.ops");
+  EXPECT_EQ(t[1].secret, "b:with:colons");
+  auto bare = tokens_of("just-a-secret\n");
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_EQ(bare[0].name, "admin");
+}
+
+TEST(serve_token, bad_files_are_refused_without_echoing_a_secret) {
+  EXPECT_NE(error_of("# nothing\n\n").find("holds no token"), std::string::npos);
+  for (auto text :
+       {"alice:x1\nalice:x2\n", "alice:same\nbob:same\n", "al ice:x1\n", ":x1\n", "alice:\n"}) {
+    auto e = error_of(text);
+    EXPECT_NE(e.find("line "), std::string::npos) << text;
+    for (auto secret : {"x1", "x2", "same"}) EXPECT_EQ(e.find(secret), std::string::npos) << e;
+  }
 }
 
 namespace {
 request_guard guard(const std::string& listen, bool priv = false) {
-  return request_guard(listen_address::parse(listen), {"locks.example", "proxy.example:443"}, "tok",
-                       priv);
+  return request_guard(listen_address::parse(listen), {"locks.example", "proxy.example:443"},
+                       {{"admin", "tok"}, {"alice", "alices-secret"}}, priv);
 }
 }  // namespace
 
@@ -92,7 +149,18 @@ TEST(serve_guard, private_reads_and_no_token) {
   EXPECT_EQ(priv.check(access::read, host, "", "", false)->status, 401);
   EXPECT_FALSE(priv.check(access::read, host, "", "Bearer tok", false));
   EXPECT_FALSE(priv.check(access::page, host, "", "", false));
-  request_guard none(listen_address::parse("127.0.0.1:8480"), {}, "", false);
+  request_guard none(listen_address::parse("127.0.0.1:8480"), {}, {}, false);
   EXPECT_EQ(none.check(access::change, host, "", "Bearer ", true)->status, 403);
   EXPECT_FALSE(none.has_token());
+}
+
+TEST(serve_guard, each_token_passes_under_its_own_name) {
+  auto g = guard("127.0.0.1:8480");
+  const char* host = "127.0.0.1:8480";
+  EXPECT_FALSE(g.check(access::change, host, "", "Bearer alices-secret", true));
+  EXPECT_EQ(g.actor("Bearer alices-secret"), "alice");
+  EXPECT_EQ(g.actor("bearer tok"), "admin");
+  EXPECT_EQ(g.actor("Bearer alices-secreT"), std::nullopt);
+  EXPECT_EQ(g.actor("Bearer "), std::nullopt);
+  EXPECT_EQ(g.actor("alices-secret"), std::nullopt);
 }

@@ -243,7 +243,7 @@ async function release() {
   try {
     const r = await api('api/release', { method: 'POST',
       headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name }) });
-    notice(r.released ? 'Released ' + name + '.' : name + ' was not held.', false);
+    notice(r.released ? 'Released ' + name + ' as ' + r.actor + '.' : name + ' was not held.', false);
   } catch (e) {
     if (e.status === 401) notice('The admin token was refused.', true);
     else if (e.status === 503) storeDown(e.message);

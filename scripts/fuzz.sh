@@ -7,8 +7,8 @@
 #   scripts/fuzz.sh run BUILD_DIR TARGET SECONDS run one target (after build)
 # CI builds in the CTest test fuzz.build (at the lowest CPU priority, beside the other tests)
 # and runs each target as fuzz.<target>. Only the core and the backends with fuzz targets are
-# built (-j2). Exit 77 when clang or the libFuzzer runtime (libclang-rt-14-dev) is missing,
-# unless SQLOCK_TEST_REQUIRE_ALL=1.
+# built (-j2, a unity build: a few sources per compiler run). Exit 77 when clang or the
+# libFuzzer runtime (libclang-rt-14-dev) is missing, unless SQLOCK_TEST_REQUIRE_ALL=1.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cxx=$(command -v clang++-14 || command -v clang++ || true)
@@ -25,7 +25,7 @@ build() {
   t0=$(date +%s)
   mkdir -p "$dir"
   cmake -S "$src" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_UNITY_BUILD=ON \
     "${launcher[@]}" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DSQLOCK_FUZZ=ON -DSQLOCK_BUILD_CLI=OFF -DSQLOCK_BUILD_BENCHMARKS=OFF -DSQLOCK_WITH_SOCI=OFF \
     -DSQLOCK_WITH_SQLITE=OFF -DSQLOCK_WITH_POSTGRES=OFF -DSQLOCK_WITH_ETCD=ON \

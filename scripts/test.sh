@@ -22,8 +22,20 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWI
   -DSQLOCK_WERROR=ON
 cmake --build "$build" -j2
 stage "building"
-# Two tests at a time on two cores; the sanitizer and fuzzing builds among them run at the
-# lowest priority (tests/reliability, tests/fuzz). Three at a time is faster but made the tests
-# with short deadlines fail now and then beside a cold sanitizer build.
-ctest --test-dir "$build" --output-on-failure -j"${SQLOCK_TEST_JOBS:-2}" --timeout 600
-stage "testing"
+# The side builds (sanitizers, clang fuzzing, shared libraries: the CTest tests labelled
+# side_build_setup) start in the background at idle CPU priority, so that they take the CPU the
+# tests leave idle without holding one of CTest's two slots; meanwhile CTest runs every other
+# test, two at a time on two cores (three at a time made the tests with short deadlines fail now
+# and then). Then the side_build tests: the builds again (up to date by then, or finished now)
+# and the sanitized programs and fuzz targets they built.
+jobs=-j"${SQLOCK_TEST_JOBS:-2}"
+python3 scripts/side-builds.py "$build" &
+side=$!
+status=0
+ctest --test-dir "$build" --output-on-failure "$jobs" --timeout 600 -LE side_build || status=1
+stage "testing (all but the side builds)"
+wait "$side" || echo "test.sh: a side build failed (its test below says why; log: $build/side-builds.log)"
+stage "the side builds"
+ctest --test-dir "$build" --output-on-failure "$jobs" --timeout 600 -L side_build || status=1
+stage "testing (the side builds' programs)"
+exit $status

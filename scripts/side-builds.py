@@ -2,12 +2,16 @@
 """Runs the side builds of a build tree ahead of CTest: the tests labelled side_build_setup (the
 sanitizer builds, the clang fuzzing build, the shared-library build), one after another, each
 with its command and working directory as CTest would run it (their commands run them at idle
-CPU priority, SCHED_IDLE: only CPU time no other process wants). scripts/test.sh starts this in the
-background while CTest runs every test not labelled side_build, then runs the side_build tests:
-the same builds again (now up to date: seconds) and the programs they built. A build that fails
-here fails again there, with its output in the CTest log.
+CPU priority, SCHED_IDLE: only CPU time no other process wants). scripts/test.sh starts this in
+the background while CTest runs every test not labelled side_build, then runs the side_build
+tests: the same builds again (now up to date: seconds) and the programs they built. A build that
+fails here fails again there, with its output in the CTest log.
 
-  scripts/side-builds.py BUILD_DIR [LOG]     (LOG: BUILD_DIR/side-builds.log)
+  ctest --test-dir BUILD -L side_build_setup --show-only=json-v1 >TESTS.json
+  scripts/side-builds.py TESTS.json LOG
+
+(The listing is made first, in the foreground: a ctest run writes BUILD/Testing/, so it must not
+overlap the CTest run this one goes beside.)
 
 Exit status: 0 when every build passed (or was skipped, exit 77), else 1."""
 import json
@@ -17,25 +21,23 @@ import sys
 import time
 
 
-def side_build_tests(build):
-    out = subprocess.run(["ctest", "--test-dir", build, "-L", "side_build_setup",
-                          "--show-only=json-v1"], check=True, capture_output=True, text=True)
-    tests = json.loads(out.stdout)["tests"]
+def side_build_tests(listing):
+    with open(listing) as f:
+        tests = json.load(f)["tests"]
     # The order CTest would start them in: the highest COST first.
     cost = lambda t: next((p["value"] for p in t.get("properties", []) if p["name"] == "COST"), 0)
     return sorted(tests, key=cost, reverse=True)
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: side-builds.py BUILD_DIR [LOG]")
-    build = os.path.abspath(sys.argv[1])
-    log_path = sys.argv[2] if len(sys.argv) == 3 else os.path.join(build, "side-builds.log")
+    if len(sys.argv) != 3:
+        sys.exit("usage: side-builds.py TESTS.json LOG")
+    listing, log_path = sys.argv[1], sys.argv[2]
     status = 0
     with open(log_path, "w") as log:
-        for t in side_build_tests(build):
+        for t in side_build_tests(listing):
             props = {p["name"]: p["value"] for p in t.get("properties", [])}
-            cwd = props.get("WORKING_DIRECTORY", build)
+            cwd = props.get("WORKING_DIRECTORY", os.path.dirname(os.path.abspath(listing)))
             t0 = time.monotonic()
             log.write(f"side-builds: {t['name']}: {' '.join(t['command'])}\n")
             log.flush()

@@ -29,7 +29,8 @@ stage "building"
 # and then). Then the side_build tests: the builds again (up to date by then, or finished now)
 # and the sanitized programs and fuzz targets they built.
 jobs=-j"${SQLOCK_TEST_JOBS:-2}"
-python3 scripts/side-builds.py "$build" &
+ctest --test-dir "$build" -L side_build_setup --show-only=json-v1 >"$build/side-builds.json"
+python3 scripts/side-builds.py "$build/side-builds.json" "$build/side-builds.log" &
 side=$!
 status=0
 ctest --test-dir "$build" --output-on-failure "$jobs" --timeout 600 -LE side_build || status=1

@@ -22,6 +22,13 @@ for bad in 127.0.0.1:99999 127.0.0.1:-1 127.0.0.1:80x 127.0.0.1 :x; do
 done
 "$sqlock" serve --listen 127.0.0.1:0 --token-file "$dir/missing" 2>/dev/null
 check "a missing --token-file exits 64" 64 $?
+printf 'alice:first-secret\nalice:second-secret\n' >"$dir/twice"
+err=$("$sqlock" serve --listen 127.0.0.1:0 --token-file "$dir/twice" 2>&1 >/dev/null)
+check "a token file naming alice twice exits 64" 64 $?
+case "$err" in *"line 2 repeats the name"*) r=named ;; *) r="$err" ;; esac
+check "the error names the line" named "$r"
+case "$err" in *first-secret* | *second-secret*) r=leaked ;; *) r=absent ;; esac
+check "the error shows no secret" absent "$r"
 
 # start_server NAME ARGS...: starts sqlock serve on a free port; sets $base.
 start_server() {

@@ -49,6 +49,7 @@ echo "ok: cpack built ${names[*]}"
 # No debug information in any package: static libraries, shared libraries, modules, command.
 for d in "$tmp"/debs/*.deb; do
   x=$tmp/contents/$(basename "$d" .deb)
+  mkdir -p "$x"
   dpkg-deb -x "$d" "$x"
   while read -r f; do
     ! readelf -S "$f" 2>/dev/null | grep -q '\.debug_info' ||

@@ -11,17 +11,26 @@ if [ "${SQLOCK_SKIP_DEPS:-0}" != 1 ]; then scripts/install-deps.sh; fi
 stage "installing dependencies"
 export SQLOCK_RUN_DIR=${SQLOCK_RUN_DIR:-/tmp/sqlock-servers}
 trap 'scripts/servers.sh stop || true' EXIT
-scripts/servers.sh start
-stage "starting the servers"
-# shellcheck source=/dev/null
-source "$SQLOCK_RUN_DIR/env.sh"
-export SQLOCK_TEST_REQUIRE_ALL=1
+# The servers start (clusters take a minute or two, mostly waiting) while the build runs.
+servers_log=$(mktemp)
+scripts/servers.sh start >"$servers_log" 2>&1 &
+servers=$!
 # RelWithDebInfo at -g1: the optimised code users build, with the line tables a backtrace needs
 # but not the full debug information, which would cost about a third more compile time.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DSQLOCK_WERROR=ON
 cmake --build "$build" -j2
 stage "building"
+if ! wait "$servers"; then
+  cat "$servers_log"
+  echo "test.sh: the servers did not start" >&2
+  exit 1
+fi
+cat "$servers_log"
+stage "starting the servers (beside the build)"
+# shellcheck source=/dev/null
+source "$SQLOCK_RUN_DIR/env.sh"
+export SQLOCK_TEST_REQUIRE_ALL=1
 # The side builds (sanitizers, clang fuzzing, shared libraries: the CTest tests labelled
 # side_build_setup) start in the background at idle CPU priority, so that they take the CPU the
 # tests leave idle without holding one of CTest's two slots; meanwhile CTest runs every other

@@ -1,6 +1,7 @@
 // The kinds of request in one etcd lock queue (see kinds.hpp).
 #include "kinds.hpp"
 
+#include "core/queue_rule.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::etcd::detail {
@@ -61,24 +62,16 @@ std::vector<queue_key> keys_of(const json& kvs) {
 }
 
 turn turn_of(const std::vector<queue_key>& q, std::size_t i) {
-  const auto& me = q[i];
-  if (i == 0) return {true, {}};
-  if (me.kind == lock_kind::exclusive) return {false, {q[i - 1].key}};
-  for (std::size_t j = i; j-- > 0;)
-    if (q[j].kind != me.kind) return {false, {q[j].key}};  // the nearest of another kind
-  if (me.kind == lock_kind::shared || i < me.permits) return {true, {}};
+  const auto s = queue_rule::standing_of(q, i);
+  if (s.holds) return {true, {}};
+  if (!s.any_before) return {false, {q[s.wait_for].key}};
   turn t;  // behind N permits: any of them may leave first
   for (std::size_t j = 0; j < i; ++j) t.watch.push_back(q[j].key);
   return t;
 }
 
 void check_permits(const std::vector<queue_key>& q, std::size_t i, const lock_request& req) {
-  if (req.kind != lock_kind::permit) return;
-  for (std::size_t j = 0; j < i; ++j)
-    if (q[j].kind == lock_kind::permit && q[j].permits != req.permits)
-      throw config_error("semaphore '" + req.name + "' has " + std::to_string(q[j].permits) +
-                         " permits on etcd; a request for " + std::to_string(req.permits) +
-                         " permits does not agree (all users of a name must give the same N)");
+  queue_rule::check_permit_count(q, i, req.kind, req.permits, req.name, "etcd");
 }
 
 }  // namespace sqlock::etcd::detail

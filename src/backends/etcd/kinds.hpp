@@ -1,11 +1,8 @@
 // The kinds of request in one etcd lock queue and who among them holds. Every key of a name
 // (`<prefix>/<encoded name>/<lease hex>`) is ordered by its create revision; its value says what
 // it asks for (JSON: owner, holder, kind, permits; etcdctl's keys have an empty value and are
-// exclusive):
-//   exclusive  holds when no key precedes it
-//   shared     holds when only shared keys precede it (a queued writer keeps later readers out)
-//   permit N   holds when fewer than N keys precede it, all permits
-// Internal.
+// exclusive). Who holds follows the queue rule of core/queue_rule.hpp; a permit behind N permits
+// watches every key before it. Internal.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "sqlock/errors.hpp"
+#include "core/queue_rule.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
 #include "zk_layout.hpp"
 #include "zk_names.hpp"
@@ -35,14 +35,6 @@ std::optional<kind_prefix> prefix_of(std::string_view child) {
   if (i == 1 || i >= child.size() || child[i] != '-' || n == 0 || n > UINT32_MAX)
     return std::nullopt;
   return kind_prefix{lock_kind::permit, static_cast<std::uint32_t>(n), i + 1};
-}
-
-// Index of the nearest node before `i` whose kind is not `kind`; nullopt when there is none.
-std::optional<std::size_t> nearest_other(const std::vector<queue_node>& q, std::size_t i,
-                                         lock_kind kind) {
-  for (std::size_t j = i; j-- > 0;)
-    if (q[j].kind != kind) return j;
-  return std::nullopt;
 }
 
 }  // namespace
@@ -77,26 +69,13 @@ std::string node_prefix(const lock_request& req) {
 }
 
 turn turn_of(const std::vector<queue_node>& q, std::size_t i) {
-  const auto& me = q[i];
-  if (me.kind == lock_kind::exclusive) {
-    if (i == 0) return {true, {}};
-    return {false, q[i - 1].znode};
-  }
-  if (auto other = nearest_other(q, i, me.kind)) return {false, q[*other].znode};
-  if (me.kind == lock_kind::shared || i < me.permits) return {true, {}};
-  return {false, {}};
+  const auto s = queue_rule::standing_of(q, i);
+  if (s.holds) return {true, {}};
+  return {false, s.any_before ? std::string() : q[s.wait_for].znode};
 }
 
-void check_permits(const std::vector<queue_node>& q, const queue_node& me,
-                   const lock_request& req) {
-  if (req.kind != lock_kind::permit) return;
-  for (const auto& n : q) {
-    if (n.seq >= me.seq) break;
-    if (n.kind == lock_kind::permit && n.permits != req.permits)
-      throw config_error("semaphore '" + req.name + "' has " + std::to_string(n.permits) +
-                         " permits on ZooKeeper; a request for " + std::to_string(req.permits) +
-                         " permits does not agree (all users of a name must give the same N)");
-  }
+void check_permits(const std::vector<queue_node>& q, std::size_t i, const lock_request& req) {
+  queue_rule::check_permit_count(q, i, req.kind, req.permits, req.name, "ZooKeeper");
 }
 
 namespace {

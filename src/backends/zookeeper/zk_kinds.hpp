@@ -1,11 +1,11 @@
 // The kinds of request in one ZooKeeper lock queue and who among them holds. Every request of
 // a name is an EPHEMERAL_SEQUENTIAL child of the name's parent, and the parent's one sequence
 // counter orders them all (a later node has a higher sequence and a higher czxid):
-//   n-<owner>-<seq>     exclusive: holds when first; waits on its immediate predecessor
-//   r-<owner>-<seq>     shared: holds when only shared nodes precede it; waits on the nearest
-//                       preceding node of another kind (a queued writer keeps later readers out)
-//   p<N>-<owner>-<seq>  one of N permits: holds when fewer than N nodes precede it, all permits;
-//                       waits on the nearest preceding node of another kind, else on the queue
+//   n-<owner>-<seq>     exclusive
+//   r-<owner>-<seq>     shared
+//   p<N>-<owner>-<seq>  one of N permits
+// Who holds and which node a waiter watches follow the queue rule of core/queue_rule.hpp; a
+// permit behind N permits watches the whole queue.
 // Old clients know only "n-" nodes: their exclusive nodes still exclude the other kinds here.
 // Internal.
 #pragma once
@@ -48,9 +48,8 @@ struct turn {
 /// The turn of node `i` of `q` (a sorted queue).
 turn turn_of(const std::vector<queue_node>& q, std::size_t i);
 
-/// Throws config_error when a permit node ahead of `me` in `q` was made with another N than
-/// `req` (the first request of an idle name sets N; a request for another N while permits of
-/// the name are held or awaited is refused). Nothing for other kinds.
-void check_permits(const std::vector<queue_node>& q, const queue_node& me, const lock_request& req);
+/// Throws config_error when a permit node before node `i` of `q` was made with another N than
+/// `req` (queue_rule::check_permit_count). Nothing for other kinds.
+void check_permits(const std::vector<queue_node>& q, std::size_t i, const lock_request& req);
 
 }  // namespace sqlock::zookeeper::detail

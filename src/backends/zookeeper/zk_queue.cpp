@@ -216,7 +216,7 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
       rec = create(req, create_until(), &listing);
       continue;
     }
-    if (fresh) check_permits(q, *me, req);
+    if (fresh) check_permits(q, static_cast<std::size_t>(me - q.begin()), req);
     fresh = false;
     auto t = lay_.turn_of(q, static_cast<std::size_t>(me - q.begin()));
     if (t.holds) return holding();

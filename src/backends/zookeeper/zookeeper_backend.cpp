@@ -101,7 +101,7 @@ class zk_backend final : public backend {
         if (!listing) sent = clock::now();
         auto list = listing ? std::move(*listing) : q.list(parent, until);
         auto me = find_node(list, rec.znode);
-        if (me) check_permits(list, list[*me], req);
+        if (me) check_permits(list, *me, req);
         if (me && layout_->turn_of(list, *me).holds) return lease_sent(rec, sent);
       } catch (...) {
         leave(req, clock::now() + milliseconds(250), false);
@@ -374,7 +374,7 @@ class zk_backend final : public backend {
   // config_error when permit nodes of another N are queued.
   bool admits(const std::vector<queue_node>& q, const lock_request& req) const {
     queue_node me{"", req.owner, q.empty() ? 0 : q.back().seq + 1, req.kind, req.permits};
-    check_permits(q, me, req);
+    check_permits(q, q.size(), req);
     auto with_me = q;
     with_me.push_back(me);
     return layout_->turn_of(with_me, q.size()).holds;

@@ -1,6 +1,6 @@
-// The rule of a lock queue, shared by the queue-based backends (etcd's keys, queue.cpp;
-// ZooKeeper's children, zk_queue.cpp): from a name's entries in arrival order, whether an entry
-// holds and which entry it waits for.
+// The rule of a lock queue, shared by the queue-based backends (etcd's keys, etcd_queue.cpp;
+// ZooKeeper's children, zookeeper_queue.cpp): from a name's entries in arrival order, whether an
+// entry holds and which entry it waits for.
 //   exclusive  holds when first; else waits for the entry just before it
 //   shared     holds when only shared entries precede it (a queued writer keeps later readers
 //              out); else waits for the nearest entry before it of another kind

@@ -1,8 +1,8 @@
-// libFuzzer target: the etcd backend's decoding of a range response's kvs (kinds.hpp) and its
+// libFuzzer target: the etcd backend's decoding of a range response's kvs (etcd_kinds.hpp) and its
 // lock-name encoding. Input that parses as a JSON array is given to keys_of() as it is, and
 // again with each object's "key" and "value" base64-encoded as etcd sends them (a value that is
 // no string as its JSON text); keys_of() returns or throws sqlock::error, nothing else. For a
-// decoded queue, turn_of() follows kinds.hpp: the first key holds, an exclusive key only when
+// decoded queue, turn_of() follows etcd_kinds.hpp: the first key holds, an exclusive key only when
 // first, a shared or permit key only behind keys of its own kind (a permit behind fewer than
 // its N), and a waiter watches one or more keys earlier in the queue. encode_name() of the
 // input round-trips through decode_name() and has no '/'; decode_name() of it decodes or throws
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kinds.hpp"
+#include "etcd_kinds.hpp"
 #include "queue_rules.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/etcd/etcd.hpp"

@@ -1,10 +1,10 @@
-// libFuzzer target: the ZooKeeper lock queue as read back from the server (zk_kinds.hpp). The
-// input's lines are the children of a lock's parent node. sorted_queue() keeps exactly the
+// libFuzzer target: the ZooKeeper lock queue as read back from the server (zookeeper_kinds.hpp).
+// The input's lines are the children of a lock's parent node. sorted_queue() keeps exactly the
 // children parse_node() accepts, lowest sequence first; for every node, turn_of() follows the
-// rules of zk_kinds.hpp: the first node holds, an exclusive node holds only when first and else
-// watches its predecessor, a shared or permit node holds only behind nodes of its own kind (and
-// a permit behind fewer than its N), and a waiter watches a node of another kind earlier in the
-// queue, or "" (any change) only as a permit behind N permits. node_prefix() of a request whose
+// rules of zookeeper_kinds.hpp: the first node holds, an exclusive node holds only when first and
+// else watches its predecessor, a shared or permit node holds only behind nodes of its own kind
+// (and a permit behind fewer than its N), and a waiter watches a node of another kind earlier in
+// the queue, or "" (any change) only as a permit behind N permits. node_prefix() of a request whose
 // owner is the first line, plus a 10-digit sequence, parses back to the request.
 #include <algorithm>
 #include <cstddef>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "queue_rules.hpp"
-#include "zk_kinds.hpp"
+#include "zookeeper_kinds.hpp"
 
 using namespace sqlock;
 using namespace sqlock::zookeeper::detail;

@@ -1,7 +1,7 @@
 // Who holds in a lock queue of mixed kinds, restated independently of the rule both queue-based
 // backends use (src/core/queue_rule.hpp): fuzz_queue_rule checks that rule against this, and the
-// targets of both backends (ZooKeeper's children, zk_kinds.hpp; etcd's keys, kinds.hpp) their
-// turn_of(). `Node` has `kind` and `permits`.
+// targets of both backends (ZooKeeper's children, zookeeper_kinds.hpp; etcd's keys, etcd_kinds.hpp)
+// their turn_of(). `Node` has `kind` and `permits`.
 #pragma once
 
 #include <algorithm>

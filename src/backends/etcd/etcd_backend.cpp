@@ -7,10 +7,10 @@
 #include <map>
 #include <thread>
 
-#include "diagnostics.hpp"
-#include "feed.hpp"
-#include "gateway.hpp"
-#include "queue.hpp"
+#include "etcd_connection.hpp"
+#include "etcd_diagnostics.hpp"
+#include "etcd_queue.hpp"
+#include "etcd_wait.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/etcd/etcd.hpp"
 #include "sqlock/random.hpp"
@@ -48,16 +48,16 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   explicit etcd_backend(const options& o)
       : o_(o),
         gw_(o),
-        feed_(
+        watch_(
             gw_, o.prefix, [this](const std::string& key) { deleted(key); },
             [this](steady_time deadline) { recheck(deadline); }),
-        q_(gw_, o.prefix, feed_) {}
-  ~etcd_backend() override { feed_.stop(); }
+        q_(gw_, o.prefix, watch_) {}
+  ~etcd_backend() override { watch_.stop(); }
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
                                         wait_state*) override {
     check_name(req.name);
-    feed_.start(deadline);  // beside the attempt: held() waits for it to be confirmed
+    watch_.start(deadline);  // beside the attempt: held() waits for it to be confirmed
     auto h = q_.try_take(req, deadline);
     if (!h) return std::nullopt;
     return held(req, *h);  // empty when the new key was deleted at once: not held
@@ -79,9 +79,9 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     auto s = std::static_pointer_cast<state>(l.state);
     if (!s) return false;
     try {
-      // The feed's restarter replaces a stream that ended; should it not have yet, this waits
-      // for it, confirmed before the read below, which then sees any deletion it missed.
-      feed_.confirmed(deadline);
+      // The deletion watch's restarter replaces a stream that ended; should it not have yet, this
+      // waits for it, confirmed before the read below, which then sees any deletion it missed.
+      watch_.confirmed(deadline);
     } catch (const connection_error&) {
       // No member now: the renewal below finds out.
     }
@@ -99,7 +99,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     if (!s) {
       auto found = q_.find_owner(l.name, l.owner, deadline);
       if (!found) return false;
-      s = std::make_shared<state>(*found, steady_time{});  // an unknown age: never a spare
+      s = std::make_shared<state>(*found, steady_time{});  // an unknown age: never a reserved lease
     }
     forget(s->h.key);  // our own deletion is not a loss
     return q_.give_up(s->h, steady_time(steady_time::duration(s->refreshed.load())), deadline);
@@ -118,7 +118,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     c.fair = true;
     c.linger = false;       // an etcd lease cannot be shortened once granted
     c.fencing_safe = true;  // create revisions are raft-ordered: they rise across leader changes
-    c.shared = true;        // keys of every kind in one queue (kinds.hpp)
+    c.shared = true;        // keys of every kind in one queue (etcd_kinds.hpp)
     c.permits = true;
     return c;
   }
@@ -144,12 +144,12 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
       std::lock_guard g(held_m_);
       held_[t.h.key] = {req.name, req.owner, t.h};
     }
-    // The feed delivers the deletions after the revision it started at: a deletion before
+    // The deletion watch delivers the deletions after the revision it started at: a deletion before
     // (only possible when it started after the key was put) is found by one read.
     bool checked = true;
     try {
-      auto feed_at = feed_.confirmed(clock::now() + o_.timeout);
-      if (feed_at.revision >= t.h.revision)
+      auto watch_at = watch_.confirmed(clock::now() + o_.timeout);
+      if (watch_at.revision >= t.h.revision)
         checked = q_.still_holds(t.h, clock::now() + o_.timeout);
     } catch (const connection_error&) {
       // No member confirms a watch now: renewals restart it and find a lost hold.
@@ -174,7 +174,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     held_.erase(key);
   }
 
-  // From the feed's reader thread: a deleted key, perhaps one this backend holds.
+  // From the deletion watch's reader thread: a deleted key, perhaps one this backend holds.
   void deleted(const std::string& key) {
     auto self = weak_from_this().lock();  // alive through the report; none while destroyed
     if (!self) return;
@@ -189,11 +189,11 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     report_lost(who.name, who.owner);
   }
 
-  // From the feed's restarter thread, once a stream that ended by itself was replaced by a
-  // confirmed one: the deletions in between were not delivered, so a read of every held key
-  // (one transaction per 100) finds them (a later deletion comes on the new stream). An error (no
-  // member answers) makes the feed call again after a pause. The destructor stops the feed, which
-  // waits for this call.
+  // From the deletion watch's restarter thread, once a stream that ended by itself was replaced by
+  // a confirmed one: the deletions in between were not delivered, so a read of every held key (one
+  // transaction per 100) finds them (a later deletion comes on the new stream). An error (no member
+  // answers) makes the deletion watch call again after a pause. The destructor stops the deletion
+  // watch, which waits for this call.
   void recheck(steady_time deadline) {
     if (weak_from_this().expired()) return;  // being destroyed: nobody to tell
     std::vector<held_key> holds;
@@ -220,7 +220,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
   options o_;
   detail::gateway gw_;
   detail::etcd_diagnostics diagnostics_{gw_, o_};
-  detail::feed feed_;
+  detail::deletion_watch watch_;
   detail::queue q_;
   // A key this client holds: whose it is, and the hold (its create revision tells a later hold
   // of the same key name apart).

@@ -44,14 +44,14 @@ std::optional<std::string> mismatch(const reply_ptr& r) {
   return text.substr(at + tag.size());
 }
 
-class store final : public backend {
+class redis_backend final : public backend {
  public:
-  explicit store(const options& o) : redlock_(o.redlock), prefix_(o.prefix), srv_(o) {
+  explicit redis_backend(const options& o) : redlock_(o.redlock), prefix_(o.prefix), srv_(o) {
     diagnostics_ =
         std::make_unique<redis_diagnostics>(srv_.addresses(), srv_.conn_settings(), srv_.redlock());
   }
 
-  ~store() override {
+  ~redis_backend() override {
     std::unique_ptr<subscriber> s;
     {
       std::lock_guard g(sub_m_);
@@ -70,7 +70,7 @@ class store final : public backend {
                                         wait_state* ws) override {
     check_lock_name(req.name);
     if (req.lease.count() <= 0) throw config_error("lease must be > 0");
-    auto* rw = static_cast<redis_wait*>(ws);  // made by open_wait() of this store
+    auto* rw = static_cast<redis_wait*>(ws);  // made by open_wait() of this backend
     if (rw) {
       rw->split = false;
       rw->expires_in = -1;
@@ -267,7 +267,7 @@ std::shared_ptr<backend> open(const options& opts) {
   if (opts.compat == "plain") return open_plain(opts);
   if (!opts.compat.empty())
     throw config_error("Redis compat='" + opts.compat + "' is not a layout (valid: plain)");
-  return std::make_shared<store>(opts);
+  return std::make_shared<redis_backend>(opts);
 }
 
 }  // namespace redis

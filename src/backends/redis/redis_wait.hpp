@@ -17,7 +17,7 @@
 namespace sqlock::redis::detail {
 
 /// What one acquire() call keeps between its attempts (made by open_wait(), downcast by
-/// try_acquire() of the same store).
+/// try_acquire() of the same redis_backend).
 class redis_wait final : public wait_state {
  public:
   /// Keeps `w`, the interest registered before the first attempt.

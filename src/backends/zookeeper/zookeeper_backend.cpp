@@ -1,7 +1,7 @@
-// The ZooKeeper backend: the seam's calls on the lock queue (zk_queue.hpp) over one session per
-// backend object (zk_session.hpp), replaced when it expires; a fair acquire() that waits in the
-// queue and retries connection trouble within the caller's deadline and always leaves the queue
-// when it gives up; loss reported at once when a session expires; list and force_release.
+// The ZooKeeper backend: the seam's calls on the lock queue (zookeeper_queue.hpp) over one session
+// per backend object (zookeeper_connection.hpp), replaced when it expires; a fair acquire() that
+// waits in the queue and retries connection trouble within the caller's deadline and always leaves
+// the queue when it gives up; loss reported at once when a session expires; list and force_release.
 #include <algorithm>
 #include <deque>
 #include <thread>
@@ -10,10 +10,10 @@
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
-#include "zk_diagnostics.hpp"
-#include "zk_keeper.hpp"
-#include "zk_layout.hpp"
-#include "zk_queue.hpp"
+#include "zookeeper_diagnostics.hpp"
+#include "zookeeper_keeper.hpp"
+#include "zookeeper_layout.hpp"
+#include "zookeeper_queue.hpp"
 
 namespace sqlock {
 namespace zookeeper {

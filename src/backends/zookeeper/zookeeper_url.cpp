@@ -2,7 +2,7 @@
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
-#include "zk_layout.hpp"
+#include "zookeeper_layout.hpp"
 
 namespace sqlock {
 

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "sqlock/errors.hpp"
-#include "zk_layout.hpp"
+#include "zookeeper_layout.hpp"
 
 namespace sqlock::zookeeper::detail {
 namespace {

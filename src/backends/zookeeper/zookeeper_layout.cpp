@@ -1,10 +1,10 @@
-// The choice of a ZooKeeper layout, and what the peers' layouts share (see zk_layout.hpp).
-#include "zk_layout.hpp"
+// The choice of a ZooKeeper layout, and what the peers' layouts share (see zookeeper_layout.hpp).
+#include "zookeeper_layout.hpp"
 
 #include <cstdio>
 
 #include "sqlock/errors.hpp"
-#include "zk_names.hpp"
+#include "zookeeper_names.hpp"
 
 namespace sqlock::zookeeper::detail {
 

@@ -1,5 +1,5 @@
-// The session of a ZooKeeper backend over its life (see zk_keeper.hpp).
-#include "zk_keeper.hpp"
+// The session of a ZooKeeper backend over its life (see zookeeper_keeper.hpp).
+#include "zookeeper_keeper.hpp"
 
 #include <cerrno>
 #include <cstring>

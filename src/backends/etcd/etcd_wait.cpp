@@ -1,4 +1,4 @@
-#include "feed.hpp"
+#include "etcd_wait.hpp"
 
 #include <algorithm>
 
@@ -16,19 +16,19 @@ constexpr auto restart_idle = std::chrono::seconds(60);
 
 }  // namespace
 
-feed::feed(gateway& gw, const std::string& prefix,
-           std::function<void(const std::string&)> on_delete,
-           std::function<void(steady_time)> on_resumed)
+deletion_watch::deletion_watch(gateway& gw, const std::string& prefix,
+                               std::function<void(const std::string&)> on_delete,
+                               std::function<void(steady_time)> on_resumed)
     : gw_(gw),
       base_(prefix.empty() ? std::string() : prefix + "/"),
       on_delete_(std::move(on_delete)),
       on_resumed_(std::move(on_resumed)) {}
 
-feed::~feed() {
+deletion_watch::~deletion_watch() {
   stop();
 }
 
-void feed::start(steady_time deadline) {
+void deletion_watch::start(steady_time deadline) {
   std::shared_ptr<stream> old;
   {
     std::lock_guard g(m_);
@@ -42,7 +42,7 @@ void feed::start(steady_time deadline) {
   if (old) old->stop();  // it ended: its reader thread is done
 }
 
-confirmation feed::confirmed(steady_time deadline) {
+confirmation deletion_watch::confirmed(steady_time deadline) {
   for (bool restarted = false;;) {
     start(deadline);
     std::shared_ptr<stream> s;
@@ -75,7 +75,7 @@ confirmation feed::confirmed(steady_time deadline) {
   }
 }
 
-std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
+std::shared_ptr<stream> deletion_watch::open(steady_time deadline, bool confirm) {
   std::shared_ptr<stream> old = std::move(stream_);
   const auto gen = ++generation_;
   {
@@ -102,17 +102,17 @@ std::shared_ptr<stream> feed::open(steady_time deadline, bool confirm) {
   return old;
 }
 
-bool feed::live(std::uint64_t generation) {
+bool deletion_watch::live(std::uint64_t generation) {
   // Never m_: waiters ask with their deletions' mutex held, which ended() takes, and open()
   // holds m_ while it stops a stream that failed to start (waiting for its reader's ended()).
   return generation != 0 && live_generation_ == generation;
 }
 
-void feed::end_generation(std::uint64_t generation) {
+void deletion_watch::end_generation(std::uint64_t generation) {
   live_generation_.compare_exchange_strong(generation, 0);
 }
 
-void feed::stop() {
+void deletion_watch::stop() {
   std::shared_ptr<stream> s;
   {
     std::lock_guard g(m_);
@@ -135,7 +135,7 @@ void feed::stop() {
   if (restarter.joinable()) restarter.join();  // its calls are bounded by the gateway's timeout
 }
 
-void feed::deliver(const json& msg, std::uint64_t generation) {
+void deletion_watch::deliver(const json& msg, std::uint64_t generation) {
   if (msg.value("created", false)) {
     {
       std::lock_guard st(started_m_);  // never m_: see started_m_
@@ -167,7 +167,7 @@ void feed::deliver(const json& msg, std::uint64_t generation) {
   }
 }
 
-void feed::ended(std::uint64_t generation) {
+void deletion_watch::ended(std::uint64_t generation) {
   end_generation(generation);
   if (generation == generation_) {
     // Holders rely on the stream too: the restarter replaces it now, not at a renewal.
@@ -178,8 +178,9 @@ void feed::ended(std::uint64_t generation) {
     }
   }
   restart_cv_.notify_all();
-  // Waiters wait on their own deletions' condition with the feed's liveness in the predicate:
-  // wake them all, so that they watch again (confirmed()) and read what they may have missed.
+  // Waiters wait on their own deletions' condition with the deletion watch's liveness in the
+  // predicate: wake them all, so that they watch again (confirmed()) and read what they may have
+  // missed.
   cv_.notify_all();
   std::lock_guard g(subs_m_);
   for (auto& [pfx, into] : subs_) {
@@ -188,7 +189,7 @@ void feed::ended(std::uint64_t generation) {
   }
 }
 
-void feed::restart_loop() {
+void deletion_watch::restart_loop() {
   unsigned failures = 0;
   std::unique_lock lk(restart_m_);
   for (;;) {
@@ -219,12 +220,14 @@ void feed::restart_loop() {
   }
 }
 
-feed::subscription::subscription(feed& f, const std::string& pfx, deletions& into) : f_(f) {
+deletion_watch::subscription::subscription(deletion_watch& f, const std::string& pfx,
+                                           deletions& into)
+    : f_(f) {
   std::lock_guard g(f_.subs_m_);
   it_ = f_.subs_.emplace(pfx, &into);
 }
 
-feed::subscription::~subscription() {
+deletion_watch::subscription::~subscription() {
   std::lock_guard g(f_.subs_m_);
   f_.subs_.erase(it_);
 }

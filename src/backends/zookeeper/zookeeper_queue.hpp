@@ -1,10 +1,10 @@
 // The lock queue on ZooKeeper: one EPHEMERAL_SEQUENTIAL child per acquisition under the lock's
-// CONTAINER parent, named by the request's kind and owner (zk_kinds.hpp says who holds and what
-// a waiter watches: for an exclusive request, its immediate predecessor). Here: lock and owner
+// CONTAINER parent, named by the request's kind and owner (zookeeper_kinds.hpp says who holds and
+// what a waiter watches: for an exclusive request, its immediate predecessor). Here: lock and owner
 // names as znode names, the backend's book of the nodes it created (per owner token), creating a
 // node idempotently (a create whose reply was lost is found again by the owner token in its name),
-// deleting it, and waiting for the turn. Every request is bounded by the caller's time
-// (zk_session.hpp). Internal.
+// deleting it, and waiting for the turn (zookeeper_wait.cpp). Every request is bounded by the
+// caller's time (zookeeper_connection.hpp). Internal.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "sqlock/backend.hpp"
-#include "zk_kinds.hpp"
-#include "zk_layout.hpp"
-#include "zk_names.hpp"
-#include "zk_session.hpp"
+#include "zookeeper_connection.hpp"
+#include "zookeeper_kinds.hpp"
+#include "zookeeper_layout.hpp"
+#include "zookeeper_names.hpp"
 
 namespace sqlock::zookeeper::detail {
 

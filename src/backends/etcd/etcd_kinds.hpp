@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway.hpp"
+#include "etcd_connection.hpp"
 #include "sqlock/backend.hpp"
 
 namespace sqlock::etcd::detail {

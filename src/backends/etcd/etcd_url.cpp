@@ -1,4 +1,4 @@
-// Lock names inside etcd keys, and the etcd:// URL.
+// The etcd:// (etcds://) URL: the options it names.
 #include <algorithm>
 
 #include "sqlock/errors.hpp"
@@ -6,26 +6,6 @@
 #include "sqlock/url.hpp"
 
 namespace sqlock::etcd {
-
-namespace {
-bool plain(unsigned char c) {
-  return c >= 0x20 && c != 0x7F && c != '/' && c != '%';
-}
-}  // namespace
-
-std::string encode_name(std::string_view name) {
-  return percent_encode(name, plain);
-}
-
-std::string decode_name(std::string_view encoded) {
-  return percent_decode(encoded);
-}
-
-std::string lock_prefix(std::string_view prefix, std::string_view name) {
-  std::string p(prefix);
-  if (!p.empty()) p += '/';
-  return p + encode_name(name) + '/';
-}
 
 /// Options from an etcd:// (or etcds://, TLS) URL.
 options options_from_url(const url& u) {

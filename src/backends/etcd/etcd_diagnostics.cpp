@@ -1,5 +1,5 @@
 // The etcd checks of `sqlock doctor`: members, leader, quorum.
-#include "diagnostics.hpp"
+#include "etcd_diagnostics.hpp"
 
 #include "sqlock/errors.hpp"
 

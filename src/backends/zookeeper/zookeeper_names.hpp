@@ -1,5 +1,5 @@
 // Lock names as znode names: the check every lock name passes before anything is sent, and the
-// reversible escape of sqlock's own layout (zk_names.cpp). Internal.
+// reversible escape of sqlock's own layout (zookeeper_names.cpp). Internal.
 #pragma once
 
 #include <cstddef>

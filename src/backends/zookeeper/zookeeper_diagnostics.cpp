@@ -1,5 +1,5 @@
 // The ZooKeeper checks of `sqlock doctor`.
-#include "zk_diagnostics.hpp"
+#include "zookeeper_diagnostics.hpp"
 
 #include <algorithm>
 

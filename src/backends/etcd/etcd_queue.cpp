@@ -1,6 +1,6 @@
-#include "queue.hpp"
+#include "etcd_queue.hpp"
 
-#include "kinds.hpp"
+#include "etcd_kinds.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -91,8 +91,8 @@ hold hold_of(const json& kv, std::int64_t ttl_s) {
 
 }  // namespace
 
-queue::queue(gateway& gw, std::string prefix, feed& deletions_feed)
-    : gw_(gw), prefix_(std::move(prefix)), feed_(deletions_feed), spares_(gw) {}
+queue::queue(gateway& gw, std::string prefix, deletion_watch& deletions)
+    : gw_(gw), prefix_(std::move(prefix)), watch_(deletions), reserve_(gw) {}
 
 // etcd leases count whole seconds (and the server raises a TTL below its minimum, about 2 s):
 // round up, so the server never frees a hold before the client's lease ends.
@@ -112,7 +112,7 @@ json queue::put_txn(const json& txn, std::int64_t lease, steady_time deadline) {
   try {
     return gw_.call("kv/txn", txn, deadline);
   } catch (...) {
-    spares_.revoke_later(lease);  // the key may have been put: its lease must end
+    reserve_.revoke_later(lease);  // the key may have been put: its lease must end
     throw;
   }
 }
@@ -120,7 +120,7 @@ json queue::put_txn(const json& txn, std::int64_t lease, steady_time deadline) {
 std::optional<taken> queue::try_take(const lock_request& req, steady_time deadline) {
   if (req.kind != lock_kind::exclusive) return try_take_kind(req, deadline);
   const std::string pfx = lock_prefix(prefix_, req.name);
-  const auto sp = spares_.take(ttl_for(req.lease), deadline);
+  const auto sp = reserve_.take(ttl_for(req.lease), deadline);
   const std::string key = pfx + hex(sp.id);
   json cmp = range_of(pfx, prefix_end(pfx));
   cmp["target"] = "CREATE";
@@ -136,7 +136,7 @@ std::optional<taken> queue::try_take(const lock_request& req, steady_time deadli
   json r = put_txn(txn, sp.id, deadline);
   if (r.value("succeeded", false))
     return taken{hold{key, sp.id, num(r["header"], "revision"), sp.ttl_s}, sp.sent};
-  spares_.put_back(sp);  // no key was attached: the lease serves the next attempt
+  reserve_.put_back(sp);  // no key was attached: the lease serves the next attempt
   const auto& kvs = kvs_of(r["responses"][0]["response_range"]);
   if (kvs.empty() || key_of(kvs[0]).owner != req.owner) return std::nullopt;
   // Ours: an earlier attempt whose reply was lost put it. Its lease was granted at an unknown
@@ -166,12 +166,12 @@ std::optional<taken> queue::try_take_kind(const lock_request& req, steady_time d
   q.push_back(queue_key{"", 0, 0, req.owner, req.holder, req.kind, req.permits});
   check_permits(q, q.size() - 1, req);
   if (!turn_of(q, q.size() - 1).holds) return std::nullopt;
-  const auto sp = spares_.take(ttl_for(req.lease), deadline);
+  const auto sp = reserve_.take(ttl_for(req.lease), deadline);
   const std::string key = pfx + hex(sp.id);
   json txn = put_then_read(key, req, sp.id, all_of(pfx));
   json r = put_txn(txn, sp.id, deadline);
   if (!r.value("succeeded", false)) {
-    spares_.revoke_later(sp.id);  // a key of this lease exists already: not a spare
+    reserve_.revoke_later(sp.id);  // a key of this lease exists already: not a reserved lease
     return std::nullopt;
   }
   hold h{key, sp.id, num(r["header"], "revision"), sp.ttl_s};
@@ -192,12 +192,12 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
                                       const wait_policy& policy) {
   const std::string pfx = lock_prefix(prefix_, req.name);
   const auto attempt = std::max(deadline, clock::now() + policy.min_attempt);
-  // The client's deletion feed starts (if it does not run yet) while the key is put; it is
+  // The client's deletion watch starts (if it does not run yet) while the key is put; it is
   // confirmed before the wait relies on it.
-  feed_.start(attempt);
+  watch_.start(attempt);
   deletions gone;
-  feed::subscription subscribed(feed_, pfx, gone);
-  const auto sp = spares_.take(ttl_for(req.lease), attempt);
+  deletion_watch::subscription subscribed(watch_, pfx, gone);
+  const auto sp = reserve_.take(ttl_for(req.lease), attempt);
   auto sent = sp.sent;
   const auto lease = sp.id;
   const auto ttl = sp.ttl_s;
@@ -232,11 +232,11 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
                         r["responses"][1]["response_range"], h, req.name, read_at);
     }
     // Wait for every key created before ours to go, the one just before ours at a time. The
-    // feed delivers every deletion after the revision it started at: when that is not later
-    // than the transaction's, what the transaction read is where the wait starts; otherwise
-    // (and after the feed restarted) the predecessor is read again.
-    auto feed_at = feed_.confirmed(attempt);
-    if (feed_at.revision > read_at) known.reset();
+    // deletion watch delivers every deletion after the revision it started at: when that is not
+    // later than the transaction's, what the transaction read is where the wait starts; otherwise
+    // (and after the deletion watch restarted) the predecessor is read again.
+    auto watch_at = watch_.confirmed(attempt);
+    if (watch_at.revision > read_at) known.reset();
     // Kept alive at a third of the lease the caller asked for, not of the TTL (whole seconds,
     // rounded up): the hold's lease runs from the last keep-alive sent before the grant, so
     // when the lock comes the core still has two thirds of its lease to renew it in.
@@ -271,14 +271,14 @@ std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadl
                        : std::any_of(t.watch.begin(), t.watch.end(), deleted);
         };
         gone.cv.wait_until(lk, req.stop, std::min(deadline, next_keepalive),
-                           [&] { return moved() || !feed_.live(feed_at.generation); });
+                           [&] { return moved() || !watch_.live(watch_at.generation); });
         // Deletions arrive in revision order: when the head's (or every earlier key's) deletion
         // is seen and ours is not, no key precedes ours any more (later keys have later create
         // revisions).
         if ((t.head || t.all) && moved() && !deleted(key)) return taken{h, sent, true};
-        if (!feed_.live(feed_at.generation)) {
+        if (!watch_.live(watch_at.generation)) {
           lk.unlock();
-          feed_at = feed_.confirmed(deadline);  // its member went away
+          watch_at = watch_.confirmed(deadline);  // its member went away
         }
         failures = 0;
       } catch (const connection_error&) {
@@ -378,7 +378,7 @@ std::vector<bool> queue::still_hold(const std::vector<hold>& holds, steady_time 
 
 bool queue::give_up(const hold& h, steady_time refreshed, steady_time deadline) {
   // Delete the key (owner-checked by its create revision: a later hold of the same lease and
-  // name has another) and keep the lease as a spare for the next acquisition: one write.
+  // name has another) and keep the lease as a reserved lease for the next acquisition: one write.
   json cmp = {{"key", b64(h.key)},
               {"target", "CREATE"},
               {"result", "EQUAL"},
@@ -389,13 +389,13 @@ bool queue::give_up(const hold& h, steady_time refreshed, steady_time deadline) 
   try {
     deleted = gw_.call("kv/txn", txn, deadline).value("succeeded", false);
   } catch (...) {
-    spares_.revoke_later(h.lease);  // unknown outcome: the lease, and the key with it, must end
+    reserve_.revoke_later(h.lease);  // unknown outcome: the lease, and the key with it, must end
     throw;
   }
   if (deleted)
-    spares_.put_back(spare{h.lease, h.ttl_s, refreshed});
+    reserve_.put_back(reserved_lease{h.lease, h.ttl_s, refreshed});
   else
-    spares_.revoke_later(h.lease);
+    reserve_.revoke_later(h.lease);
   return deleted;
 }
 

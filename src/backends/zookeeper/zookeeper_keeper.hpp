@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "sqlock/zookeeper/zookeeper.hpp"
-#include "zk_session.hpp"
+#include "zookeeper_connection.hpp"
 
 namespace sqlock::zookeeper::detail {
 

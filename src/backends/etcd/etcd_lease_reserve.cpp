@@ -1,4 +1,4 @@
-#include "spares.hpp"
+#include "etcd_lease_reserve.hpp"
 
 namespace sqlock::etcd::detail {
 
@@ -6,9 +6,9 @@ namespace {
 using clock = std::chrono::steady_clock;
 }
 
-spares::spares(gateway& gw) : gw_(gw), th_([this] { run(); }) {}
+lease_reserve::lease_reserve(gateway& gw) : gw_(gw), th_([this] { run(); }) {}
 
-spares::~spares() {
+lease_reserve::~lease_reserve() {
   {
     std::lock_guard g(m_);
     stop_ = true;
@@ -20,12 +20,12 @@ spares::~spares() {
   th_.join();
 }
 
-bool spares::young(const spare& s) const {
+bool lease_reserve::young(const reserved_lease& s) const {
   return clock::now() - s.sent < std::chrono::milliseconds(s.ttl_s * 1000 / 4);
 }
 
-spare spares::grant(std::int64_t ttl_s, steady_time deadline) {
-  spare s;
+reserved_lease lease_reserve::grant(std::int64_t ttl_s, steady_time deadline) {
+  reserved_lease s;
   s.sent = clock::now();
   auto r = gw_.call("lease/grant", {{"TTL", std::to_string(ttl_s)}}, deadline);
   s.id = num(r, "ID");
@@ -34,8 +34,8 @@ spare spares::grant(std::int64_t ttl_s, steady_time deadline) {
   return s;
 }
 
-spare spares::take(std::int64_t ttl_s, steady_time deadline) {
-  std::optional<spare> got;
+reserved_lease lease_reserve::take(std::int64_t ttl_s, steady_time deadline) {
+  std::optional<reserved_lease> got;
   {
     std::lock_guard g(m_);
     auto& list = ready_[ttl_s];
@@ -46,7 +46,7 @@ spare spares::take(std::int64_t ttl_s, steady_time deadline) {
         revoke_.push_back(list.back().id);
       list.pop_back();
     }
-    // Steady use (a spare was there and is now gone): have the next one ready. A first use
+    // Steady use (a reserved lease was there and is now gone): have the next one ready. A first use
     // (a one-shot `sqlock run`) grants only what it needs.
     if (got && list.empty()) wanted_.insert(ttl_s);
   }
@@ -54,7 +54,7 @@ spare spares::take(std::int64_t ttl_s, steady_time deadline) {
   return got ? *got : grant(ttl_s, deadline);
 }
 
-void spares::put_back(const spare& s) {
+void lease_reserve::put_back(const reserved_lease& s) {
   std::lock_guard g(m_);
   auto& list = ready_[s.ttl_s];
   if (stop_ || !young(s) || list.size() >= max_per_ttl) {
@@ -65,7 +65,7 @@ void spares::put_back(const spare& s) {
   }
 }
 
-void spares::revoke_later(std::int64_t id) {
+void lease_reserve::revoke_later(std::int64_t id) {
   {
     std::lock_guard g(m_);
     revoke_.push_back(id);
@@ -73,8 +73,8 @@ void spares::revoke_later(std::int64_t id) {
   cv_.notify_all();
 }
 
-// Grants the wanted spares and revokes what is given up, off the callers' paths.
-void spares::run() {
+// Grants the wanted reserved leases and revokes what is given up, off the callers' paths.
+void lease_reserve::run() {
   std::unique_lock lk(m_);
   for (;;) {
     cv_.wait(lk, [&] { return stop_ || !wanted_.empty() || !revoke_.empty(); });
@@ -92,7 +92,7 @@ void spares::run() {
         // Already gone, or unreachable: the lease ends at its TTL.
       }
     }
-    std::vector<spare> granted;
+    std::vector<reserved_lease> granted;
     for (auto ttl : wanted) {
       try {
         granted.push_back(grant(ttl, clock::now() + gw_.timeout()));

@@ -1,6 +1,6 @@
-// The kinds of request in one ZooKeeper lock queue (see zk_kinds.hpp), and sqlock's own layout
-// made of them (zk_layout.hpp).
-#include "zk_kinds.hpp"
+// The kinds of request in one ZooKeeper lock queue (see zookeeper_kinds.hpp), and sqlock's own
+// layout made of them (zookeeper_layout.hpp).
+#include "zookeeper_kinds.hpp"
 
 #include <zookeeper/zookeeper.h>
 
@@ -8,8 +8,8 @@
 
 #include "core/queue_rule.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
-#include "zk_layout.hpp"
-#include "zk_names.hpp"
+#include "zookeeper_layout.hpp"
+#include "zookeeper_names.hpp"
 
 namespace sqlock::zookeeper::detail {
 

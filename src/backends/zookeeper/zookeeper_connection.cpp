@@ -1,6 +1,6 @@
 // A ZooKeeper session: error mapping, connection state, watches, and requests bounded by the
-// caller's deadline (see zk_session.hpp).
-#include "zk_session.hpp"
+// caller's deadline (see zookeeper_connection.hpp).
+#include "zookeeper_connection.hpp"
 
 #include <algorithm>
 #include <cstring>

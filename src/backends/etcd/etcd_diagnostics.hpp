@@ -2,7 +2,7 @@
 // term, the quorum, and the members the URL lists.
 #pragma once
 
-#include "gateway.hpp"
+#include "etcd_connection.hpp"
 #include "sqlock/doctor.hpp"
 
 namespace sqlock::etcd::detail {

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 
-#include "zk_layout.hpp"
-#include "zk_names.hpp"
+#include "zookeeper_layout.hpp"
+#include "zookeeper_names.hpp"
 
 namespace sqlock::zookeeper::detail {
 
@@ -49,7 +49,7 @@ class kazoo final : public peer_layout {
   }
   // An exclusive node holds first of all contenders and watches the one just ahead; a shared
   // node holds with no writer ahead and watches the nearest writer ahead: sqlock's own rule
-  // for these two kinds (zk_kinds.cpp).
+  // for these two kinds (zookeeper_kinds.cpp).
   turn turn_of(const std::vector<queue_node>& q, std::size_t i) const override {
     return detail::turn_of(q, i);
   }

@@ -5,7 +5,7 @@
 
 #include "sqlock/doctor.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
-#include "zk_keeper.hpp"
+#include "zookeeper_keeper.hpp"
 
 namespace sqlock::zookeeper::detail {
 

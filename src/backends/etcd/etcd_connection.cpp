@@ -1,4 +1,4 @@
-#include "gateway.hpp"
+#include "etcd_connection.hpp"
 
 #include <httplib.h>
 #include <openssl/evp.h>

@@ -1,6 +1,6 @@
 // Lock names as znode names: the check every name passes before it is sent, the escape of
-// sqlock's own layout and its inverse (see zk_names.hpp).
-#include "zk_names.hpp"
+// sqlock's own layout and its inverse (see zookeeper_names.hpp).
+#include "zookeeper_names.hpp"
 
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"

@@ -1,9 +1,9 @@
 // The lock queue of one name in etcd, as etcd's concurrency.Mutex keeps it: every contender's
 // key `<prefix>/<encoded name>/<lease id hex>` is attached to its own lease; the key with the
 // lowest create revision holds the lock; an exclusive waiter watches only the key created just
-// before its own. Shared requests and permits queue in the same way (kinds.hpp says who holds).
-// Also the administrative reads (list, force release). A waiter learns of deletions from the
-// client's feed (feed.hpp).
+// before its own. Shared requests and permits queue in the same way (etcd_kinds.hpp says who
+// holds). Also the administrative reads (list, force release). A waiter learns of deletions from
+// the client's deletion watch (etcd_wait.hpp).
 #pragma once
 
 #include <memory>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "feed.hpp"
-#include "gateway.hpp"
-#include "spares.hpp"
+#include "etcd_connection.hpp"
+#include "etcd_lease_reserve.hpp"
+#include "etcd_wait.hpp"
 
 namespace sqlock::etcd::detail {
 
@@ -35,7 +35,7 @@ struct taken {
 class queue {
  public:
   /// The queues under `prefix`; waiters learn of deletions from `deletions_feed`.
-  queue(gateway& gw, std::string prefix, feed& deletions_feed);
+  queue(gateway& gw, std::string prefix, deletion_watch& deletions);
 
   /// etcd's TryLock: holds the lock (or a shared hold, a permit) now or leaves no key behind. A
   /// retried call with the same owner finds the key its lost reply created.
@@ -54,7 +54,7 @@ class queue {
   /// still_holds() of each of `holds`, in one transaction of range reads per 100 of them.
   std::vector<bool> still_hold(const std::vector<hold>& holds, steady_time deadline);
   /// Deletes the key of `h` (false when it was already gone) and keeps its lease, last extended
-  /// by a request sent at `refreshed`, as a spare while it is young.
+  /// by a request sent at `refreshed`, as a reserved lease while it is young.
   bool give_up(const hold& h, steady_time refreshed, steady_time deadline);
   /// The key `owner` holds or waits with under `name` (for a release without a handle).
   std::optional<hold> find_owner(const std::string& name, const std::string& owner,
@@ -70,8 +70,8 @@ class queue {
 
  private:
   static std::int64_t ttl_for(milliseconds lease);
-  // Sends `txn`, which may put a key on spare lease `lease`; when its outcome is unknown (it
-  // throws) the lease, and any key put with it, is revoked in the background.
+  // Sends `txn`, which may put a key on reserved lease lease `lease`; when its outcome is unknown
+  // (it throws) the lease, and any key put with it, is revoked in the background.
   json put_txn(const json& txn, std::int64_t lease, steady_time deadline);
   // try_take() for a shared request or a permit.
   std::optional<taken> try_take_kind(const lock_request& req, steady_time deadline);
@@ -98,8 +98,8 @@ class queue {
   void revoke_quietly(std::int64_t lease, steady_time deadline);
   gateway& gw_;
   std::string prefix_;  // "<prefix>"
-  feed& feed_;
-  spares spares_;
+  deletion_watch& watch_;
+  lease_reserve reserve_;
 };
 
 }  // namespace sqlock::etcd::detail

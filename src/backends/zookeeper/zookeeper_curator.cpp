@@ -12,8 +12,8 @@
 
 #include <algorithm>
 
-#include "zk_layout.hpp"
-#include "zk_names.hpp"
+#include "zookeeper_layout.hpp"
+#include "zookeeper_names.hpp"
 
 namespace sqlock::zookeeper::detail {
 

@@ -5,8 +5,8 @@
 // on it: etcd serves a watch that starts at a past revision from its catch-up loop, every
 // 100 ms, so a stream started in the past would deliver late in its first moments.
 // When the stream ends by itself (its member stopped or lost its leader, the connection broke),
-// the feed's own restarter thread opens the next one at once (on any member that confirms it,
-// pausing with capped backoff while none does) and then tells the backend (`on_resumed`), which
+// the deletion watch's own restarter thread opens the next one at once (on any member that confirms
+// it, pausing with capped backoff while none does) and then tells the backend (`on_resumed`), which
 // reads what the stream could not deliver in the gap.
 #pragma once
 
@@ -20,13 +20,13 @@
 #include <string>
 #include <thread>
 
-#include "gateway.hpp"
+#include "etcd_connection.hpp"
 
 namespace sqlock::etcd::detail {
 
-/// The keys deleted from one lock's queue since a waiter subscribed, as the feed delivers them.
-/// A key name comes back (a lease reused for the next hold puts the same key again): a deletion
-/// tells about the key a read saw only when its revision is later than that read's.
+/// The keys deleted from one lock's queue since a waiter subscribed, as the deletion watch delivers
+/// them. A key name comes back (a lease reused for the next hold puts the same key again): a
+/// deletion tells about the key a read saw only when its revision is later than that read's.
 struct deletions {
   std::mutex m;                              ///< guards keys
   std::condition_variable_any cv;            ///< notified on every delivery (a waiter's stop
@@ -41,17 +41,19 @@ struct confirmation {
   std::int64_t revision = 0;     ///< the store's revision when the stream started
 };
 
-class feed {
+class deletion_watch {
  public:
   /// Watches every key under `prefix` + "/"; `on_delete` gets each deleted key (from the
   /// stream's reader thread). `on_resumed` is called (from the restarter thread) once a stream
   /// that ended by itself has been replaced by a confirmed one, with a deadline: deletions in
-  /// the gap were not delivered. When it throws an error, the feed calls it again after a pause.
-  feed(gateway& gw, const std::string& prefix, std::function<void(const std::string&)> on_delete,
-       std::function<void(steady_time)> on_resumed);
-  ~feed();
-  feed(const feed&) = delete;
-  feed& operator=(const feed&) = delete;
+  /// the gap were not delivered. When it throws an error, the deletion watch calls it again after a
+  /// pause.
+  deletion_watch(gateway& gw, const std::string& prefix,
+                 std::function<void(const std::string&)> on_delete,
+                 std::function<void(steady_time)> on_resumed);
+  ~deletion_watch();
+  deletion_watch(const deletion_watch&) = delete;
+  deletion_watch& operator=(const deletion_watch&) = delete;
 
   /// Starts the stream when none runs, without waiting for etcd to confirm it.
   void start(steady_time deadline);
@@ -67,13 +69,13 @@ class feed {
   /// Delivers into `into` the deletions of keys that start with `pfx` while it exists.
   class subscription {
    public:
-    subscription(feed& f, const std::string& pfx, deletions& into);
+    subscription(deletion_watch& f, const std::string& pfx, deletions& into);
     ~subscription();
     subscription(const subscription&) = delete;
     subscription& operator=(const subscription&) = delete;
 
    private:
-    feed& f_;
+    deletion_watch& f_;
     std::multimap<std::string, deletions*>::iterator it_;
   };
 

@@ -1,5 +1,5 @@
-// The kinds of request in one etcd lock queue (see kinds.hpp).
-#include "kinds.hpp"
+// The kinds of request in one etcd lock queue (see etcd_kinds.hpp).
+#include "etcd_kinds.hpp"
 
 #include "core/queue_rule.hpp"
 #include "sqlock/errors.hpp"

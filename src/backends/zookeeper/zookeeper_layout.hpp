@@ -1,7 +1,7 @@
 // How lock names and requests map onto znodes: sqlock's own layout (<root>/locks/<escaped
-// name>, children "n-"/"r-"/"p<N>-", zk_kinds.hpp) or a peer's, chosen by the URL option
-// compat= (kazoo: zk_kazoo.cpp; curator, curator-rw: zk_curator.cpp). A layout names the
-// parent of a lock and the child its requests create, reads a lock's children as a queue in the
+// name>, children "n-"/"r-"/"p<N>-", zookeeper_kinds.hpp) or a peer's, chosen by the URL option
+// compat= (kazoo: zookeeper_kazoo.cpp; curator, curator-rw: zookeeper_curator.cpp). A layout names
+// the parent of a lock and the child its requests create, reads a lock's children as a queue in the
 // peer's order, and says who holds and what a waiter watches by the peer's own rules, so a
 // sqlock waiter queues behind the peer's nodes and the peer's waiters behind sqlock's. Internal.
 #pragma once
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "sqlock/backend.hpp"
-#include "zk_kinds.hpp"
+#include "zookeeper_kinds.hpp"
 
 namespace sqlock::zookeeper::detail {
 
@@ -55,15 +55,15 @@ std::unique_ptr<layout> make_layout(const std::string& compat, const std::string
 /// The valid compat= values of ZooKeeper.
 const std::vector<std::string>& compat_values();
 
-/// sqlock's own layout (zk_kinds.cpp).
+/// sqlock's own layout (zookeeper_kinds.cpp).
 std::unique_ptr<layout> native_layout(const std::string& locks_root);
-/// kazoo's Lock, ReadLock and WriteLock (zk_kazoo.cpp).
+/// kazoo's Lock, ReadLock and WriteLock (zookeeper_kazoo.cpp).
 std::unique_ptr<layout> kazoo_layout(const std::string& root);
-/// Curator's InterProcessMutex (`rw` false) or InterProcessReadWriteLock (zk_curator.cpp).
+/// Curator's InterProcessMutex (`rw` false) or InterProcessReadWriteLock (zookeeper_curator.cpp).
 std::unique_ptr<layout> curator_layout(const std::string& root, bool rw);
 
-/// What the peers' layouts share (zk_layout.cpp): the lock named N is the znode <root>/N, N a
-/// relative znode path, given to the peer verbatim.
+/// What the peers' layouts share (zookeeper_layout.cpp): the lock named N is the znode <root>/N, N
+/// a relative znode path, given to the peer verbatim.
 class peer_layout : public layout {
  public:
   explicit peer_layout(std::string root) : root_(std::move(root)) {}

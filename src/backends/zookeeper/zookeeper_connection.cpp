@@ -119,6 +119,7 @@ void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
   if (it == s->waiters.end()) return;  // its waiter gave up meanwhile
   if (s->stats) s->stats->watch_events++;
   it->second->fired = true;
+  it->second->deleted = type == ZOO_DELETED_EVENT;
   it->second->cv.notify_all();
 }
 
@@ -138,6 +139,11 @@ bool waiter_slot::wait(steady_time until, const std::stop_token& stop) {
   auto gen = s_.state_gen;
   w_.cv.wait_until(lk, stop, until, [&] { return w_.fired || s_.state_gen != gen || s_.closing; });
   return w_.fired;
+}
+
+bool waiter_slot::deleted() {
+  std::lock_guard g(s_.m);
+  return w_.fired && w_.deleted;
 }
 
 // ---- requests ----

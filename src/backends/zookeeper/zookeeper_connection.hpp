@@ -63,6 +63,7 @@ struct auth_state;
 struct waiter {
   std::condition_variable_any cv;  // also ends on the waiting caller's stop
   bool fired = false;
+  bool deleted = false;  // the watch fired because its node was deleted
 };
 
 /// One ZooKeeper handle. Shared by the calls using it; the destructor closes it (which ends the
@@ -120,6 +121,8 @@ class waiter_slot {
   /// Waits until the watch fired, the session state changed, `until` or `stop`; true when it
   /// fired.
   bool wait(steady_time until, const std::stop_token& stop);
+  /// The watch fired because its node was deleted (not changed, nor a watch removed).
+  bool deleted();
 
  private:
   session& s_;

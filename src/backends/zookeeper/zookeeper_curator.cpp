@@ -106,6 +106,9 @@ class curator final : public peer_layout {
   }
   bool shared() const override { return rw_; }
   bool permits() const override { return false; }
+  // Curator sorts by the text after the lock tag, and counts children without one too: a child
+  // made later may sort first.
+  bool creation_order() const override { return false; }
 
  private:
   std::string_view tag_of(lock_kind k) const {

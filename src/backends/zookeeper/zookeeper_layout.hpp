@@ -45,6 +45,10 @@ class layout {
   /// Whether the layout has shared locks / permits.
   virtual bool shared() const = 0;
   virtual bool permits() const = 0;  ///< see shared()
+  /// Whether sorted() puts a node created later after every node that exists now (true when
+  /// it orders by the parent's sequence alone): a waiter whose watched node was the queue's
+  /// first may then decide from what it saw without listing the queue again.
+  virtual bool creation_order() const { return true; }
 };
 
 /// The layout for URL option compat=`compat` ("" = sqlock's own under `root`/locks; "kazoo",

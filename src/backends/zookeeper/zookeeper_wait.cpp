@@ -29,6 +29,19 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     l.sent = sent;
     return l;
   };
+  // Whether our node holds once node `gone` left queue `q` as last seen, decided without
+  // listing it again. Only when `gone` was the first node of `q` and the layout keeps creation
+  // order: no node can be ahead of it any more (one made later sorts after ours), and the
+  // others of `q`, left in, can only have left too, which never takes a turn away.
+  auto holds_without = [&](const std::vector<queue_node>& q, const std::string& gone) {
+    if (gone.empty() || q.empty() || q.front().znode != gone || !lay_.creation_order())
+      return false;
+    const std::vector<queue_node> rest(q.begin() + 1, q.end());
+    auto me =
+        std::find_if(rest.begin(), rest.end(), [&](auto& n) { return n.znode == rec->znode; });
+    return me != rest.end() &&
+           lay_.turn_of(rest, static_cast<std::size_t>(me - rest.begin())).holds;
+  };
   for (;;) {
     if (!listing) sent = clock::now();
     auto q = listing ? std::move(*listing) : list(rec->parent, io());
@@ -72,8 +85,13 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
       }
     } else {
       const std::string pred = rec->parent + "/" + t.watch;
+      const auto watch_sent = clock::now();
       int rc = call(s_, until, [&] { return exists(s_, pred, until, nullptr, slot.context()); });
-      if (rc == ZNONODE) continue;  // the predecessor left already: look again
+      if (rc == ZNONODE) {                         // the predecessor left already
+        if (!holds_without(q, t.watch)) continue;  // look again
+        sent = watch_sent;                         // the request that showed it
+        return holding();
+      }
       if (rc != ZOK) fail(rc, "exists(" + pred + ")");
     }
     stats_.waiting++;
@@ -85,6 +103,14 @@ std::optional<lease_info> lock_queue::wait_turn(const lock_request& req, steady_
     // Stopped, or nothing moved by the deadline: the caller removes the node.
     if (req.stop.stop_requested() || (!fired && clock::now() >= deadline)) return std::nullopt;
     woken = fired;
+    // The node watched was deleted: when it was the queue's first, whether ours holds follows
+    // from the queue seen (a woken waiter that does not hold looks again, as before).
+    // The hold is measured from the event (the deletion came before it), as from the listing
+    // that would otherwise have shown it.
+    if (fired && slot.deleted() && !s_.gone() && holds_without(q, t.watch)) {
+      sent = clock::now();
+      return holding();
+    }
   }
 }
 

@@ -16,15 +16,4 @@ scripts/bench/postgres.sh "$build"
 scripts/bench/mysql.sh "$build"
 echo "## redis: load $(cut -d' ' -f1-3 /proc/loadavg)"
 $py tests/backends/redis/bench_compare.py --build "$build" --rounds 3 --seconds 3
-echo "## zookeeper: load $(cut -d' ' -f1-3 /proc/loadavg)"
-k=tests/backends/zookeeper/kazoo_bench.py
-zk=${SQLOCK_TEST_ZOOKEEPER_URL}
-hosts=${zk#zookeeper://}; hosts=${hosts%%/*}
-for args in "" "--threads 4 --contended" "--threads 4"; do
-  echo "\$ sqlock bench --url \$ZK --duration 5s $args --json"
-  # shellcheck disable=SC2086
-  "$build/bin/sqlock" bench --url "$zk" --duration 5s $args --json 2>/dev/null
-  echo "\$ kazoo_bench.py --duration 5 $args --json"
-  # shellcheck disable=SC2086
-  $py $k --hosts "$hosts" --duration 5 $args --json
-done
+scripts/bench/zookeeper.sh "$build"

@@ -7,6 +7,7 @@
 #include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
 #include "row_kinds_suite.hpp"
+#include "sqlock/backend.hpp"
 
 namespace sqlock::test {
 namespace {

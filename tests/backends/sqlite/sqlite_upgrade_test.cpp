@@ -100,7 +100,7 @@ TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   expect_hold_survived_upgrade(*b, "job", owner, static_cast<std::uint64_t>(fence));
 
   // A version-1 client still running after the upgrade and a new one exclude each other.
-  auto mine = b->try_acquire(kinds_request("report", lock_kind::exclusive), soon(), nullptr);
+  auto mine = b->try_acquire(kinds_request("report", lock_kind::exclusive), soon());
   ASSERT_TRUE(mine);
   const std::string late = random_token();
   old.exec(wave1_acquire("report", late));
@@ -109,7 +109,7 @@ TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   old.exec(wave1_acquire("report", late));
   const auto late_fence = old.fence_of("report", late);
   EXPECT_GT(late_fence, static_cast<std::int64_t>(mine->fence));
-  EXPECT_FALSE(b->try_acquire(kinds_request("report", lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b->try_acquire(kinds_request("report", lock_kind::exclusive), soon()));
 }
 
 // A schema that recorded a later version but not an earlier one (installed out of order, across

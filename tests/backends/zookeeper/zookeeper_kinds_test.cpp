@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/acquire.hpp"
 #include "seam_kinds.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
@@ -57,7 +58,7 @@ class zk_kinds : public ::testing::Test {
   }
   static std::optional<lease_info> get(backend& b, const lock_request& r,
                                        std::chrono::milliseconds wait = 10s) {
-    return b.acquire(r, clock_type::now() + wait, {});
+    return sqlock::acquire(b, r, clock_type::now() + wait, {});
   }
   // The queue length of `n` reaches `k` (a waiter is queued).
   void queued(const std::string& n, int k) {
@@ -213,9 +214,9 @@ TEST_F(zk_kinds, a_retried_attempt_of_one_owner_gets_the_same_hold) {
   auto n = name("retry");
   auto b = open();
   auto r = req(n, lock_kind::shared);
-  auto first = b->try_acquire(r, soon(), nullptr);
+  auto first = b->try_acquire(r, soon());
   ASSERT_TRUE(first);
-  auto again = b->try_acquire(r, soon(), nullptr);
+  auto again = b->try_acquire(r, soon());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->fence, first->fence);
   EXPECT_EQ(raw().queue_length(n), 1);

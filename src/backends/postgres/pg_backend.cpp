@@ -86,6 +86,11 @@ std::optional<lease_info> pg_acquisition::attempt(steady_time deadline) {
   return pg_.one_attempt(req_, deadline, this);
 }
 
+std::optional<lease_info> pg_backend::one_attempt(const lock_request& req, steady_time deadline,
+                                                  pg_acquisition* a) {
+  return attempt(req, deadline, a);
+}
+
 std::optional<lease_info> pg_backend::try_acquire(const lock_request& req, steady_time deadline) {
   return one_attempt(req, deadline, nullptr);
 }

@@ -40,8 +40,9 @@ class pg_backend : public sql::engine_backend {
  protected:
   friend class pg_acquisition;
   /// One attempt of `req`; `a` is the waiting request it belongs to (null for a single try).
+  /// The default is the engine's attempt (a peer's row layout, compat=shedlock).
   virtual std::optional<lease_info> one_attempt(const lock_request& req, steady_time deadline,
-                                                pg_acquisition* a) = 0;
+                                                pg_acquisition* a);
   /// Registers the request `a` (past its first attempt) as a waiter of req.name, for a minute
   /// of its wait at most, through `run` (the operation, its parameters and its deadline),
   /// unless it does not listen or is registered already: releases notify registered names only.

@@ -202,7 +202,6 @@ class store final : public backend, public store_admin {
     c.notify = true;
     c.fair = false;
     c.session_bound = false;
-    c.list = true;
     c.force_release = true;
     c.sweep = false;  // keys expire by themselves
     c.cross_process = true;

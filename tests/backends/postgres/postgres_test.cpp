@@ -244,7 +244,7 @@ TEST_F(postgres, a_batch_renewal_renews_live_holds_in_one_call_and_tells_gone_on
     held.push_back(*l);
   }
   ASSERT_TRUE(be->release(held[3], deadline));
-  ASSERT_TRUE(be->force_release(held[4].name));
+  ASSERT_TRUE(be->admin()->force_release(held[4].name));
   std::vector<renewal> batch;
   for (const auto& l : held) {
     renewal r;

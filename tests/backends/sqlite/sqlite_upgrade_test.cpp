@@ -122,14 +122,14 @@ TEST(sqlite_upgrade, AVersionMissingBelowTheRecordedOnesIsRefused) {
   raw.exec("DELETE FROM sqlock_schema_version WHERE version = 1");
   ASSERT_EQ(raw.version(), sql::latest_version(sql::bundle_sqlite()));
   try {
-    b->migrate();
+    schema_of(*b).migrate();
     FAIL() << "migrate() accepted a schema without version 1";
   } catch (const config_error& e) {
     EXPECT_NE(std::string(e.what()).find("V001__locks.sql"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("out of order"), std::string::npos) << e.what();
   }
   raw.exec("INSERT INTO sqlock_schema_version (version, description) VALUES (1, 'locks')");
-  EXPECT_EQ(b->migrate(), sql::latest_version(sql::bundle_sqlite()));
+  EXPECT_EQ(schema_of(*b).migrate(), sql::latest_version(sql::bundle_sqlite()));
 }
 
 }  // namespace

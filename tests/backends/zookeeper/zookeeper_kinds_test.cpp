@@ -155,7 +155,7 @@ TEST_F(zk_kinds, a_dead_session_frees_only_its_own_hold) {
   auto got = pc.get();
   ASSERT_TRUE(got);
   EXPECT_TRUE(b->renew(*pb, 30s, soon()));
-  EXPECT_EQ(b->list(n).size(), 2u);
+  EXPECT_EQ(b->admin()->list(n).size(), 2u);
   EXPECT_TRUE(b->release(*pb, soon()));
   EXPECT_TRUE(c->release(*got, soon()));
 
@@ -226,7 +226,7 @@ TEST_F(zk_kinds, a_retried_attempt_of_one_owner_gets_the_same_hold) {
 TEST_F(zk_kinds, an_old_clients_exclusive_node_keeps_readers_and_permits_out) {
   auto n = name("old-client");
   auto b = open();
-  b->list("");  // the session made the base path
+  b->admin()->list("");  // the session made the base path
   raw_zk& r = raw();
   const std::string parent = r.parent(n);
   ASSERT_EQ(zoo_create(r.handle(), parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
@@ -239,7 +239,7 @@ TEST_F(zk_kinds, an_old_clients_exclusive_node_keeps_readers_and_permits_out) {
             ZOK);
   EXPECT_FALSE(get(*b, req(n, lock_kind::shared), 300ms));
   EXPECT_FALSE(get(*b, req(n, lock_kind::permit, 5), 300ms));
-  auto rows = b->list(n);
+  auto rows = b->admin()->list(n);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
   auto reader = later(*b, req(n, lock_kind::shared));

@@ -171,7 +171,7 @@ TEST(zookeeper_url, invalid_or_over_long_names_are_config_errors_before_sending)
   bad("overlong \xc0\xaf slash");
   bad("surrogate \xed\xa0\x80");
   bad(std::string(4097, 'x'));
-  EXPECT_THROW(b->force_release(std::string("\xfe")), config_error);
+  EXPECT_THROW(b->admin()->force_release(std::string("\xfe")), config_error);
 }
 
 // ---- on the standalone server ----

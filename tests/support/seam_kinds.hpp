@@ -70,14 +70,14 @@ inline void expect_writer_not_starved(backend& b1, backend& b2, const std::strin
     });
   for (int i = 0; i < 500 && reads < 8; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_GE(reads.load(), 8);
-  auto w =
-      b2.acquire(kind_request(n, lock_kind::exclusive), std::chrono::steady_clock::now() + 15s, {});
+  auto w = sqlock::acquire(b2, kind_request(n, lock_kind::exclusive),
+                           std::chrono::steady_clock::now() + 15s, {});
   EXPECT_TRUE(w);
   if (w) {
     EXPECT_EQ(reading.load(), 0);  // no reader holds beside the writer
     std::this_thread::sleep_for(100ms);
     EXPECT_EQ(reading.load(), 0);  // and none comes in while it holds
-    auto rows = b1.list(n);
+    auto rows = b1.admin()->list(n);
     EXPECT_EQ(rows.size(), 1u);
     for (const auto& row : rows) EXPECT_EQ(row.kind, lock_kind::exclusive);
     EXPECT_TRUE(b2.release(*w, std::chrono::steady_clock::now() + 10s));
@@ -161,20 +161,20 @@ inline void expect_writer_first(backend& b1, backend& b2, const std::string& n,
                                 const queued_fn& queued) {
   using namespace std::chrono_literals;
   auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
-  auto r1 = b1.acquire(kind_request(n, lock_kind::shared), soon(), {});
+  auto r1 = sqlock::acquire(b1, kind_request(n, lock_kind::shared), soon(), {});
   ASSERT_TRUE(r1);
   auto writer = later(b2, kind_request(n, lock_kind::exclusive));
   queued(2);
   EXPECT_FALSE(b1.try_acquire(kind_request(n, lock_kind::shared), soon()));
-  EXPECT_FALSE(
-      b1.acquire(kind_request(n, lock_kind::shared), std::chrono::steady_clock::now() + 300ms, {}));
+  EXPECT_FALSE(sqlock::acquire(b1, kind_request(n, lock_kind::shared),
+                               std::chrono::steady_clock::now() + 300ms, {}));
   auto reader = later(b1, kind_request(n, lock_kind::shared));
   queued(3);
   ASSERT_TRUE(b1.release(*r1, soon()));
   auto w = writer.get();
   ASSERT_TRUE(w);
   EXPECT_GT(w->fence, r1->fence);
-  auto rows = b1.list(n);
+  auto rows = b1.admin()->list(n);
   EXPECT_EQ(rows.size(), 1u);
   for (const auto& row : rows) EXPECT_EQ(row.kind, lock_kind::exclusive);
   EXPECT_TRUE(pending(reader));
@@ -235,7 +235,7 @@ inline void expect_many_shared(backend& b1, backend& b2, const std::string& n,
     held.emplace_back(&b, *l);
     owners.insert(r.owner);
   }
-  auto rows = b1.list(n);
+  auto rows = b1.admin()->list(n);
   EXPECT_EQ(rows.size(), 8u);
   for (const auto& row : rows) {
     EXPECT_EQ(row.kind, lock_kind::shared);
@@ -245,7 +245,7 @@ inline void expect_many_shared(backend& b1, backend& b2, const std::string& n,
   EXPECT_FALSE(b2.try_acquire(kind_request(n, lock_kind::exclusive), soon()));
   queued(8);  // the busy attempt left nothing
   for (auto& [b, l] : held) EXPECT_TRUE(b->release(l, soon()));
-  EXPECT_TRUE(b1.list(n).empty());
+  EXPECT_TRUE(b1.admin()->list(n).empty());
 }
 
 /// Two permits of 2 on `b`, each its own hold with its own fence, listed with the count; a third
@@ -288,18 +288,18 @@ inline void expect_waits_end_on_time(backend& b1, backend& b2, const std::string
   auto soon = [] { return clock::now() + 10s; };
   auto times_out = [&](const lock_request& r) {
     auto start = clock::now();
-    EXPECT_FALSE(b2.acquire(r, start + 400ms, {}));
+    EXPECT_FALSE(sqlock::acquire(b2, r, start + 400ms, {}));
     auto took = clock::now() - start;
     EXPECT_GE(took, 400ms);
     EXPECT_LT(took, 5s);  // not an I/O, session or lease timeout
     queued(1);
   };
-  auto ex = b1.acquire(kind_request(n, lock_kind::exclusive), soon(), {});
+  auto ex = sqlock::acquire(b1, kind_request(n, lock_kind::exclusive), soon(), {});
   ASSERT_TRUE(ex);
   times_out(kind_request(n, lock_kind::shared));
   times_out(kind_request(n, lock_kind::permit, 2));
   EXPECT_TRUE(b1.release(*ex, soon()));
-  auto p = b1.acquire(kind_request(n, lock_kind::permit, 1), soon(), {});
+  auto p = sqlock::acquire(b1, kind_request(n, lock_kind::permit, 1), soon(), {});
   ASSERT_TRUE(p);
   times_out(kind_request(n, lock_kind::permit, 1));
   EXPECT_TRUE(b1.release(*p, soon()));

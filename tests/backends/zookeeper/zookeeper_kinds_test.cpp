@@ -108,7 +108,7 @@ TEST_F(zk_kinds, shared_and_exclusive_exclude_each_other_across_clients) {
   auto ex2 = writer.get();
   ASSERT_TRUE(ex2);
   EXPECT_GT(ex2->fence, sh->fence);
-  auto rows = b2->list(n);
+  auto rows = b2->admin()->list(n);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
   EXPECT_TRUE(b1->release(*ex2, soon()));

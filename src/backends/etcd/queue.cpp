@@ -247,14 +247,16 @@ std::optional<taken> queue::waiter::join(steady_time deadline) {
 std::optional<taken> queue::waiter::attempt(steady_time deadline) {
   if (!h_) {
     try {
-      return join(deadline);
+      if (auto t = join(deadline)) return t;
     } catch (...) {
       cancel();  // the put's outcome is unknown, or it was refused: leave nothing queued
       throw;
     }
-  }
-  if (first_) return taken{*h_, sent_, true};
-  if (!q_.feed_.live(feed_at_.generation)) {
+    // Queued behind others: where the key stands (what the transaction read, or one read)
+    // is the first look.
+  } else if (first_) {
+    return taken{*h_, sent_, true};
+  } else if (!q_.feed_.live(feed_at_.generation)) {
     feed_at_ = q_.feed_.confirmed(deadline);  // its member went away: read again
     known_.reset();
   }

@@ -14,12 +14,14 @@
 #include <string_view>
 #include <vector>
 
-#include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/export.hpp"
 #include "sqlock/observer.hpp"
+#include "sqlock/types.hpp"
 
 namespace sqlock {
+
+class backend;  // sqlock/backend.hpp: the backend-author API
 
 namespace detail {
 class client_impl;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::cli {

@@ -75,15 +75,16 @@ int release_command(const std::string& url_text, const std::string& name, bool f
 int migrate_command(const std::string& url_text, bool print) {
   register_builtin_backends();
   auto b = make_backend(resolve_url(url_text));
-  if (!b->caps().schema) {
+  auto* schema = b->schema();
+  if (!schema) {
     std::cout << b->kind() << " keeps no schema: nothing to migrate\n";
     return ok;
   }
   if (print) {
-    std::cout << b->migration_script();
+    std::cout << schema->migration_script();
     return ok;
   }
-  int v = b->migrate();
+  int v = schema->migrate();
   if (v == 0)  // a peer's layout (compat=): its table, no versions
     std::cout << "table of " << b->describe() << " is in place\n";
   else

@@ -1,3 +1,5 @@
+// The seam's shared parts: the default acquisition, what follows from a backend's optional
+// interfaces, loss listeners, and the helpers for bounded waits.
 #include "sqlock/backend.hpp"
 
 #include <sys/eventfd.h>
@@ -40,56 +42,42 @@ void require_kind(const backend& b, const lock_request& req) {
     throw config_error("a semaphore needs at least one permit");
 }
 
-std::unique_ptr<wait_state> backend::open_wait(const lock_request&) {
-  return nullptr;
+std::unique_ptr<acquisition> backend::make_acquisition(const lock_request& req,
+                                                       const wait_policy& policy) {
+  return std::make_unique<polling_acquisition>(*this, req, policy);
 }
 
-std::optional<lease_info> backend::acquire(const lock_request& req, steady_time deadline,
-                                           const wait_policy& policy) {
-  auto ws = open_wait(req);
-  unsigned busy = 0;      // busy attempts so far
-  unsigned failures = 0;  // consecutive attempts whose outcome was unknown
-  steady_time failing_since{};
-  for (;;) {
-    const auto sent = std::chrono::steady_clock::now();
-    std::optional<lease_info> l;
-    try {
-      l = try_acquire(req, std::max(deadline, sent + policy.min_attempt), ws.get());
-      failures = 0;
-    } catch (const connection_error& ex) {
-      // The store is restarting, a connection was reset, a call ran out of time: try again
-      // within the deadline (the same owner token finds its own hold if the reply was lost).
-      auto now = std::chrono::steady_clock::now();
-      if (failures == 0) failing_since = sent;
-      if (now >= deadline || now - failing_since >= policy.retry_for) throw;
-      if (policy.on_retry) policy.on_retry(req.name, ex.what());
-      auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
-      // Stopped in the pause: the last attempt's outcome is still unknown, so this ends as it
-      // would at the deadline (the core releases what that attempt may hold, then tells the
-      // caller of the stop).
-      if (!sleep_until(std::min<steady_time>(now + delay, deadline), req.stop)) throw;
-      continue;
-    }
-    if (l) {
-      l->waited = busy > 0;
-      // The attempt knows better when it waited in the server for a session-bound hold.
-      if (l->sent == steady_time{}) l->sent = sent;
-      return l;
-    }
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline || req.stop.stop_requested()) return std::nullopt;
-    // With a wait state the wait ends early on a release; the timeout is only a bounded
-    // re-check in case a notification was missed. Without it: capped jittered backoff. Both
-    // end at once on a stop.
-    if (ws) {
-      ws->wait(std::min<steady_time>(now + policy.notify_recheck, deadline), req.stop);
-    } else {
-      auto delay = backoff_delay(busy, policy.initial, policy.cap);
-      sleep_until(std::min<steady_time>(now + delay, deadline), req.stop);
-    }
-    if (req.stop.stop_requested()) return std::nullopt;
-    ++busy;
-  }
+polling_acquisition::polling_acquisition(backend& b, lock_request req, const wait_policy& policy)
+    : backend_(b), req_(std::move(req)), initial_(policy.initial), cap_(policy.cap) {}
+
+std::optional<lease_info> polling_acquisition::attempt(steady_time deadline) {
+  return backend_.try_acquire(req_, deadline);
+}
+
+void polling_acquisition::wait(steady_time until, const std::stop_token& stop) {
+  auto delay = backoff_delay(waits_++, initial_, cap_);
+  sleep_until(std::min<steady_time>(std::chrono::steady_clock::now() + delay, until), stop);
+}
+
+capabilities capabilities_of(backend& b) noexcept {
+  auto c = b.caps();
+  c.list = b.admin() != nullptr;
+  c.schema = b.schema() != nullptr;
+  return c;
+}
+
+store_admin& admin_of(backend& b, const char* what) {
+  if (auto* a = b.admin()) return *a;
+  throw unsupported(b.kind() + " backend cannot " + what);
+}
+
+schema_owner& schema_of(backend& b) {
+  if (auto* s = b.schema()) return *s;
+  throw unsupported(b.kind() + " keeps no schema: nothing to migrate");
+}
+
+std::vector<lock_event> store_admin::events(std::string_view, std::size_t) {
+  throw unsupported("this store keeps no audit trail of lock events");
 }
 
 void backend::renew_all(std::vector<renewal>& batch) noexcept {
@@ -106,14 +94,6 @@ void backend::renew_all(std::vector<renewal>& batch) noexcept {
       r.error = "unknown error";
     }
   }
-}
-
-int backend::migrate() {
-  throw unsupported(kind() + " keeps no schema: nothing to migrate");
-}
-
-std::string backend::migration_script() const {
-  throw unsupported(kind() + " keeps no schema: nothing to migrate");
 }
 
 struct backend::listeners {
@@ -182,22 +162,6 @@ steady_time exchange_bound(steady_time deadline, milliseconds io_timeout) {
   auto now = std::chrono::steady_clock::now();
   if (deadline - now <= io_timeout) return deadline;
   return now + io_timeout;
-}
-
-std::vector<lock_status> backend::list(std::string_view) {
-  throw unsupported(kind() + " backend cannot list locks");
-}
-
-std::vector<lock_event> backend::events(std::string_view, std::size_t) {
-  throw unsupported(kind() + " backend keeps no audit trail of lock events");
-}
-
-bool backend::force_release(std::string_view) {
-  throw unsupported(kind() + " backend cannot force a release");
-}
-
-std::size_t backend::sweep() {
-  return 0;
 }
 
 }  // namespace sqlock

@@ -31,24 +31,28 @@ mutex client::make_lock(std::string name, lock_options opts) const {
 }
 
 std::vector<lock_status> client::list(std::string_view prefix) const {
-  return impl_->b().list(prefix);
+  return admin_of(impl_->b(), "list locks").list(prefix);
 }
 bool client::force_release(std::string_view name) const {
   if (name.empty()) throw config_error("lock name must not be empty");
-  return impl_->b().force_release(name);
+  return admin_of(impl_->b(), "force a release").force_release(name);
 }
 
 std::vector<lock_event> client::events(std::string_view prefix, std::size_t limit) const {
-  return impl_->b().events(prefix, limit);
+  auto& b = impl_->b();
+  if (!b.caps().events || !b.admin())
+    throw unsupported(b.kind() + " backend keeps no audit trail of lock events");
+  return b.admin()->events(prefix, limit);
 }
 std::size_t client::sweep() const {
-  return impl_->b().sweep();
+  auto* a = impl_->b().admin();
+  return a ? a->sweep() : 0;
 }
 backend& client::get_backend() const {
   return impl_->b();
 }
 capabilities client::caps() const {
-  return impl_->b().caps();
+  return capabilities_of(impl_->b());
 }
 
 statistics client::stats() const {

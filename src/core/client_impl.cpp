@@ -298,7 +298,7 @@ void client_impl::worker_loop() {
     if (!batch.empty()) renew_in_background(batch);
     if (sweep) {
       try {
-        backend_->sweep();
+        if (auto* a = backend_->admin()) a->sweep();
       } catch (...) {
         // Sweeping is best effort; the next round tries again.
       }

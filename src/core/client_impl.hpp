@@ -19,8 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "acquire.hpp"
 #include "observe.hpp"
 #include "orphan_releases.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::detail {

@@ -1,5 +1,6 @@
 // connect(url): a client over the backend the registry makes for the URL (a backend linked
 // into the program, or a backend module loaded for its scheme).
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock {

@@ -32,7 +32,7 @@ namespace {
 // Throws unsupported when the store cannot tell who leads: it cannot list holds, or keeps no
 // holder text (the leader's value).
 void check_readable(const election::state& st) {
-  const auto c = st.c->b().caps();
+  const auto c = capabilities_of(st.c->b());
   if (!c.list)
     throw unsupported(st.c->b().kind() + " cannot list holds, so the leader cannot be read");
   if (!c.holder_text)
@@ -43,7 +43,7 @@ void check_readable(const election::state& st) {
 std::optional<leader_info> leader_of(const election::state& st) {
   check_readable(st);
   std::optional<leader_info> best;
-  for (const auto& s : st.c->b().list(st.name)) {
+  for (const auto& s : st.c->b().admin()->list(st.name)) {
     if (s.name != st.name || s.kind != lock_kind::exclusive) continue;
     if (!best || s.fence > best->term) best = leader_info{s.holder, s.fence};
   }

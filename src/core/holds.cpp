@@ -24,8 +24,8 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
   // round trip (and no extra queue node on ZooKeeper) before the wait begins.
   std::optional<lease_info> got;
   try {
-    got = wait ? backend_->acquire(req, deadline, opts_.waiting)
-               : backend_->try_acquire(req, sent + opts_.waiting.min_attempt, nullptr);
+    got = wait ? acquire(*backend_, req, deadline, opts_.waiting)
+               : backend_->try_acquire(req, sent + opts_.waiting.min_attempt);
   } catch (const connection_error&) {
     // The last request may have taken the lock with no answer back: release it in the
     // background rather than leave it to its lease (orphan_releases.hpp), by name, owner and

@@ -93,49 +93,20 @@ bool admits(const std::vector<holding>& hs, const lock_request& req, bool writer
   return false;
 }
 
-// One acquire() call's wait: ends when a release happened after the call's last look. Its
-// end clears the writer mark its busy exclusive attempts left.
-class memory_wait final : public wait_state {
- public:
-  memory_wait(std::shared_ptr<store> s, std::string name)
-      : s_(std::move(s)), name_(std::move(name)) {
-    std::lock_guard g(s_->m);
-    seen_ = s_->releases;
-  }
-  ~memory_wait() override {
-    bool dropped = false;
-    {
-      std::lock_guard g(s_->m);
-      auto it = s_->names.find(name_);
-      if (it != s_->names.end() && it->second.writer_marks.erase(this) > 0) {
-        dropped = true;
-        ++s_->releases;
-        if (it->second.empty()) s_->names.erase(it);
-      }
-    }
-    if (dropped) s_->changed.notify_all();
-  }
-  memory_wait(const memory_wait&) = delete;
-  memory_wait& operator=(const memory_wait&) = delete;
-  void wait(steady_time until, const std::stop_token& stop) override {
-    std::unique_lock lk(s_->m);
-    s_->changed.wait_until(lk, stop, until, [&] { return s_->releases != seen_; });
-    seen_ = s_->releases;
-  }
-
- private:
-  std::shared_ptr<store> s_;
-  std::string name_;
-  std::uint64_t seen_ = 0;
-};
-
-class memory_backend final : public backend, public std::enable_shared_from_this<memory_backend> {
+class memory_backend final : public backend,
+                             public store_admin,
+                             public std::enable_shared_from_this<memory_backend> {
  public:
   memory_backend(std::shared_ptr<store> s, std::string name)
       : s_(std::move(s)), name_(std::move(name)) {}
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override {
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
+    return attempt(req, deadline, nullptr);
+  }
+
+  // One attempt; `ws` identifies the waiting request whose writer mark a busy exclusive attempt
+  // leaves (null: a single try, no mark).
+  std::optional<lease_info> attempt(const lock_request& req, steady_time deadline, const void* ws) {
     hang_while_asked(deadline);
     std::lock_guard g(s_->m);
     check_up();
@@ -164,9 +135,8 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     return lease_info{req.name, req.owner, st.holders.back().fence, nullptr};
   }
 
-  std::unique_ptr<wait_state> open_wait(const lock_request& req) override {
-    return std::make_unique<memory_wait>(s_, req.name);
-  }
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& req,
+                                                const wait_policy&) override;
 
   // Ends a hold as if its session died and tells this backend's listeners at once.
   void lose(const std::string& lock, const std::string& owner) { report_lost(lock, owner); }
@@ -201,6 +171,8 @@ class memory_backend final : public backend, public std::enable_shared_from_this
     if (released) s_->changed.notify_all();
     return released;
   }
+
+  store_admin* admin() noexcept override { return this; }
 
   std::vector<lock_status> list(std::string_view prefix) override {
     std::lock_guard g(s_->m);
@@ -251,7 +223,11 @@ class memory_backend final : public backend, public std::enable_shared_from_this
 
   capabilities caps() const noexcept override {
     capabilities c;
+    c.fencing = c.fencing_safe = true;
+    c.holder_text = true;
+    c.linger = true;
     c.notify = true;
+    c.force_release = true;
     c.sweep = true;
     c.cross_process = false;
     c.shared = true;
@@ -278,6 +254,51 @@ class memory_backend final : public backend, public std::enable_shared_from_this
   std::shared_ptr<store> s_;
   std::string name_;
 };
+
+// One waiting request: its wait ends when a release happened after its last look; its end
+// without the hold clears the writer mark its busy exclusive attempts left.
+class memory_acquisition final : public acquisition {
+ public:
+  memory_acquisition(memory_backend& b, std::shared_ptr<store> s, lock_request req)
+      : b_(b), s_(std::move(s)), req_(std::move(req)) {
+    std::lock_guard g(s_->m);
+    seen_ = s_->releases;
+  }
+  ~memory_acquisition() override { cancel(); }
+
+  std::optional<lease_info> attempt(steady_time deadline) override {
+    return b_.attempt(req_, deadline, this);
+  }
+  void wait(steady_time until, const std::stop_token& stop) override {
+    std::unique_lock lk(s_->m);
+    s_->changed.wait_until(lk, stop, until, [&] { return s_->releases != seen_; });
+    seen_ = s_->releases;
+  }
+  void cancel() noexcept override {
+    bool dropped = false;
+    {
+      std::lock_guard g(s_->m);
+      auto it = s_->names.find(req_.name);
+      if (it != s_->names.end() && it->second.writer_marks.erase(this) > 0) {
+        dropped = true;
+        ++s_->releases;
+        if (it->second.empty()) s_->names.erase(it);
+      }
+    }
+    if (dropped) s_->changed.notify_all();
+  }
+
+ private:
+  memory_backend& b_;
+  std::shared_ptr<store> s_;
+  lock_request req_;
+  std::uint64_t seen_ = 0;
+};
+
+std::unique_ptr<acquisition> memory_backend::make_acquisition(const lock_request& req,
+                                                              const wait_policy&) {
+  return std::make_unique<memory_acquisition>(*this, s_, req);
+}
 
 std::shared_ptr<store> store_named(const std::string& name) {
   static std::mutex m;

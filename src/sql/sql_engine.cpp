@@ -483,7 +483,7 @@ bool engine_backend::force_release(std::string_view name) {
 }
 
 std::vector<lock_event> engine_backend::events(std::string_view prefix, std::size_t limit) {
-  if (dialect_.events.statements.empty()) return backend::events(prefix, limit);
+  if (dialect_.events.statements.empty()) return store_admin::events(prefix, limit);
   params p;
   p.prefix = std::string(prefix);
   p.limit = static_cast<std::int64_t>(limit);
@@ -553,9 +553,13 @@ void check_table_name(const std::string& table, std::string_view option) {
 
 capabilities engine_backend::caps() const noexcept {
   capabilities c;
+  c.fencing = c.fencing_safe = true;
+  c.holder_text = true;
+  c.cross_process = true;
+  c.linger = true;
+  c.force_release = true;
   c.notify = dialect_.notify;
   c.sweep = true;
-  c.schema = true;
   c.events = !dialect_.events.statements.empty();
   c.shared = dialect_.kinds;
   c.permits = dialect_.kinds;

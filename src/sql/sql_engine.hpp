@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine_acquisition.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 
@@ -201,7 +202,7 @@ struct dialect {
   /// Rewrites a file before it is run or printed (schema name substitution); identity if empty.
   std::function<std::string(std::string_view)> render;
   std::int64_t sweep_batch = 1000;  ///< :limit for sweep()
-  bool notify = false;              ///< set when the backend overrides open_wait()
+  bool notify = false;              ///< set when the backend offers a release_watch
 
   /// Shared and permit holds (row modes); `kinds` false = the backend offers exclusive only.
   bool kinds = false;
@@ -250,9 +251,10 @@ int schema_version(connection& c, const dialect& d, steady_time deadline = stead
 /// The newest migration version of a bundle.
 int latest_version(const bundle& b);
 
-/// Backend built from a dialect and a driver. Subclasses add notification (open_wait()),
-/// session-bound modes and anything else the database has beyond the engine.
-class engine_backend : public backend {
+/// Backend built from a dialect and a driver, with the store's admin and schema. Subclasses add
+/// notification (watch_releases()), session-bound modes and anything else the database has
+/// beyond the engine.
+class engine_backend : public backend, public store_admin, public schema_owner {
  public:
   /// `pool_size` bounds idle connections kept (more are opened under load) unless
   /// `bounded`: then it bounds every connection of the pool, all of them are kept, and a call
@@ -263,16 +265,22 @@ class engine_backend : public backend {
                  std::size_t pool_size = 4, bool bounded = false,
                  std::shared_ptr<connection_counter> counter = nullptr);
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override;
-  /// The subclass's release_watch() for `req`, wrapped for an exclusive request of a dialect with
-  /// kinds so that the writer mark its attempts leave is cleared when the acquire() call ends.
-  std::unique_ptr<wait_state> open_wait(const lock_request& req) override;
-  /// What open_wait() wrapped: `ws` itself unless it is the engine's writer-mark wrapper.
-  static wait_state* inner_wait(wait_state* ws);
+  /// attempt() of a single try: no writer mark.
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override;
+  /// An engine_acquisition with the subclass's watch_releases() for `req`.
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& req,
+                                                const wait_policy& policy) override;
+  /// One attempt of `req`; `a` is the waiting request it belongs to (null for a single try):
+  /// a busy exclusive attempt of a dialect with kinds then leaves the request's writer mark.
+  /// What a subclass with attempts of its own overrides (try_acquire() and the engine's
+  /// acquisition both come here).
+  virtual std::optional<lease_info> attempt(const lock_request& req, steady_time deadline,
+                                            engine_acquisition* a);
   /// How long a writer mark lives on the server unless refreshed by the writer's next busy
   /// attempt: longer than the wait between attempts (wait_policy::notify_recheck, 1 s).
   static constexpr milliseconds writer_mark{5000};
+  /// Clears the writer mark of (`name`, `owner`) within a short bound; never throws.
+  void clear_writer_mark(const std::string& name, const std::string& owner) noexcept;
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
@@ -284,12 +292,14 @@ class engine_backend : public backend {
   std::string kind() const override { return dialect_.kind; }
   std::string mode() const override { return dialect_.mode; }
   std::optional<connection_stats> connections() const override;
+  store_admin* admin() noexcept override { return this; }
+  schema_owner* schema() noexcept override { return this; }
 
   /// True when `fence` is the token of the current hold of `name` (fenced writes).
   bool fence_check(std::string_view name, std::uint64_t fence);
   /// Fails with config_error naming the migrate command unless the schema is current; returns
   /// by `deadline` (connection_error otherwise).
-  void check_schema(steady_time deadline = steady_time::max());
+  void check_schema(steady_time deadline = steady_time::max()) override;
   /// connect()'s check: migrate() when auto-migration was opted into, else check_schema().
   void verify(steady_time deadline) override;
   /// Opt in to migrating at connect (URL flag `migrate=auto`); off by default for servers.
@@ -327,9 +337,9 @@ class engine_backend : public backend {
   const bundle& get_bundle() const { return bundle_; }
 
  protected:
-  /// The wait state of one acquire() call that wakes on releases (null = back off): what a
-  /// subclass with notifications overrides instead of open_wait().
-  virtual std::unique_ptr<wait_state> release_watch(const lock_request& req);
+  /// The wait of one waiting request that wakes on releases (null = back off): what a
+  /// subclass with notifications overrides.
+  virtual std::unique_ptr<release_watch> watch_releases(const lock_request& req);
   /// Hands out an idle connection or opens one; a bounded pool at its size waits for one to
   /// come back until `deadline` or `stop` (pool_busy), callers served in arrival order.
   std::unique_ptr<connection> checkout(steady_time deadline, const std::stop_token& stop);

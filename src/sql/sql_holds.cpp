@@ -1,6 +1,8 @@
-// The engine's hold operations: acquire attempts of every kind, renew and release, and the wait
-// state that clears the writer mark an exclusive acquire() call left when that call ends.
+// The engine's hold operations: acquire attempts of every kind, renew and release, and the
+// engine's acquisition (engine_acquisition.hpp), which clears the writer mark a waiting
+// exclusive request left when it ends without the hold.
 #include <thread>
+#include <utility>
 
 #include "sql_engine.hpp"
 #include "sqlock/errors.hpp"
@@ -8,49 +10,6 @@
 
 namespace sqlock::sql {
 namespace {
-
-// The wait of one exclusive acquire() call on a dialect with kinds: the subclass's notification
-// wait (or, without one, capped jittered backoff) plus what the call's attempts left on the
-// server. A busy attempt refreshes the call's writer mark; when the call ends without the hold
-// (timeout, error) the mark is removed at once rather than left to its short expiry, so new
-// shared holders are not kept out by a writer that stopped waiting.
-class writer_wait final : public wait_state {
- public:
-  writer_wait(engine_backend& b, std::unique_ptr<wait_state> inner, const lock_request& req)
-      : backend_(b), inner_(std::move(inner)) {
-    clear_.name = req.name;
-    clear_.owner = req.owner;
-    clear_.mode = b.mode();
-  }
-  ~writer_wait() override {
-    if (!marked_) return;
-    try {  // bounded: the mark also expires by itself
-      backend_.run(backend_.get_dialect().clear_mark, clear_,
-                   std::chrono::steady_clock::now() + clear_bound);
-    } catch (...) {
-    }
-  }
-  writer_wait(const writer_wait&) = delete;
-  writer_wait& operator=(const writer_wait&) = delete;
-
-  void wait(steady_time until, const std::stop_token& stop) override {
-    if (inner_) return inner_->wait(until, stop);
-    auto delay = backoff_delay(waits_++, milliseconds(2), milliseconds(100));
-    sleep_until(std::min<steady_time>(std::chrono::steady_clock::now() + delay, until), stop);
-  }
-
-  wait_state* inner() const noexcept { return inner_.get(); }
-  void marked(bool on) noexcept { marked_ = on; }
-
- private:
-  static constexpr milliseconds clear_bound{1000};  // one short call, past the caller's deadline
-
-  engine_backend& backend_;
-  std::unique_ptr<wait_state> inner_;
-  params clear_;
-  bool marked_ = false;
-  unsigned waits_ = 0;
-};
 
 // Characters of UTF-8 text (bytes that do not continue a sequence).
 std::size_t utf8_chars(std::string_view s) {
@@ -76,31 +35,72 @@ void kind_mismatch(const lock_request& req, std::string_view status) {
                      "same number of permits)");
 }
 
-std::unique_ptr<wait_state> engine_backend::release_watch(const lock_request&) {
+std::unique_ptr<release_watch> engine_backend::watch_releases(const lock_request&) {
   return nullptr;
 }
 
-std::unique_ptr<wait_state> engine_backend::open_wait(const lock_request& req) {
-  auto inner = release_watch(req);
-  if (req.kind != lock_kind::exclusive || !dialect_.kinds) return inner;
-  return std::make_unique<writer_wait>(*this, std::move(inner), req);
+std::unique_ptr<acquisition> engine_backend::make_acquisition(const lock_request& req,
+                                                              const wait_policy& policy) {
+  return std::make_unique<engine_acquisition>(*this, req, policy, watch_releases(req));
 }
 
-wait_state* engine_backend::inner_wait(wait_state* ws) {
-  auto* w = dynamic_cast<writer_wait*>(ws);
-  return w ? w->inner() : ws;
+engine_acquisition::engine_acquisition(engine_backend& b, lock_request req,
+                                       const wait_policy& policy,
+                                       std::unique_ptr<release_watch> watch)
+    : backend_(b),
+      req_(std::move(req)),
+      watch_(std::move(watch)),
+      initial_(policy.initial),
+      cap_(policy.cap) {}
+
+engine_acquisition::~engine_acquisition() {
+  engine_acquisition::cancel();
 }
 
-std::optional<lease_info> engine_backend::try_acquire(const lock_request& req, steady_time deadline,
-                                                      wait_state* ws) {
+std::optional<lease_info> engine_acquisition::attempt(steady_time deadline) {
+  return backend_.attempt(req_, deadline, this);
+}
+
+void engine_acquisition::wait(steady_time until, const std::stop_token& stop) {
+  if (watch_) return watch_->wait(until, stop);
+  auto delay = backoff_delay(waits_++, initial_, cap_);
+  sleep_until(std::min<steady_time>(std::chrono::steady_clock::now() + delay, until), stop);
+}
+
+void engine_acquisition::cancel() noexcept {
+  if (!std::exchange(marked_, false)) return;
+  backend_.clear_writer_mark(req_.name, req_.owner);
+}
+
+void engine_backend::clear_writer_mark(const std::string& name, const std::string& owner) noexcept {
+  constexpr milliseconds clear_bound{1000};  // one short call, past the caller's deadline
+  try {                                      // bounded: the mark also expires by itself
+    params p;
+    p.name = name;
+    p.owner = owner;
+    p.mode = mode();
+    run(dialect_.clear_mark, p, std::chrono::steady_clock::now() + clear_bound);
+  } catch (...) {
+  }
+}
+
+std::optional<lease_info> engine_backend::try_acquire(const lock_request& req,
+                                                      steady_time deadline) {
+  return attempt(req, deadline, nullptr);
+}
+
+std::optional<lease_info> engine_backend::attempt(const lock_request& req, steady_time deadline,
+                                                  engine_acquisition* a) {
   if (dialect_.max_name_chars > 0 && utf8_chars(req.name) > dialect_.max_name_chars)
     throw config_error("lock name '" + req.name + "' is longer than the " +
                        std::to_string(dialect_.max_name_chars) + " characters the " +
                        dialect_.mode + " layout's table holds");
   params p = params_for(req);
   const bool exclusive = req.kind == lock_kind::exclusive;
-  auto* writer = dynamic_cast<writer_wait*>(ws);
-  if (writer) p.mark_ms = writer_mark.count();  // a try_lock() (no wait state) leaves no mark
+  // A waiting exclusive request marks itself so that new shared holders keep out; a single
+  // try leaves no mark.
+  auto* writer = exclusive && dialect_.kinds ? a : nullptr;
+  if (writer) p.mark_ms = writer_mark.count();
   const operation& op = exclusive ? dialect_.acquire : dialect_.acquire_shared;
   for (unsigned attempt = 0;; ++attempt) {
     rows r;

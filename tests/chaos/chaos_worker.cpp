@@ -21,6 +21,7 @@
 #include "fenced_store.hpp"
 #include "history.hpp"
 #include "holders.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #ifdef SQLOCK_CHAOS_ZOOKEEPER
 #include "sqlock/zookeeper/zookeeper.hpp"

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "test_env.hpp"

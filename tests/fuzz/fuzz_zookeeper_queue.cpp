@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "queue_rules.hpp"
+#include "sqlock/backend.hpp"
 #include "zookeeper_kinds.hpp"
 
 using namespace sqlock;

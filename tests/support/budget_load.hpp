@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::test {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sql/sql_engine.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 

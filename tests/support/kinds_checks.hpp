@@ -33,10 +33,9 @@ inline lock_request kinds_request(const std::string& name, lock_kind k, std::uin
 inline void expect_hold_survived_upgrade(backend& b, const std::string& name,
                                          const std::string& owner, std::uint64_t fence) {
   for (auto k : {lock_kind::exclusive, lock_kind::shared, lock_kind::permit})
-    EXPECT_FALSE(
-        b.try_acquire(kinds_request(name, k, k == lock_kind::permit ? 2 : 0), soon(), nullptr))
+    EXPECT_FALSE(b.try_acquire(kinds_request(name, k, k == lock_kind::permit ? 2 : 0), soon()))
         << to_string(k);
-  auto all = b.list(name);
+  auto all = b.admin()->list(name);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].owner, owner);
   EXPECT_EQ(all[0].fence, fence);
@@ -48,10 +47,10 @@ inline void expect_hold_survived_upgrade(backend& b, const std::string& name,
   lease_info held{name, owner, fence, nullptr};
   EXPECT_TRUE(b.renew(held, std::chrono::seconds(60), soon()));
   EXPECT_TRUE(b.release(held, soon()));
-  auto shared = b.try_acquire(kinds_request(name, lock_kind::shared), soon(), nullptr);
+  auto shared = b.try_acquire(kinds_request(name, lock_kind::shared), soon());
   ASSERT_TRUE(shared);
   EXPECT_GT(shared->fence, fence);
-  EXPECT_FALSE(b.try_acquire(kinds_request(name, lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b.try_acquire(kinds_request(name, lock_kind::exclusive), soon()));
   EXPECT_TRUE(b.release(*shared, soon()));
 }
 

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/acquire.hpp"
 #include "kinds_checks.hpp"
 #include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
@@ -62,16 +63,16 @@ class row_kinds : public ::testing::TestWithParam<kinds_target> {
   }
   /// One attempt without a wait state (as try_lock() makes it).
   static std::optional<lease_info> attempt(backend& b, const lock_request& r) {
-    return b.try_acquire(r, soon(), nullptr);
+    return b.try_acquire(r, soon());
   }
   /// A waiting acquire until `within` from now.
   static std::optional<lease_info> wait_for(backend& b, const lock_request& r,
                                             milliseconds within) {
-    return b.acquire(r, std::chrono::steady_clock::now() + within, wait_policy{});
+    return sqlock::acquire(b, r, std::chrono::steady_clock::now() + within, wait_policy{});
   }
   static std::size_t holders(backend& b, const std::string& name) {
     std::size_t n = 0;
-    for (auto& s : b.list(name))
+    for (auto& s : b.admin()->list(name))
       if (s.name == name) ++n;
     return n;
   }
@@ -270,7 +271,7 @@ TEST_P(row_kinds, ListShowsEveryHolderWithItsKind) {
   auto p1 = attempt(*b, request(name_ + "/p", lock_kind::permit, 4));
   auto x = attempt(*b, request(name_ + "/x", lock_kind::exclusive));
   ASSERT_TRUE(s1 && s2 && p1 && x);
-  auto all = b->list(name_ + "/");
+  auto all = b->admin()->list(name_ + "/");
   ASSERT_EQ(all.size(), 4u);
   int shared = 0;
   for (auto& st : all) {
@@ -298,17 +299,17 @@ TEST_P(row_kinds, ForceReleaseAndSweepCoverSharedHolds) {
   auto s1 = attempt(*b, request(name_, lock_kind::shared));
   auto s2 = attempt(*b, request(name_, lock_kind::shared));
   ASSERT_TRUE(s1 && s2);
-  EXPECT_TRUE(b->force_release(name_));
+  EXPECT_TRUE(b->admin()->force_release(name_));
   EXPECT_EQ(holders(*b, name_), 0u);
   EXPECT_FALSE(b->renew(*s1, std::chrono::seconds(30), soon()));
-  EXPECT_FALSE(b->force_release(name_));
+  EXPECT_FALSE(b->admin()->force_release(name_));
   auto x = attempt(*b, request(name_, lock_kind::exclusive));
   ASSERT_TRUE(x);
   b->release(*x, soon());
   auto brief = attempt(*b, request(name_ + "/sweep", lock_kind::permit, 2, milliseconds(200)));
   ASSERT_TRUE(brief);
   std::this_thread::sleep_for(milliseconds(600));
-  b->sweep();  // (another process's sweep may have come first: the count is not checked)
+  b->admin()->sweep();  // (another process's sweep may have come first: the count is not checked)
   EXPECT_FALSE(b->release(*brief, soon()));  // swept: nothing of this owner left
 }
 

@@ -22,17 +22,18 @@
 #include <thread>
 #include <vector>
 
+#include "core/acquire.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::test {
 
-/// `b.acquire(r)` on another thread, waiting at most `wait`.
+/// `sqlock::acquire(b, r)` on another thread, waiting at most `wait`.
 inline std::future<std::optional<lease_info>> later(
     backend& b, const lock_request& r, std::chrono::milliseconds wait = std::chrono::seconds(20)) {
   return std::async(std::launch::async, [&b, r, wait] {
-    return b.acquire(r, std::chrono::steady_clock::now() + wait, {});
+    return sqlock::acquire(b, r, std::chrono::steady_clock::now() + wait, {});
   });
 }
 
@@ -57,8 +58,8 @@ inline void expect_writer_not_starved(backend& b1, backend& b2, const std::strin
     readers.emplace_back([&, i] {
       backend& b = i % 2 ? b2 : b1;
       while (!stop) {
-        auto l = b.acquire(kind_request(n, lock_kind::shared),
-                           std::chrono::steady_clock::now() + 30s, {});
+        auto l = sqlock::acquire(b, kind_request(n, lock_kind::shared),
+                                 std::chrono::steady_clock::now() + 30s, {});
         if (!l) continue;
         reads++;
         reading++;
@@ -69,14 +70,14 @@ inline void expect_writer_not_starved(backend& b1, backend& b2, const std::strin
     });
   for (int i = 0; i < 500 && reads < 8; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_GE(reads.load(), 8);
-  auto w =
-      b2.acquire(kind_request(n, lock_kind::exclusive), std::chrono::steady_clock::now() + 15s, {});
+  auto w = sqlock::acquire(b2, kind_request(n, lock_kind::exclusive),
+                           std::chrono::steady_clock::now() + 15s, {});
   EXPECT_TRUE(w);
   if (w) {
     EXPECT_EQ(reading.load(), 0);  // no reader holds beside the writer
     std::this_thread::sleep_for(100ms);
     EXPECT_EQ(reading.load(), 0);  // and none comes in while it holds
-    auto rows = b1.list(n);
+    auto rows = b1.admin()->list(n);
     EXPECT_EQ(rows.size(), 1u);
     for (const auto& row : rows) EXPECT_EQ(row.kind, lock_kind::exclusive);
     EXPECT_TRUE(b2.release(*w, std::chrono::steady_clock::now() + 10s));
@@ -101,8 +102,8 @@ inline void take_permits(const std::string& url, const std::string& n, std::uint
     ts.emplace_back([&] {
       for (int k = 0; k < rounds; ++k) {
         try {
-          auto l = b->acquire(kind_request(n, lock_kind::permit, permits),
-                              std::chrono::steady_clock::now() + 60s, {});
+          auto l = sqlock::acquire(*b, kind_request(n, lock_kind::permit, permits),
+                                   std::chrono::steady_clock::now() + 60s, {});
           if (!l) {
             t.errors++;
             continue;
@@ -160,20 +161,20 @@ inline void expect_writer_first(backend& b1, backend& b2, const std::string& n,
                                 const queued_fn& queued) {
   using namespace std::chrono_literals;
   auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
-  auto r1 = b1.acquire(kind_request(n, lock_kind::shared), soon(), {});
+  auto r1 = sqlock::acquire(b1, kind_request(n, lock_kind::shared), soon(), {});
   ASSERT_TRUE(r1);
   auto writer = later(b2, kind_request(n, lock_kind::exclusive));
   queued(2);
-  EXPECT_FALSE(b1.try_acquire(kind_request(n, lock_kind::shared), soon(), nullptr));
-  EXPECT_FALSE(
-      b1.acquire(kind_request(n, lock_kind::shared), std::chrono::steady_clock::now() + 300ms, {}));
+  EXPECT_FALSE(b1.try_acquire(kind_request(n, lock_kind::shared), soon()));
+  EXPECT_FALSE(sqlock::acquire(b1, kind_request(n, lock_kind::shared),
+                               std::chrono::steady_clock::now() + 300ms, {}));
   auto reader = later(b1, kind_request(n, lock_kind::shared));
   queued(3);
   ASSERT_TRUE(b1.release(*r1, soon()));
   auto w = writer.get();
   ASSERT_TRUE(w);
   EXPECT_GT(w->fence, r1->fence);
-  auto rows = b1.list(n);
+  auto rows = b1.admin()->list(n);
   EXPECT_EQ(rows.size(), 1u);
   for (const auto& row : rows) EXPECT_EQ(row.kind, lock_kind::exclusive);
   EXPECT_TRUE(pending(reader));
@@ -192,13 +193,12 @@ inline void expect_permit_count_agreed(backend& b1, backend& b2, const std::stri
   using namespace std::chrono_literals;
   auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
   auto get = [&](backend& b, std::uint32_t permits) {
-    return b.acquire(kind_request(n, lock_kind::permit, permits), soon(), {});
+    return sqlock::acquire(b, kind_request(n, lock_kind::permit, permits), soon(), {});
   };
   auto p = get(b1, 2);
   ASSERT_TRUE(p);
   EXPECT_THROW(get(b2, 3), config_error);
-  EXPECT_THROW(b2.try_acquire(kind_request(n, lock_kind::permit, 3), soon(), nullptr),
-               config_error);
+  EXPECT_THROW(b2.try_acquire(kind_request(n, lock_kind::permit, 3), soon()), config_error);
   queued(1);  // the refused requests left nothing
   auto same = get(b2, 2);
   ASSERT_TRUE(same);
@@ -229,23 +229,23 @@ inline void expect_many_shared(backend& b1, backend& b2, const std::string& n,
   for (int i = 0; i < 8; ++i) {
     backend& b = i % 2 ? b2 : b1;
     auto r = kind_request(n, lock_kind::shared);
-    auto l = i < 4 ? b.try_acquire(r, soon(), nullptr) : b.acquire(r, soon(), {});
+    auto l = i < 4 ? b.try_acquire(r, soon()) : sqlock::acquire(b, r, soon(), {});
     ASSERT_TRUE(l) << i;
     EXPECT_FALSE(l->waited);
     held.emplace_back(&b, *l);
     owners.insert(r.owner);
   }
-  auto rows = b1.list(n);
+  auto rows = b1.admin()->list(n);
   EXPECT_EQ(rows.size(), 8u);
   for (const auto& row : rows) {
     EXPECT_EQ(row.kind, lock_kind::shared);
     EXPECT_EQ(row.holder, "kinds test");
     EXPECT_EQ(owners.count(row.owner), 1u);
   }
-  EXPECT_FALSE(b2.try_acquire(kind_request(n, lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b2.try_acquire(kind_request(n, lock_kind::exclusive), soon()));
   queued(8);  // the busy attempt left nothing
   for (auto& [b, l] : held) EXPECT_TRUE(b->release(l, soon()));
-  EXPECT_TRUE(b1.list(n).empty());
+  EXPECT_TRUE(b1.admin()->list(n).empty());
 }
 
 /// Two permits of 2 on `b`, each its own hold with its own fence, listed with the count; a third
@@ -255,26 +255,26 @@ inline void expect_permits_listed(backend& b, const std::string& n) {
   using namespace std::chrono_literals;
   auto soon = [] { return std::chrono::steady_clock::now() + 10s; };
   auto briefly = [] { return std::chrono::steady_clock::now() + 300ms; };
-  auto p1 = b.acquire(kind_request(n, lock_kind::permit, 2), soon(), {});
-  auto p2 = b.acquire(kind_request(n, lock_kind::permit, 2), soon(), {});
+  auto p1 = sqlock::acquire(b, kind_request(n, lock_kind::permit, 2), soon(), {});
+  auto p2 = sqlock::acquire(b, kind_request(n, lock_kind::permit, 2), soon(), {});
   ASSERT_TRUE(p1 && p2);
   EXPECT_NE(p1->fence, p2->fence);
-  EXPECT_FALSE(b.try_acquire(kind_request(n, lock_kind::permit, 2), soon(), nullptr));
-  EXPECT_FALSE(b.acquire(kind_request(n, lock_kind::permit, 2), briefly(), {}));
-  auto rows = b.list(n);
+  EXPECT_FALSE(b.try_acquire(kind_request(n, lock_kind::permit, 2), soon()));
+  EXPECT_FALSE(sqlock::acquire(b, kind_request(n, lock_kind::permit, 2), briefly(), {}));
+  auto rows = b.admin()->list(n);
   EXPECT_EQ(rows.size(), 2u);
   for (const auto& row : rows) {
     EXPECT_EQ(row.kind, lock_kind::permit);
     EXPECT_EQ(row.permits, 2u);
   }
-  EXPECT_FALSE(b.acquire(kind_request(n, lock_kind::shared), briefly(), {}));
-  EXPECT_FALSE(b.acquire(kind_request(n, lock_kind::exclusive), briefly(), {}));
+  EXPECT_FALSE(sqlock::acquire(b, kind_request(n, lock_kind::shared), briefly(), {}));
+  EXPECT_FALSE(sqlock::acquire(b, kind_request(n, lock_kind::exclusive), briefly(), {}));
   EXPECT_TRUE(b.release(*p1, soon()));
-  auto p3 = b.acquire(kind_request(n, lock_kind::permit, 2), soon(), {});
+  auto p3 = sqlock::acquire(b, kind_request(n, lock_kind::permit, 2), soon(), {});
   ASSERT_TRUE(p3);
   EXPECT_GT(p3->fence, p2->fence);
-  EXPECT_TRUE(b.force_release(n));  // ends every permit
-  EXPECT_TRUE(b.list(n).empty());
+  EXPECT_TRUE(b.admin()->force_release(n));  // ends every permit
+  EXPECT_TRUE(b.admin()->list(n).empty());
   EXPECT_FALSE(b.renew(*p2, 30s, soon()));
   EXPECT_FALSE(b.renew(*p3, 30s, soon()));
 }
@@ -288,18 +288,18 @@ inline void expect_waits_end_on_time(backend& b1, backend& b2, const std::string
   auto soon = [] { return clock::now() + 10s; };
   auto times_out = [&](const lock_request& r) {
     auto start = clock::now();
-    EXPECT_FALSE(b2.acquire(r, start + 400ms, {}));
+    EXPECT_FALSE(sqlock::acquire(b2, r, start + 400ms, {}));
     auto took = clock::now() - start;
     EXPECT_GE(took, 400ms);
     EXPECT_LT(took, 5s);  // not an I/O, session or lease timeout
     queued(1);
   };
-  auto ex = b1.acquire(kind_request(n, lock_kind::exclusive), soon(), {});
+  auto ex = sqlock::acquire(b1, kind_request(n, lock_kind::exclusive), soon(), {});
   ASSERT_TRUE(ex);
   times_out(kind_request(n, lock_kind::shared));
   times_out(kind_request(n, lock_kind::permit, 2));
   EXPECT_TRUE(b1.release(*ex, soon()));
-  auto p = b1.acquire(kind_request(n, lock_kind::permit, 1), soon(), {});
+  auto p = sqlock::acquire(b1, kind_request(n, lock_kind::permit, 1), soon(), {});
   ASSERT_TRUE(p);
   times_out(kind_request(n, lock_kind::permit, 1));
   EXPECT_TRUE(b1.release(*p, soon()));

@@ -19,7 +19,7 @@ inline std::string shedlock_layout(const std::string& url) {
   const auto u = url + (url.find('?') == std::string::npos ? "?" : "&") + "compat=shedlock";
   for (int attempt = 0;; ++attempt) {
     try {
-      make_backend(u)->migrate();
+      schema_of(*make_backend(u)).migrate();
       return u;
     } catch (const backend_error&) {
       if (attempt == 2) throw;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::test {

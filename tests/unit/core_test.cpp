@@ -5,6 +5,7 @@
 #include <optional>
 #include <thread>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/doctor.hpp"
 #include "sqlock/memory.hpp"

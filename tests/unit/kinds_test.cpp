@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/memory.hpp"
 #include "sqlock/random.hpp"
@@ -27,11 +28,23 @@ class watched final : public backend {
   std::atomic<bool> hang_renewals{false};
   std::atomic<clock::rep> granted_at{0};  // when the store last granted a hold (0 = never)
 
-  std::optional<lease_info> try_acquire(const lock_request& r, steady_time d,
-                                        wait_state* ws) override {
-    auto l = inner_->try_acquire(r, d, ws);
-    if (l) granted_at = clock::now().time_since_epoch().count();
-    return l;
+  std::optional<lease_info> try_acquire(const lock_request& r, steady_time d) override {
+    return granted(inner_->try_acquire(r, d));
+  }
+  // The store's own acquisition, recording its grants.
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& r,
+                                                const wait_policy& p) override {
+    struct recording final : acquisition {
+      recording(watched& w, std::unique_ptr<acquisition> a) : of(w), inner(std::move(a)) {}
+      std::optional<lease_info> attempt(steady_time d) override {
+        return of.granted(inner->attempt(d));
+      }
+      void wait(steady_time u, const std::stop_token& s) override { inner->wait(u, s); }
+      void cancel() noexcept override { inner->cancel(); }
+      watched& of;
+      std::unique_ptr<acquisition> inner;
+    };
+    return std::make_unique<recording>(*this, inner_->make_acquisition(r, p));
   }
   bool renew(const lease_info& l, milliseconds dur, steady_time d) override {
     if (hang_renewals) {
@@ -41,10 +54,7 @@ class watched final : public backend {
     return inner_->renew(l, dur, d);
   }
   bool release(const lease_info& l, steady_time d) override { return inner_->release(l, d); }
-  std::unique_ptr<wait_state> open_wait(const lock_request& r) override {
-    return inner_->open_wait(r);
-  }
-  std::vector<lock_status> list(std::string_view p) override { return inner_->list(p); }
+  store_admin* admin() noexcept override { return inner_->admin(); }
   capabilities caps() const noexcept override {
     auto c = inner_->caps();
     c.linger = linger_;
@@ -54,6 +64,10 @@ class watched final : public backend {
   std::string kind() const override { return "watched-memory"; }
 
  private:
+  std::optional<lease_info> granted(std::optional<lease_info> l) {
+    if (l) granted_at = clock::now().time_since_epoch().count();
+    return l;
+  }
   std::shared_ptr<backend> inner_;
   bool linger_;
 };

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/memory.hpp"
 #include "sqlock/random.hpp"

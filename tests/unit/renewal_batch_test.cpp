@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/memory.hpp"
 #include "sqlock/random.hpp"
@@ -22,9 +23,12 @@ class counting final : public backend {
   explicit counting(const std::string& store) : inner_(memory::open(store)) {}
   std::atomic<int> batches{0}, renewals{0};
 
-  std::optional<lease_info> try_acquire(const lock_request& r, steady_time d,
-                                        wait_state* ws) override {
-    return inner_->try_acquire(r, d, ws);
+  std::optional<lease_info> try_acquire(const lock_request& r, steady_time d) override {
+    return inner_->try_acquire(r, d);
+  }
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& r,
+                                                const wait_policy& p) override {
+    return inner_->make_acquisition(r, p);
   }
   bool renew(const lease_info& l, milliseconds dur, steady_time d) override {
     return inner_->renew(l, dur, d);

@@ -7,6 +7,8 @@
 #include <future>
 #include <thread>
 
+#include "core/acquire.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/memory.hpp"
 #include "sqlock/random.hpp"
@@ -114,12 +116,12 @@ TEST(seam, acquire_reports_when_the_winning_request_was_sent) {
   store s;
   auto b = memory::open(s.name);
   lock_request held{"sent", random_token(), 60s, "test"};
-  auto h = b->try_acquire(held, steady::now() + 10s, nullptr);
+  auto h = b->try_acquire(held, steady::now() + 10s);
   ASSERT_TRUE(h);
   lock_request req{"sent", random_token(), 60s, "test"};
   auto started = steady::now();
-  auto got =
-      std::async(std::launch::async, [&] { return b->acquire(req, steady::now() + 10s, {}); });
+  auto got = std::async(std::launch::async,
+                        [&] { return sqlock::acquire(*b, req, steady::now() + 10s, {}); });
   std::this_thread::sleep_for(100ms);
   auto released = steady::now();
   ASSERT_TRUE(b->release(*h, steady::now() + 10s));

@@ -43,7 +43,9 @@ struct state {
   std::atomic<steady_time::rep> refreshed;
 };
 
-class etcd_backend final : public backend, public std::enable_shared_from_this<etcd_backend> {
+class etcd_backend final : public backend,
+                           public store_admin,
+                           public std::enable_shared_from_this<etcd_backend> {
  public:
   explicit etcd_backend(const options& o)
       : o_(o),
@@ -54,8 +56,7 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
         q_(gw_, o.prefix, watch_) {}
   ~etcd_backend() override { watch_.stop(); }
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state*) override {
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
     check_name(req.name);
     watch_.start(deadline);  // beside the attempt: held() waits for it to be confirmed
     auto h = q_.try_take(req, deadline);
@@ -63,16 +64,33 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     return held(req, *h);  // empty when the new key was deleted at once: not held
   }
 
-  std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
-                                    const wait_policy& policy) override {
-    check_name(req.name);
-    auto h = q_.wait_take(req, deadline, policy);
-    if (!h) return std::nullopt;
-    auto l = held(req, *h);
-    if (!l)
-      throw lock_lost("etcd: the key for '" + req.name +
-                      "' was deleted as it was taken (released by force, or its lease revoked)");
-    return l;
+  // etcd's Lock, fair: a key queued by the first attempt, waits on the deletion feed.
+  class fair_acquisition final : public acquisition {
+   public:
+    fair_acquisition(etcd_backend& b, const lock_request& req) : b_(b), w_(b.q_, req) {
+      check_name(req.name);
+    }
+    std::optional<lease_info> attempt(steady_time deadline) override {
+      auto h = w_.attempt(deadline);
+      if (!h) return std::nullopt;
+      auto l = b_.held(req(), *h);
+      if (!l)
+        throw lock_lost("etcd: the key for '" + req().name +
+                        "' was deleted as it was taken (released by force, or its lease revoked)");
+      return l;
+    }
+    void wait(steady_time until, const std::stop_token& stop) override { w_.wait(until, stop); }
+    void cancel() noexcept override { w_.cancel(); }
+
+   private:
+    const lock_request& req() const { return w_.request(); }
+    etcd_backend& b_;
+    detail::queue::waiter w_;
+  };
+
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& req,
+                                                const wait_policy&) override {
+    return std::make_unique<fair_acquisition>(*this, req);
   }
 
   bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
@@ -113,8 +131,14 @@ class etcd_backend final : public backend, public std::enable_shared_from_this<e
     return q_.delete_holder(std::string(name), clock::now() + o_.timeout);
   }
 
+  store_admin* admin() noexcept override { return this; }
+
   capabilities caps() const noexcept override {
     capabilities c;
+    c.fencing = true;
+    c.holder_text = true;
+    c.cross_process = true;
+    c.force_release = true;
     c.fair = true;
     c.linger = false;       // an etcd lease cannot be shortened once granted
     c.fencing_safe = true;  // create revisions are raft-ordered: they rise across leader changes

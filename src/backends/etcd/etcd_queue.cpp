@@ -188,112 +188,129 @@ std::optional<taken> queue::try_take_kind(const lock_request& req, steady_time d
   return std::nullopt;
 }
 
-std::optional<taken> queue::wait_take(const lock_request& req, steady_time deadline,
-                                      const wait_policy& policy) {
-  const std::string pfx = lock_prefix(prefix_, req.name);
-  const auto attempt = std::max(deadline, clock::now() + policy.min_attempt);
+queue::waiter::waiter(queue& q, lock_request req)
+    : q_(q),
+      req_(std::move(req)),
+      pfx_(lock_prefix(q.prefix_, req_.name)),
+      exclusive_(req_.kind == lock_kind::exclusive) {}
+
+std::optional<taken> queue::waiter::join(steady_time deadline) {
   // The client's deletion watch starts (if it does not run yet) while the key is put; it is
   // confirmed before the wait relies on it.
-  watch_.start(attempt);
-  deletions gone;
-  deletion_watch::subscription subscribed(watch_, pfx, gone);
-  const auto sp = reserve_.take(ttl_for(req.lease), attempt);
-  auto sent = sp.sent;
-  const auto lease = sp.id;
-  const auto ttl = sp.ttl_s;
-  const std::string key = pfx + hex(lease);
+  q_.watch_.start(deadline);
+  if (!subscribed_) subscribed_.emplace(q_.watch_, pfx_, gone_);
+  const auto sp = q_.reserve_.take(ttl_for(req_.lease), deadline);
+  sent_ = sp.sent;
+  const std::string key = pfx_ + hex(sp.id);
   // An exclusive key holds when it is the first; a shared key or a permit looks at all before it.
-  const bool exclusive = req.kind == lock_kind::exclusive;
-  const json ahead = exclusive ? queue_start(pfx) : all_of(pfx);
-  json txn = put_then_read(key, req, lease, ahead);
+  const json ahead = exclusive_ ? queue_start(pfx_) : all_of(pfx_);
+  json txn = put_then_read(key, req_, sp.id, ahead);
   // An exclusive key just put is the newest: the two newest keys are it and its predecessor.
-  if (exclusive) txn["success"].push_back({{"request_range", newest_two(pfx)}});
+  if (exclusive_) txn["success"].push_back({{"request_range", newest_two(pfx_)}});
   txn["failure"] =
       json::array({{{"request_range", {{"key", b64(key)}}}}, {{"request_range", ahead}}});
-  hold h{key, lease, 0, ttl};
-  try {
-    auto r = gw_.call("kv/txn", txn, attempt);
-    bool put = r.value("succeeded", false);
-    h.revision = put ? num(r["header"], "revision")
+  h_ = hold{key, sp.id, 0, sp.ttl_s};
+  auto r = q_.gw_.call("kv/txn", txn, deadline);
+  bool put = r.value("succeeded", false);
+  h_->revision = put ? num(r["header"], "revision")
                      : num(kvs_of(r["responses"][0]["response_range"]).at(0), "create_revision");
-    const auto& first = kvs_of(r["responses"][1]["response_range"]);
-    if (exclusive && !first.empty() && num(first[0], "create_revision") == h.revision)
-      return taken{h, sent, false};
-    const auto read_at = num(r["header"], "revision");
-    std::optional<look> known;  // where the key stands as the transaction read it
-    if (!exclusive) {
-      auto q = keys_of(first);
-      auto i = index_of(q, key);
-      if (i < q.size()) check_permits(q, i, req);
-      if (i < q.size() && turn_of(q, i).holds) return taken{h, sent, false};
-      if (i < q.size()) known = look{false, turn_of(q, i).watch, false, false, read_at};
-    } else if (put) {
-      known = look_from(kvs_of(r["responses"][2]["response_range"]),
-                        r["responses"][1]["response_range"], h, req.name, read_at);
-    }
-    // Wait for every key created before ours to go, the one just before ours at a time. The
-    // deletion watch delivers every deletion after the revision it started at: when that is not
-    // later than the transaction's, what the transaction read is where the wait starts; otherwise
-    // (and after the deletion watch restarted) the predecessor is read again.
-    auto watch_at = watch_.confirmed(attempt);
-    if (watch_at.revision > read_at) known.reset();
-    // Kept alive at a third of the lease the caller asked for, not of the TTL (whole seconds,
-    // rounded up): the hold's lease runs from the last keep-alive sent before the grant, so
-    // when the lock comes the core still has two thirds of its lease to renew it in.
-    const auto keepalive_every =
-        std::min(std::chrono::milliseconds(std::max<std::int64_t>(ttl, 1) * 1000 / 3),
-                 std::max(req.lease / 3, std::chrono::milliseconds(1)));
-    auto next_keepalive = sent + keepalive_every;
-    unsigned failures = 0;
-    for (;;) {
-      if (clock::now() >= deadline || req.stop.stop_requested()) break;
-      try {
-        if (clock::now() >= next_keepalive) {
-          auto ka_sent = clock::now();
-          if (!keep_alive(h, deadline))
-            throw lock_lost("etcd: the lease of the waiting request for '" + req.name +
-                            "' ended while it waited; the wait was abandoned");
-          sent = ka_sent;
-          next_keepalive = ka_sent + keepalive_every;
-        }
-        auto t = known       ? std::move(*known)
-                 : exclusive ? look_exclusive(pfx, h, req.name, deadline)
-                             : look_kind(pfx, h, req.name, deadline);
-        known.reset();
-        if (t.holds) return taken{h, sent, true};
-        std::unique_lock lk(gone.m);
-        auto deleted = [&](const std::string& k) {  // since the read
-          auto it = gone.keys.find(k);
-          return it != gone.keys.end() && it->second > t.at;
-        };
-        auto moved = [&] {
-          return t.all ? std::all_of(t.watch.begin(), t.watch.end(), deleted)
-                       : std::any_of(t.watch.begin(), t.watch.end(), deleted);
-        };
-        gone.cv.wait_until(lk, req.stop, std::min(deadline, next_keepalive),
-                           [&] { return moved() || !watch_.live(watch_at.generation); });
-        // Deletions arrive in revision order: when the head's (or every earlier key's) deletion
-        // is seen and ours is not, no key precedes ours any more (later keys have later create
-        // revisions).
-        if ((t.head || t.all) && moved() && !deleted(key)) return taken{h, sent, true};
-        if (!watch_.live(watch_at.generation)) {
-          lk.unlock();
-          watch_at = watch_.confirmed(deadline);  // its member went away
-        }
-        failures = 0;
-      } catch (const connection_error&) {
-        // A member stopped or the leader changed: try again within the deadline; the key keeps
-        // its place while its lease lives.
-        auto pause = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
-        sleep_until(std::min(deadline, clock::now() + pause), req.stop);
-      }
-    }
-  } catch (...) {
-    revoke_quietly(lease, clock::now() + gw_.timeout());
-    throw;
+  const auto& first = kvs_of(r["responses"][1]["response_range"]);
+  if (exclusive_ && !first.empty() && num(first[0], "create_revision") == h_->revision)
+    return taken{*h_, sent_, false};
+  const auto read_at = num(r["header"], "revision");
+  if (!exclusive_) {
+    auto q = keys_of(first);
+    auto i = index_of(q, key);
+    if (i < q.size()) check_permits(q, i, req_);
+    if (i < q.size() && turn_of(q, i).holds) return taken{*h_, sent_, false};
+    if (i < q.size()) known_ = look{false, turn_of(q, i).watch, false, false, read_at};
+  } else if (put) {
+    known_ = look_from(kvs_of(r["responses"][2]["response_range"]),
+                       r["responses"][1]["response_range"], *h_, req_.name, read_at);
   }
-  revoke_quietly(lease, clock::now() + gw_.timeout());  // gave up: leave the queue at once
+  // Wait for every key created before ours to go, the one just before ours at a time. The
+  // deletion watch delivers every deletion after the revision it started at: when that is not later
+  // than the transaction's, what the transaction read is where the wait starts; otherwise
+  // (and after the deletion watch restarted) the predecessor is read again.
+  watch_at_ = q_.watch_.confirmed(deadline);
+  if (watch_at_.revision > read_at) known_.reset();
+  // Kept alive at a third of the lease the caller asked for, not of the TTL (whole seconds,
+  // rounded up): the hold's lease runs from the last keep-alive sent before the grant, so
+  // when the lock comes the core still has two thirds of its lease to renew it in.
+  keepalive_every_ =
+      std::min(std::chrono::milliseconds(std::max<std::int64_t>(h_->ttl_s, 1) * 1000 / 3),
+               std::max(req_.lease / 3, std::chrono::milliseconds(1)));
+  next_keepalive_ = sent_ + keepalive_every_;
   return std::nullopt;
+}
+
+std::optional<taken> queue::waiter::attempt(steady_time deadline) {
+  if (!h_) {
+    try {
+      if (auto t = join(deadline)) return t;
+    } catch (...) {
+      cancel();  // the put's outcome is unknown, or it was refused: leave nothing queued
+      throw;
+    }
+    // Queued behind others: where the key stands (what the transaction read, or one read)
+    // is the first look.
+  } else if (first_) {
+    return taken{*h_, sent_, true};
+  } else if (!q_.watch_.live(watch_at_.generation)) {
+    watch_at_ = q_.watch_.confirmed(deadline);  // its member went away: read again
+    known_.reset();
+  }
+  if (clock::now() >= next_keepalive_) {
+    auto ka_sent = clock::now();
+    if (!q_.keep_alive(*h_, deadline))
+      throw lock_lost("etcd: the lease of the waiting request for '" + req_.name +
+                      "' ended while it waited; the wait was abandoned");
+    sent_ = ka_sent;
+    next_keepalive_ = ka_sent + keepalive_every_;
+  }
+  last_ = known_       ? std::move(*known_)
+          : exclusive_ ? q_.look_exclusive(pfx_, *h_, req_.name, deadline)
+                       : q_.look_kind(pfx_, *h_, req_.name, deadline);
+  known_.reset();
+  if (last_.holds) return taken{*h_, sent_, true};
+  return std::nullopt;
+}
+
+void queue::waiter::wait(steady_time until, const std::stop_token& stop) {
+  if (first_ || !h_) return;
+  const auto& t = last_;
+  const std::string& key = h_->key;
+  std::unique_lock lk(gone_.m);
+  auto deleted = [&](const std::string& k) {  // since the read
+    auto it = gone_.keys.find(k);
+    return it != gone_.keys.end() && it->second > t.at;
+  };
+  auto moved = [&] {
+    return t.all ? std::all_of(t.watch.begin(), t.watch.end(), deleted)
+                 : std::any_of(t.watch.begin(), t.watch.end(), deleted);
+  };
+  gone_.cv.wait_until(lk, stop, std::min(until, next_keepalive_),
+                      [&] { return moved() || !q_.watch_.live(watch_at_.generation); });
+  // Deletions arrive in revision order: when the head's (or every earlier key's) deletion is
+  // seen and ours is not, no key precedes ours any more (later keys have later create
+  // revisions).
+  if ((t.head || t.all) && moved() && !deleted(key)) {
+    first_ = true;
+  } else if (!moved() && q_.watch_.live(watch_at_.generation) && clock::now() < next_keepalive_) {
+    known_ = last_;  // nothing it waits for went: where it stands needs no read
+  }
+}
+
+void queue::waiter::cancel() noexcept {
+  if (!h_) return;
+  try {
+    q_.revoke_quietly(h_->lease, clock::now() + q_.gw_.timeout());  // leave the queue at once
+  } catch (...) {
+    // The lease ends at its TTL.
+  }
+  h_.reset();
+  known_.reset();
+  first_ = false;
 }
 
 queue::look queue::look_exclusive(const std::string& pfx, const hold& h, const std::string& name,

@@ -34,19 +34,13 @@ struct taken {
 
 class queue {
  public:
-  /// The queues under `prefix`; waiters learn of deletions from `deletions_feed`.
+  /// The queues under `prefix`; waiters learn of deletions from `deletions`.
   queue(gateway& gw, std::string prefix, deletion_watch& deletions);
 
   /// etcd's TryLock: holds the lock (or a shared hold, a permit) now or leaves no key behind. A
   /// retried call with the same owner finds the key its lost reply created.
   std::optional<taken> try_take(const lock_request& req, steady_time deadline);
-  /// etcd's Lock: queues a key, then waits fairly (watching the keys it waits for, keeping the
-  /// waiting key's lease alive) until it holds, `deadline` or a stop of `req.stop`; removes the
-  /// key (revokes its lease) when it gives up.
-  /// Throws lock_lost when the waiting key's lease dies, config_error for a permit count that
-  /// disagrees with a permit key ahead.
-  std::optional<taken> wait_take(const lock_request& req, steady_time deadline,
-                                 const wait_policy& policy);
+  class waiter;
   /// Keeps the lease of `h` alive once; false when the lease is gone.
   bool keep_alive(const hold& h, steady_time deadline);
   /// True while the key of `h` exists with its create revision.
@@ -100,6 +94,49 @@ class queue {
   std::string prefix_;  // "<prefix>"
   deletion_watch& watch_;
   lease_reserve reserve_;
+};
+
+/// etcd's Lock, one step at a time (the backend's acquisition drives it): the first attempt
+/// queues a key, later ones read where it stands (keeping the waiting key's lease alive);
+/// wait() watches the keys it waits for through the client's deletion watch. Fair: keys hold in
+/// the order they were put. cancel() removes the key (revokes its lease).
+class queue::waiter {
+ public:
+  /// For `req` on `q` (which outlives it); `policy.min_attempt` bounds the put.
+  waiter(queue& q, lock_request req);
+  waiter(const waiter&) = delete;
+  waiter& operator=(const waiter&) = delete;
+
+  /// Queues the key (first call) or reads where it stands; the hold when it is first. Throws
+  /// lock_lost when the waiting key's lease died, config_error for a permit count that
+  /// disagrees with a permit key ahead, connection_error when the outcome is unknown (a key put
+  /// by then is revoked: the next attempt queues again).
+  std::optional<taken> attempt(steady_time deadline);
+  /// Until a key it waits for is deleted, its next keep-alive is due, `until` or a stop.
+  void wait(steady_time until, const std::stop_token& stop);
+  /// Leaves the queue: revokes the waiting key's lease.
+  void cancel() noexcept;
+  /// The request.
+  const lock_request& request() const noexcept { return req_; }
+
+ private:
+  // Puts the key and reads the queue ahead of it in one transaction.
+  std::optional<taken> join(steady_time deadline);
+
+  queue& q_;
+  lock_request req_;
+  std::string pfx_;
+  bool exclusive_;
+  deletions gone_;
+  std::optional<deletion_watch::subscription> subscribed_;
+  std::optional<hold> h_;  // the waiting key, once put
+  steady_time sent_{};     // when its lease was last extended
+  milliseconds keepalive_every_{};
+  steady_time next_keepalive_{};
+  confirmation watch_at_{};     // the watch stream the wait relies on
+  std::optional<look> known_;  // where the key stands, still true (no read needed)
+  look last_{};                // what the last attempt saw
+  bool first_ = false;         // deletions showed that no key precedes ours any more
 };
 
 }  // namespace sqlock::etcd::detail

@@ -43,16 +43,17 @@ constexpr milliseconds wait_margin(100);
 /// Longest pause of a waiter that got no slot to wait in the server (it polls).
 constexpr milliseconds poll_cap(50);
 
-// One acquire() call's state: after a busy attempt, the next attempt waits in GET_LOCK when a
-// slot is free; without one, wait() sleeps a jittered backoff and the next attempt polls.
-struct server_wait final : wait_state {
+// One waiting request's state between its attempts: after a busy attempt, the next attempt
+// waits in GET_LOCK when a slot is free; without one, wait() sleeps a jittered backoff and the
+// next attempt polls.
+struct server_wait {
   explicit server_wait(std::shared_ptr<session_pool> p) : pool(std::move(p)) {}
-  ~server_wait() override {
+  ~server_wait() {
     if (slot) pool->end_wait();
   }
   server_wait(const server_wait&) = delete;
   server_wait& operator=(const server_wait&) = delete;
-  void wait(steady_time until, const std::stop_token& stop) override {
+  void wait(steady_time until, const std::stop_token& stop) {
     if (!slot && !starved) slot = pool->reserve_wait();
     if (slot) return;  // the next attempt waits in the server
     starved = false;
@@ -118,14 +119,17 @@ class advisory_backend final : public sql::engine_backend {
 
   std::string kind() const override { return "mysql"; }
 
-  std::unique_ptr<wait_state> open_wait(const lock_request&) override {
-    return std::make_unique<server_wait>(pool_);
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& req,
+                                                const wait_policy& policy) override;
+
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
+    return attempt_with(req, deadline, nullptr);
   }
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override {
+  // One attempt; `sw` is the state of the waiting request it belongs to (null: a single try).
+  std::optional<lease_info> attempt_with(const lock_request& req, steady_time deadline,
+                                         server_wait* sw) {
     check_name(req.name, "lock name");
-    auto* sw = static_cast<server_wait*>(ws);
     taken_session t;
     milliseconds wait(0);
     if (sw != nullptr && sw->slot) {
@@ -427,6 +431,27 @@ class advisory_backend final : public sql::engine_backend {
   std::shared_ptr<watch_state> watch_;
   std::thread watcher_;  // last: started once everything it uses exists
 };
+
+// The acquisition of one waiting request: attempts with its server_wait.
+class server_acquisition final : public acquisition {
+ public:
+  server_acquisition(advisory_backend& b, std::shared_ptr<session_pool> pool, lock_request req)
+      : b_(b), req_(std::move(req)), state_(std::move(pool)) {}
+  std::optional<lease_info> attempt(steady_time deadline) override {
+    return b_.attempt_with(req_, deadline, &state_);
+  }
+  void wait(steady_time until, const std::stop_token& stop) override { state_.wait(until, stop); }
+
+ private:
+  advisory_backend& b_;
+  lock_request req_;
+  server_wait state_;
+};
+
+std::unique_ptr<acquisition> advisory_backend::make_acquisition(const lock_request& req,
+                                                                const wait_policy&) {
+  return std::make_unique<server_acquisition>(*this, pool_, req);
+}
 
 }  // namespace
 

@@ -33,8 +33,8 @@ class peer_get_lock final : public sql::engine_backend {
     set_io_timeout(o.timeout);
   }
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state*) override {
+  std::optional<lease_info> attempt(const lock_request& req, steady_time deadline,
+                                    sql::engine_acquisition*) override {
     const auto lock_name = get_lock_name(req.name);  // before anything is sent
     auto t = pool_.take(deadline);
     auto& s = *t.s;
@@ -109,16 +109,16 @@ class peer_get_lock final : public sql::engine_backend {
   void verify(steady_time deadline) override {
     refuse_galera(*this, where_, "compat=" + dialect_.mode, deadline);
   }
-  int migrate() override { return backend::migrate(); }
-  std::string migration_script() const override { return backend::migration_script(); }
+  schema_owner* schema() noexcept override { return nullptr; }  // the peer's: none of sqlock's
   std::string kind() const override { return "mysql"; }
 
   capabilities caps() const noexcept override {
     capabilities c;
     c.fencing = c.fencing_safe = false;  // the peer keeps no token
     c.session_bound = true;
-    c.linger = false;  // the hold ends with its session
-    c.force_release = false;
+    c.linger = false;      // the hold ends with its session
+    c.holder_text = true;  // list() shows the holding connection
+    c.cross_process = true;
     return c;
   }
 

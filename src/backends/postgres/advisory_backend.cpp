@@ -85,18 +85,17 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
             report_lost(name, owner);
           }) {}
 
-std::optional<lease_info> advisory_backend::try_acquire(const lock_request& req,
-                                                        steady_time deadline, wait_state* ws) {
+std::optional<lease_info> advisory_backend::one_attempt(const lock_request& req,
+                                                        steady_time deadline, pg_acquisition* a) {
   try {
-    return attempt(req, deadline, ws);
+    return attempt(req, deadline, a);
   } catch (const sql::pool_busy&) {
     return std::nullopt;  // every session stayed busy: nothing was asked, the caller may wait
   }
 }
 
 std::optional<lease_info> advisory_backend::attempt(const lock_request& req, steady_time deadline,
-                                                    wait_state* ws) {
-  auto* w = waiting(ws);
+                                                    pg_acquisition* w) {
   if (w && !w->first_attempt()) {
     // A waiting call found the lock busy before: wait inside the server if a waiter session
     // is free (not for a permit: that would wait for one of its N keys only), else make sure

@@ -34,8 +34,9 @@ class advisory_backend final : public pg_backend {
   advisory_backend(const std::string& conninfo, const std::string& shown, const options& o,
                    sql::dialect d);
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override;
+  /// attempt(), with a busy session pool (sql::pool_busy) counted as busy.
+  std::optional<lease_info> one_attempt(const lock_request& req, steady_time deadline,
+                                        pg_acquisition* a) override;
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   capabilities caps() const noexcept override;
@@ -51,7 +52,8 @@ class advisory_backend final : public pg_backend {
   };
 
   // One attempt; try_acquire() turns a busy session pool (sql::pool_busy) into "busy".
-  std::optional<lease_info> attempt(const lock_request& req, steady_time deadline, wait_state* ws);
+  std::optional<lease_info> attempt(const lock_request& req, steady_time deadline,
+                                    pg_acquisition* w);
   // A lock session for `req`: one carrying no hold of the name, or the one carrying this
   // owner's hold (a retried call); nullopt (busy) when every session carries another owner's.
   std::optional<session_pool::call> session_for(const lock_request& req, steady_time deadline);

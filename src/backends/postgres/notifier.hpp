@@ -1,6 +1,6 @@
 // LISTEN/NOTIFY for waiters: one listener connection and thread per backend object, started by
 // the first wait, keeping a bounded log of recent notifications (sequence number, name hash).
-// Each acquire() call gets a notify_wait (its wait_state) holding the sequence number it has
+// Each waiting request gets a notify_wait (in its acquisition) holding the sequence number it has
 // seen: it is taken when the wait is opened and again before every attempt, so a release that
 // lands between a busy attempt and the wait wakes the wait at once. The listener connection is
 // bounded like every other (connect and keep-alive by the I/O timeout) and waiters never wait
@@ -67,8 +67,8 @@ class notifier {
   std::thread th_;
 };
 
-/// The wait state of one acquire() call on a notifying backend.
-class notify_wait final : public wait_state {
+/// The notification wait of one waiting request on a notifying backend.
+class notify_wait final {
  public:
   /// Starts the listener and takes the first snapshot.
   notify_wait(notifier& n, std::string name);
@@ -76,9 +76,8 @@ class notify_wait final : public wait_state {
   void attempt_starts() { since_ = n_.seq(); }
   /// True when releases cannot wake this wait (the notifier turned deaf).
   bool deaf() const { return n_.deaf(); }
-  void wait(steady_time until, const std::stop_token& stop) override {
-    n_.wait(name_, since_, until, stop);
-  }
+  /// Until a notification for the name since the last attempt started, `until` or a stop.
+  void wait(steady_time until, const std::stop_token& stop) { n_.wait(name_, since_, until, stop); }
 
  private:
   notifier& n_;

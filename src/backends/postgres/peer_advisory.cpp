@@ -73,8 +73,9 @@ const sql::operation& peer_advisory_backend::op(bool lock, bool pair, bool share
   return ops_[lock][pair][shared];
 }
 
-std::optional<lease_info> peer_advisory_backend::try_acquire(const lock_request& req,
-                                                             steady_time deadline, wait_state*) {
+std::optional<lease_info> peer_advisory_backend::one_attempt(const lock_request& req,
+                                                             steady_time deadline,
+                                                             pg_acquisition*) {
   const auto key = key_of(req.name);  // before anything is sent
   const bool shared = req.kind == lock_kind::shared;
   std::optional<session_pool::call> c;
@@ -172,7 +173,6 @@ capabilities peer_advisory_backend::caps() const noexcept {
   c.permits = false;
   c.force_release = false;
   c.sweep = false;
-  c.schema = false;
   c.events = false;
   return c;
 }
@@ -183,14 +183,6 @@ void peer_advisory_backend::verify(steady_time deadline) {
   } catch (const sql::server_full&) {
     // The server has no slot for it now: the first lock connects, waiting within its deadline.
   }
-}
-
-int peer_advisory_backend::migrate() {
-  return backend::migrate();
-}
-
-std::string peer_advisory_backend::migration_script() const {
-  return backend::migration_script();
 }
 
 }  // namespace sqlock::postgres

@@ -21,8 +21,8 @@ class peer_advisory_backend final : public pg_backend {
   /// `o.compat` is "distributedlock" or "raw".
   peer_advisory_backend(const std::string& conninfo, const std::string& shown, const options& o);
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override;
+  std::optional<lease_info> one_attempt(const lock_request& req, steady_time deadline,
+                                        pg_acquisition* a) override;
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
@@ -31,8 +31,8 @@ class peer_advisory_backend final : public pg_backend {
   capabilities caps() const noexcept override;
   /// No schema to check: the first lock session is opened (bounded by the I/O timeout).
   void verify(steady_time deadline) override;
-  int migrate() override;
-  std::string migration_script() const override;
+  /// The peer's layout has no schema of sqlock's.
+  schema_owner* schema() noexcept override { return nullptr; }
 
  private:
   // The key of a lock name (config_error when the layout has none for it).

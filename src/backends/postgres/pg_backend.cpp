@@ -78,18 +78,31 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
   diagnostics_ = std::make_unique<pg_diagnostics>(*this, conninfo, o);
 }
 
-std::unique_ptr<wait_state> pg_backend::release_watch(const lock_request& req) {
-  return std::make_unique<registered_wait>(
+pg_acquisition::pg_acquisition(pg_backend& b, lock_request req, const wait_policy& policy,
+                               std::unique_ptr<notify_wait> notify)
+    : engine_acquisition(b, std::move(req), policy, nullptr), pg_(b), notify_(std::move(notify)) {}
+
+std::optional<lease_info> pg_acquisition::attempt(steady_time deadline) {
+  return pg_.one_attempt(req_, deadline, this);
+}
+
+std::optional<lease_info> pg_backend::one_attempt(const lock_request& req, steady_time deadline,
+                                                  pg_acquisition* a) {
+  return attempt(req, deadline, a);
+}
+
+std::optional<lease_info> pg_backend::try_acquire(const lock_request& req, steady_time deadline) {
+  return one_attempt(req, deadline, nullptr);
+}
+
+std::unique_ptr<acquisition> pg_backend::make_acquisition(const lock_request& req,
+                                                          const wait_policy& policy) {
+  return std::make_unique<pg_acquisition>(
+      *this, req, policy,
       notifier_ ? std::make_unique<notify_wait>(*notifier_, req.name) : nullptr);
 }
 
-registered_wait* pg_backend::waiting(wait_state* ws) {
-  // Only release_watch() above makes the wait states this backend is given (wrapped by the
-  // engine's open_wait() for exclusive row requests).
-  return static_cast<registered_wait*>(inner_wait(ws));
-}
-
-void pg_backend::register_waiter(registered_wait& w, const lock_request& req, steady_time deadline,
+void pg_backend::register_waiter(pg_acquisition& w, const lock_request& req, steady_time deadline,
                                  const runner& run) {
   const auto now = std::chrono::steady_clock::now();
   if (!w.listens() || w.registered(now)) return;

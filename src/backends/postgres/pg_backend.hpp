@@ -1,6 +1,6 @@
 // What the PostgreSQL backends of every lock model share: the engine with this driver's
-// connections, LISTEN/NOTIFY waits (release_watch() makes a registered_wait for each acquire()
-// call, registered as a waiter of its name before its second attempt: releases notify only
+// connections, LISTEN/NOTIFY waits (make_acquisition() makes a pg_acquisition for each waiting
+// request, registered as a waiter of its name before its second attempt: releases notify only
 // registered names), describe() without passwords in either connection-string form. The lock models
 // derive from it: row_backend (pessimistic, optimistic) and advisory_backend (session-bound holds).
 #pragma once
@@ -24,6 +24,11 @@ class pg_backend : public sql::engine_backend {
   pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
              sql::dialect d);
 
+  /// one_attempt() of a single try.
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) final;
+  /// A pg_acquisition: the request's registration and LISTEN/NOTIFY wait.
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& req,
+                                                const wait_policy& policy) final;
   capabilities caps() const noexcept override;
   std::string describe() const override;
   /// Refuses a hot standby or a read-only server (read_only_error naming it), then the
@@ -33,16 +38,16 @@ class pg_backend : public sql::engine_backend {
   store_diagnostics* diagnostics() noexcept override { return diagnostics_.get(); }
 
  protected:
-  /// A registered_wait for each acquire() call (the engine's open_wait() wraps it for exclusive
-  /// row requests).
-  std::unique_ptr<wait_state> release_watch(const lock_request& req) override;
-  /// The registered_wait of an acquire() call's wait state `ws` (may be null: a single try).
-  static registered_wait* waiting(wait_state* ws);
-  /// Registers the call of `w` (past its first attempt) as a waiter of req.name, for a minute
+  friend class pg_acquisition;
+  /// One attempt of `req`; `a` is the waiting request it belongs to (null for a single try).
+  /// The default is the engine's attempt (a peer's row layout, compat=shedlock).
+  virtual std::optional<lease_info> one_attempt(const lock_request& req, steady_time deadline,
+                                                pg_acquisition* a);
+  /// Registers the request `a` (past its first attempt) as a waiter of req.name, for a minute
   /// of its wait at most, through `run` (the operation, its parameters and its deadline),
   /// unless it does not listen or is registered already: releases notify registered names only.
   using runner = std::function<void(const sql::operation&, const sql::params&, steady_time)>;
-  void register_waiter(registered_wait& w, const lock_request& req, steady_time deadline,
+  void register_waiter(pg_acquisition& a, const lock_request& req, steady_time deadline,
                        const runner& run);
 
  private:

@@ -26,9 +26,8 @@ row_backend::row_backend(const std::string& conninfo, const std::string& shown, 
                    "WHERE " +
                    o.schema + ".renew(h->>'n', h->>'o', (h->>'l')::bigint)"}} {}
 
-std::optional<lease_info> row_backend::try_acquire(const lock_request& req, steady_time deadline,
-                                                   wait_state* ws) {
-  auto* w = waiting(ws);
+std::optional<lease_info> row_backend::one_attempt(const lock_request& req, steady_time deadline,
+                                                   pg_acquisition* w) {
   if (w && !w->first_attempt()) {
     try {
       register_waiter(*w, req, deadline,
@@ -39,7 +38,7 @@ std::optional<lease_info> row_backend::try_acquire(const lock_request& req, stea
       return std::nullopt;  // no connection came free in time: busy, as the engine counts it
     }
   }
-  return engine_backend::try_acquire(req, deadline, ws);
+  return attempt(req, deadline, w);
 }
 
 void row_backend::renew_all(std::vector<renewal>& batch) noexcept {

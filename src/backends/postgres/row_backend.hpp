@@ -14,8 +14,9 @@ class row_backend final : public pg_backend {
   row_backend(const std::string& conninfo, const std::string& shown, const options& o,
               sql::dialect d);
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override;
+  /// Registers a waiting request before its second attempt, then the engine's attempt.
+  std::optional<lease_info> one_attempt(const lock_request& req, steady_time deadline,
+                                        pg_acquisition* a) override;
   /// One statement per chunk of holds (sqlock.renew() of each, in one round trip).
   void renew_all(std::vector<renewal>& batch) noexcept override;
 

@@ -44,7 +44,7 @@ std::optional<std::string> mismatch(const reply_ptr& r) {
   return text.substr(at + tag.size());
 }
 
-class redis_backend final : public backend {
+class redis_backend final : public backend, public store_admin {
  public:
   explicit redis_backend(const options& o) : redlock_(o.redlock), prefix_(o.prefix), srv_(o) {
     diagnostics_ =
@@ -59,18 +59,17 @@ class redis_backend final : public backend {
     }
   }
 
-  std::unique_ptr<wait_state> open_wait(const lock_request& req) override {
-    check_lock_name(req.name);
-    // Interest in the lock's releases is registered before the first attempt is sent: a
-    // release published after this point cannot go unnoticed by the wait that may follow.
-    return std::make_unique<redis_wait>(ensure_subscriber().watch(encode_name(req.name)));
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& req,
+                                                const wait_policy& policy) override;
+
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
+    return attempt(req, deadline, nullptr);
   }
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override {
+  // One attempt; `rw` is what the waiting request it belongs to keeps (null: a single try).
+  std::optional<lease_info> attempt(const lock_request& req, steady_time deadline, redis_wait* rw) {
     check_lock_name(req.name);
     if (req.lease.count() <= 0) throw config_error("lease must be > 0");
-    auto* rw = static_cast<redis_wait*>(ws);  // made by open_wait() of this backend
     if (rw) {
       rw->split = false;
       rw->expires_in = -1;
@@ -191,15 +190,18 @@ class redis_backend final : public backend {
   }
 
   void verify(steady_time deadline) override { srv_.ping(deadline); }
+  store_admin* admin() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;
+    c.holder_text = true;
+    c.linger = true;
+    c.force_release = true;
     c.fencing = true;
     c.fencing_safe = false;  // counters live in memory of asynchronously replicated servers
     c.notify = true;
     c.fair = false;
     c.session_bound = false;
-    c.list = true;
     c.force_release = true;
     c.sweep = false;  // keys expire by themselves
     c.cross_process = true;
@@ -239,6 +241,31 @@ class redis_backend final : public backend {
   std::unique_ptr<subscriber> sub_;
   std::unique_ptr<redis_diagnostics> diagnostics_;
 };
+
+// One waiting request: the interest in its lock's releases, registered before the first
+// attempt is sent (a release published after it cannot go unnoticed by the wait that may
+// follow), and what its attempts saw and left (redis_wait).
+class redis_acquisition final : public acquisition {
+ public:
+  redis_acquisition(redis_backend& s, lock_request req, std::unique_ptr<interest> watching)
+      : backend_(s), req_(std::move(req)), state_(std::move(watching)) {}
+  std::optional<lease_info> attempt(steady_time deadline) override {
+    return backend_.attempt(req_, deadline, &state_);
+  }
+  void wait(steady_time until, const std::stop_token& stop) override { state_.wait(until, stop); }
+  void cancel() noexcept override { state_.end(); }
+
+ private:
+  redis_backend& backend_;
+  lock_request req_;
+  redis_wait state_;
+};
+
+std::unique_ptr<acquisition> redis_backend::make_acquisition(const lock_request& req, const wait_policy&) {
+  check_lock_name(req.name);
+  return std::make_unique<redis_acquisition>(*this, req,
+                                             ensure_subscriber().watch(encode_name(req.name)));
+}
 
 void check_options(const options& o) {
   if (o.nodes.empty()) throw config_error("Redis: no server given");

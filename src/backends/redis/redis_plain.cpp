@@ -72,12 +72,11 @@ std::vector<lock_status> list_plain(node& nd, std::string_view prefix, const std
   return out;
 }
 
-class plain_store final : public backend {
+class plain_store final : public backend, public store_admin {
  public:
   explicit plain_store(const options& o) : srv_(o) {}
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state*) override {
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
     check(req.name);
     if (req.kind != lock_kind::exclusive)
       throw unsupported("Redis compat=plain has exclusive locks only (the peers' layout)");
@@ -150,6 +149,7 @@ class plain_store final : public backend {
   }
 
   void verify(steady_time deadline) override { srv_.ping(deadline); }
+  store_admin* admin() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;
@@ -158,7 +158,6 @@ class plain_store final : public backend {
     c.notify = false;  // the peers publish nothing on release: waiters poll
     c.fair = false;
     c.session_bound = false;
-    c.list = true;
     c.holder_text = false;  // the value is the token alone
     c.force_release = true;
     c.sweep = false;  // keys expire by themselves

@@ -1,5 +1,5 @@
-// The wait state of one Redis acquire() call: the interest in the lock's releases, taken by
-// open_wait() before the first attempt, and what the last busy attempt saw (a Redlock split
+// What one waiting Redis request keeps between its attempts: the interest in the lock's
+// releases, taken before the first attempt, and what the last busy attempt saw (a Redlock split
 // vote, the other hold's remaining lease). wait() sleeps until a release message, the other
 // hold's expiry (which publishes nothing) or a short random delay after a split vote.
 #pragma once
@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "redis_connection.hpp"
 #include "sqlock/backend.hpp"
@@ -16,17 +17,19 @@
 
 namespace sqlock::redis::detail {
 
-/// What one acquire() call keeps between its attempts (made by open_wait(), downcast by
-/// try_acquire() of the same redis_backend).
-class redis_wait final : public wait_state {
+/// What one waiting request keeps between its attempts (its acquisition owns it).
+class redis_wait final {
  public:
   /// Keeps `w`, the interest registered before the first attempt.
   explicit redis_wait(std::unique_ptr<interest> w) : watching_(std::move(w)) {}
-  /// Runs on_end (errors ignored: what it undoes also expires by itself).
-  ~redis_wait() override {
+  /// Runs on_end (end()).
+  ~redis_wait() { end(); }
+  /// Runs on_end once (errors ignored: what it undoes also expires by itself).
+  void end() noexcept {
     if (!on_end) return;
+    auto f = std::exchange(on_end, nullptr);
     try {
-      on_end();
+      f();
     } catch (...) {
     }
   }
@@ -35,11 +38,11 @@ class redis_wait final : public wait_state {
   bool split = false;            ///< Redlock: some servers granted, no majority
   long long expires_in = -1;     ///< ms until the other hold expires (-1 = unknown)
   steady_time seen{};            ///< when the attempt that saw expires_in was sent
-  std::function<void()> on_end;  ///< run when the acquire() call ends (drops a writer mark)
+  std::function<void()> on_end;  ///< run when the request ends (drops a writer mark)
 
   /// Until a release message, the other hold's expiry, a split vote's random delay or `until`.
 
-  void wait(steady_time until, const std::stop_token& stop) override {
+  void wait(steady_time until, const std::stop_token& stop) {
     const auto now = std::chrono::steady_clock::now();
     if (until <= now) return;
     if (split) {

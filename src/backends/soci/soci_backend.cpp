@@ -59,10 +59,10 @@ class soci_backend final : public sql::engine_backend {
 
   std::string kind() const override { return "soci+" + flavor_.soci_name(); }
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state* ws) override {
+  std::optional<lease_info> attempt(const lock_request& req, steady_time deadline,
+                                    sql::engine_acquisition* a) override {
     flavor_.check_name(req.name);
-    return engine_backend::try_acquire(req, deadline, ws);
+    return engine_backend::attempt(req, deadline, a);
   }
 
   bool force_release(std::string_view name) override {

@@ -239,7 +239,7 @@ class sqlite_connection final : public sql::connection {
 // `sqlock run` would otherwise pay on every lock). The watch is re-checked at a bounded
 // interval: the WAL file may not exist yet (no commit since the database was opened) or be
 // reset after a checkpoint.
-class wal_watch final : public wait_state {
+class wal_watch final : public sql::release_watch {
  public:
   explicit wal_watch(std::string path) : path_(std::move(path)) {}
   ~wal_watch() override {
@@ -327,7 +327,7 @@ class sqlite_backend final : public sql::engine_backend {
   }
 
  protected:
-  std::unique_ptr<wait_state> release_watch(const lock_request&) override {
+  std::unique_ptr<sql::release_watch> watch_releases(const lock_request&) override {
     return std::make_unique<wal_watch>(wal_path_);
   }
 

@@ -38,7 +38,7 @@ struct loss_queue {
   }
 };
 
-class zk_backend final : public backend {
+class zk_backend final : public backend, public store_admin {
  public:
   explicit zk_backend(options o)
       : opts_(checked(std::move(o))),
@@ -70,8 +70,7 @@ class zk_backend final : public backend {
 
   // ---- the seam ----
 
-  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline,
-                                        wait_state*) override {
+  std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
     check_request(req);
     return with_session(deadline, [&](session& s) -> std::optional<lease_info> {
       auto until = exchange_bound(deadline, opts_.timeout);
@@ -112,43 +111,58 @@ class zk_backend final : public backend {
     });
   }
 
-  std::optional<lease_info> acquire(const lock_request& req, steady_time deadline,
-                                    const wait_policy& policy) override {
-    check_request(req);
-    // Whatever way this call ends without the lock, the owner's node leaves the queue now.
-    struct leaver {
-      zk_backend& b;
-      const lock_request& req;
-      const wait_policy& policy;
-      bool armed = true;
-      ~leaver() {
-        // After an exception a create's outcome may be unknown: purge the owner's nodes too.
-        if (armed) b.leave(req, clock::now() + policy.min_attempt, std::uncaught_exceptions() > 0);
-      }
-    } guard{*this, req, policy};
-    unsigned failures = 0;
-    steady_time failing_since{};
-    for (;;) {
-      const auto started = clock::now();
+  // The fair lock recipe: the first attempt queues the owner's node, each later one looks
+  // where it stands; a wait watches the node it waits for (or the queue behind permits).
+  // Whatever way the request ends without the lock, its node leaves the queue (cancel()).
+  class fair_acquisition final : public acquisition {
+   public:
+    fair_acquisition(zk_backend& b, lock_request req, const wait_policy& policy)
+        : b_(b), req_(std::move(req)), min_attempt_(policy.min_attempt) {
+      b_.check_request(req_);
+    }
+    ~fair_acquisition() override { st_.slot.reset(); }  // before the session it watches on
+
+    std::optional<lease_info> attempt(steady_time deadline) override {
+      threw_ = true;
       try {
-        auto s = sessions_.live(
-            exchange_bound(std::max(deadline, started + policy.min_attempt), connect_timeout()));
-        auto got = queue(*s).wait_turn(req, deadline, policy, opts_.timeout);
-        if (got) guard.armed = false;
+        auto s = b_.sessions_.live(exchange_bound(deadline, b_.connect_timeout()));
+        if (s != session_) {
+          st_.slot.reset();
+          session_ = s;
+        }
+        auto got = b_.queue(*s).look(st_, req_, deadline, b_.opts_.timeout);
+        threw_ = false;
         return got;
-      } catch (const connection_error& e) {
-        // A lost connection or a session that expired (its node went with it): try again
-        // within the deadline, as the core does for other backends.
-        if (dynamic_cast<const session_gone*>(&e)) book_.forget(req.owner);
-        if (sessions_.closed()) throw;
-        auto now = clock::now();
-        if (failures == 0) failing_since = started;
-        if (now >= deadline || now - failing_since >= policy.retry_for) throw;
-        auto delay = backoff_delay(failures++, policy.initial * 10, policy.retry_cap);
-        if (!sleep_until(std::min<steady_time>(now + delay, deadline), req.stop))
-          return std::nullopt;  // stopped: the guard removes what this call created
+      } catch (const session_gone&) {
+        // The session expired and its node with it: the next attempt queues again.
+        b_.book_.forget(req_.owner);
+        st_.rec.reset();
+        throw;
       }
     }
+
+    void wait(steady_time until, const std::stop_token& stop) override {
+      if (session_) b_.queue(*session_).await(st_, until, stop, b_.opts_.timeout);
+    }
+
+    void cancel() noexcept override {
+      st_.slot.reset();
+      // After an error a create's outcome may be unknown: purge the owner's nodes too.
+      b_.leave(req_, clock::now() + min_attempt_, threw_);
+    }
+
+   private:
+    zk_backend& b_;
+    lock_request req_;
+    milliseconds min_attempt_;
+    std::shared_ptr<session> session_;  // of the last attempt
+    detail::turn_state st_;
+    bool threw_ = false;  // the last attempt ended in an error
+  };
+
+  std::unique_ptr<acquisition> make_acquisition(const lock_request& req,
+                                                const wait_policy& policy) override {
+    return std::make_unique<fair_acquisition>(*this, req, policy);
   }
 
   bool renew(const lease_info& lease, milliseconds, steady_time deadline) override {
@@ -263,6 +277,8 @@ class zk_backend final : public backend {
     });
   }
 
+  store_admin* admin() noexcept override { return this; }
+
   capabilities caps() const noexcept override {
     capabilities c;
     c.fencing = true;
@@ -271,7 +287,7 @@ class zk_backend final : public backend {
     c.fair = true;
     c.session_bound = true;
     c.linger = false;  // an ephemeral node ends with its session
-    c.list = true;
+    c.holder_text = true;
     c.force_release = true;
     c.sweep = false;
     c.cross_process = true;

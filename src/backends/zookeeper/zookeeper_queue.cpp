@@ -6,7 +6,6 @@
 #include "sqlock/zookeeper/zookeeper.hpp"
 
 namespace sqlock::zookeeper::detail {
-
 // ---- the book ----
 
 void node_book::remember(const node_record& rec) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -54,6 +55,22 @@ class node_book {
 };
 
 /// The queue requests of one backend on one session.
+/// What one waiting request keeps between its looks and waits (lock_queue::look, await).
+struct turn_state {
+  std::optional<node_record> rec;                  ///< the owner's node on the current session
+  std::optional<std::vector<queue_node>> listing;  ///< a listing the next look needs not read
+  std::string watch;                  ///< what the last look waits for ("" = the whole queue)
+  std::unique_ptr<waiter_slot> slot;  ///< the watch set, while it has not fired
+  steady_time recheck_at{};           ///< when a watch that has not fired is read again anyway
+  steady_time sent{};                 ///< when the request that may show the node first was sent
+  bool fresh = false;                 ///< the node is new: its first look checks the permits
+  bool waited = false;                ///< it has waited
+  bool woken = false;                 ///< the last wait ended by its watch
+  std::vector<queue_node> seen;       ///< the queue as the last look that did not hold saw it
+  bool watched_gone = false;          ///< the node watched was seen deleted since that look
+  steady_time gone_seen{};            ///< when the request or event that showed it was sent
+};
+
 class lock_queue {
  public:
   lock_queue(session& s, const ACL_vector* acl, counters& stats, node_book& book, const layout& lay)
@@ -74,20 +91,29 @@ class lock_queue {
   /// Persistent nodes for every component of `path`.
   void ensure_path(const std::string& path, steady_time until);
 
-  /// Waits in the queue with the owner's node (created when the book has none) until it holds
-  /// (returns the lease; `sent` = when the request that showed it first was sent) or
-  /// `deadline` or a stop of `req.stop` (nullopt; the node stays in the book, the caller
-  /// removes it). Each read is
-  /// bounded by the deadline (at least policy.min_attempt) and `io_timeout`. Throws
-  /// session_gone when the node died with the session, connection_error when the store does
-  /// not answer in time.
-  std::optional<lease_info> wait_turn(const lock_request& req, steady_time deadline,
-                                      const wait_policy& policy, milliseconds io_timeout);
+  /// One look of a waiting request `st` for `req`: creates the owner's node when it has none
+  /// on this session, lists the queue and returns the lease when the node holds (`sent` =
+  /// when the request that showed it first was sent); nullopt otherwise (st.watch then names
+  /// what it waits for), or at once while the watch await() set has not fired. The node stays
+  /// in the book; the caller removes it when it gives up. Each read is bounded by `deadline`
+  /// and `io_timeout`. Throws session_gone when the node died with the session,
+  /// connection_error when the store does not answer in time.
+  std::optional<lease_info> look(turn_state& st, const lock_request& req, steady_time deadline,
+                                 milliseconds io_timeout);
+  /// Sets a watch on what the last look() waits for (the predecessor, or the whole queue behind
+  /// permits) unless one is set, then waits until it fires, `until` or a stop. Returns at once
+  /// when the queue changed meanwhile. Throws connection_error when the watch cannot be set.
+  void await(turn_state& st, steady_time until, const std::stop_token& stop,
+             milliseconds io_timeout);
 
   /// The lease of a node record (fence = czxid).
   static lease_info lease_of(const node_record& rec);
 
  private:
+  // Whether node `mine` holds once node `gone` left queue `q` (as a look saw it), decided
+  // without listing the queue again (zookeeper_wait.cpp).
+  bool holds_without(const std::vector<queue_node>& q, const std::string& gone,
+                     const node_record& mine) const;
   // One node per owner in queue `q`: the owner's first node becomes `rec` (an earlier create
   // whose reply was lost made it), the others are deleted in the background and left out of `q`.
   void keep_one_node(node_record& rec, std::vector<queue_node>& q, steady_time until);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/acquire.hpp"
 #include "etcd_env.hpp"
 #include "seam_kinds.hpp"
 #include "sqlock/client.hpp"
@@ -54,7 +55,7 @@ class etcd_kinds : public ::testing::Test {
   }
   static std::optional<lease_info> get(backend& b, const lock_request& r,
                                        std::chrono::milliseconds wait = 10s) {
-    return b.acquire(r, steady::now() + wait, {});
+    return sqlock::acquire(b, r, steady::now() + wait, {});
   }
 
   std::string url_;
@@ -145,7 +146,7 @@ TEST_F(etcd_kinds, etcdctl_lock_keeps_readers_out) {
   for (int i = 0; i < 100 && !std::filesystem::exists(flag); ++i) std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(std::filesystem::exists(flag));
   auto b = open();
-  EXPECT_FALSE(b->try_acquire(req(n, lock_kind::shared), soon(), nullptr));
+  EXPECT_FALSE(b->try_acquire(req(n, lock_kind::shared), soon()));
   auto r = get(*b, req(n, lock_kind::shared), 15s);  // granted once etcdctl's command ended
   ASSERT_TRUE(r);
   EXPECT_NE(holder.get().find("done"), std::string::npos);

@@ -8,6 +8,7 @@
 #include <future>
 
 #include "etcd_cluster.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
 using namespace std::chrono_literals;

@@ -154,7 +154,7 @@ TEST_F(mysql_server, missing_schema_names_sqlock_migrate) {
     // while (a live `sqlock migrate` re-creates routines), then fails naming `sqlock migrate`.
     auto b = raw_backend(empty);
     try {
-      b->try_acquire(lock_request{unique_name("nop"), random_token(), 1s, "t"}, soon(), nullptr);
+      b->try_acquire(lock_request{unique_name("nop"), random_token(), 1s, "t"}, soon());
       ADD_FAILURE() << "acquire without the schema succeeded";
     } catch (const error& e) {
       EXPECT_NE(std::string(e.what()).find("sqlock migrate"), std::string::npos) << e.what();
@@ -343,7 +343,7 @@ TEST_F(mysql_server, lock_wait_timeout_is_retried_not_reported_busy) {
   lock_request req{unique_name("timeout"), random_token(), 10s, "t"};
   {  // give the name a (free) row: an optimistic release keeps it
     auto opt = raw_backend(mode_url("optimistic"));
-    auto l = opt->try_acquire(lock_request{req.name, random_token(), 10s, "t"}, soon(), nullptr);
+    auto l = opt->try_acquire(lock_request{req.name, random_token(), 10s, "t"}, soon());
     ASSERT_TRUE(l.has_value());
     ASSERT_TRUE(opt->release(*l, soon()));
   }
@@ -381,8 +381,7 @@ TEST_F(mysql_server, lock_wait_timeout_is_retried_not_reported_busy) {
     EXPECT_EQ(e.code(), "1205") << e.what();
   }
   // Through the engine: retried until the DBA commits, then acquired with a fence.
-  auto result =
-      std::async(std::launch::async, [&] { return lib->try_acquire(req, soon(), nullptr); });
+  auto result = std::async(std::launch::async, [&] { return lib->try_acquire(req, soon()); });
   std::this_thread::sleep_for(1500ms);  // let at least one attempt time out (not asserted)
   finish.set_value();
   holder.join();
@@ -473,7 +472,7 @@ TEST_F(mysql_server, deadlock_victim_is_a_transient_error_and_retried) {
   EXPECT_EQ(blocker_outcome.get_future().get(), "locked");
   dba.join();
   // Through the engine the same name is simply acquired (nothing of the victim's was kept).
-  auto got = lib->try_acquire(lock_request{name, p.owner, 10s, "t"}, soon(), nullptr);
+  auto got = lib->try_acquire(lock_request{name, p.owner, 10s, "t"}, soon());
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(lib->release(*got, soon()));
 }

@@ -87,8 +87,8 @@ TEST_F(mysql_server, calls_return_by_their_deadline_when_the_server_stops_answer
     auto via = with_host_port(with_param(url_, "mode", mode), u.hosts.at(0).host,
                               u.hosts.at(0).port, proxy.port());
     auto b = raw_backend(via);
-    auto held = b->try_acquire(lock_request{unique_name("frozen"), random_token(), 30s, "t"},
-                               soon(), nullptr);
+    auto held =
+        b->try_acquire(lock_request{unique_name("frozen"), random_token(), 30s, "t"}, soon());
     ASSERT_TRUE(held.has_value()) << mode;
     proxy.blackhole(true);
     auto bounded = [&](const char* what, const std::function<void(steady_time)>& call) {
@@ -107,7 +107,7 @@ TEST_F(mysql_server, calls_return_by_their_deadline_when_the_server_stops_answer
     };
     bounded("renew", [&](steady_time d) { b->renew(*held, 30s, d); });
     bounded("acquire", [&](steady_time d) {
-      b->try_acquire(lock_request{unique_name("frozen2"), random_token(), 30s, "t"}, d, nullptr);
+      b->try_acquire(lock_request{unique_name("frozen2"), random_token(), 30s, "t"}, d);
     });
     bounded("release", [&](steady_time d) { b->release(*held, d); });
   }

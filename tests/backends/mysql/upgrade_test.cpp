@@ -8,6 +8,7 @@
 #include "backends/mysql/dialect.hpp"
 #include "kinds_checks.hpp"
 #include "mysql_env.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/shared_mutex.hpp"
 
 namespace sqlock::test {

@@ -11,6 +11,7 @@
 #include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
 #include "sql/sql_engine.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
 #include "sqlock/semaphore.hpp"
 #include "sqlock/shared_mutex.hpp"

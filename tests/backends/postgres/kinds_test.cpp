@@ -7,6 +7,7 @@
 #include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
 #include "row_kinds_suite.hpp"
+#include "sqlock/backend.hpp"
 
 namespace sqlock::test {
 namespace {
@@ -21,7 +22,7 @@ std::string kinds_url(const char* mode, bool app) {
   if (owner.empty() || app_url.empty()) return {};
   static std::once_flag once;
   std::call_once(once, [&] {
-    make_backend(pg::with(owner, std::string("schema=") + kinds_schema))->migrate();
+    schema_of(*make_backend(pg::with(owner, std::string("schema=") + kinds_schema))).migrate();
     // (Never `sqlock`: the shared schema stays at the version the other programs expect.)
     pqxx::connection c(owner);
     pqxx::work w(c);
@@ -76,7 +77,7 @@ TEST(postgres_kinds, UpgradeFromVersion3KeepsALiveHold) {
   const std::string url =
       pg::with(owner_, "schema=" + schema + "&execute_role=sqlock_kinds_execute");
   auto be = make_backend(url);
-  EXPECT_GE(be->migrate(), 5);
+  EXPECT_GE(schema_of(*be).migrate(), 5);
   auto app =
       make_backend(pg::with(app_, "schema=" + schema + "&execute_role=sqlock_kinds_execute"));
 

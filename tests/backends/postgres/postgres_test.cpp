@@ -10,6 +10,7 @@
 #include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
 #include "sql/sql_engine.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/postgres/postgres.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
 #include "sqlock/random.hpp"
@@ -237,13 +238,13 @@ TEST_F(postgres, a_batch_renewal_renews_live_holds_in_one_call_and_tells_gone_on
        {std::pair{"batch-x", lock_kind::exclusive}, std::pair{"batch-s", lock_kind::shared},
         std::pair{"batch-p", lock_kind::permit}, std::pair{"batch-released", lock_kind::exclusive},
         std::pair{"batch-forced", lock_kind::exclusive}}) {
-    auto l = be->try_acquire(request(unique_name(stem), kind), deadline, nullptr);
+    auto l = be->try_acquire(request(unique_name(stem), kind), deadline);
     ASSERT_TRUE(l) << stem;
     l->kind = kind;
     held.push_back(*l);
   }
   ASSERT_TRUE(be->release(held[3], deadline));
-  ASSERT_TRUE(be->force_release(held[4].name));
+  ASSERT_TRUE(be->admin()->force_release(held[4].name));
   std::vector<renewal> batch;
   for (const auto& l : held) {
     renewal r;
@@ -265,7 +266,7 @@ TEST_F(postgres, a_batch_renewal_renews_live_holds_in_one_call_and_tells_gone_on
   std::this_thread::sleep_for(2200ms);
   for (std::size_t i = 0; i < 3; ++i) {
     auto other = request(held[i].name, lock_kind::exclusive);
-    EXPECT_FALSE(be->try_acquire(other, deadline, nullptr)) << held[i].name;
+    EXPECT_FALSE(be->try_acquire(other, deadline)) << held[i].name;
     EXPECT_TRUE(be->release(held[i], deadline)) << held[i].name;
   }
 }

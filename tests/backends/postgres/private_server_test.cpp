@@ -17,6 +17,7 @@
 
 #include "freeze.hpp"
 #include "pg_env.hpp"
+#include "sqlock/backend.hpp"
 
 namespace sqlock::test {
 namespace {

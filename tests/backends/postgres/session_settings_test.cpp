@@ -13,6 +13,7 @@
 
 #include "pg_env.hpp"
 #include "sql/sql_engine.hpp"
+#include "sqlock/backend.hpp"
 
 namespace sqlock::test {
 namespace {

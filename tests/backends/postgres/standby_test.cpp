@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "pg_env.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 

@@ -10,6 +10,7 @@
 #include "backends/postgres/dialect.hpp"
 #include "pg_env.hpp"
 #include "sql/sql_engine.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/postgres/postgres.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/acquire.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
@@ -39,21 +40,21 @@ class redis_kinds : public ::testing::Test {
 TEST_F(redis_kinds, shared_holders_together_and_exclusive_excluded_both_ways) {
   ASSERT_TRUE(b().caps().shared);
   const auto n = unique_name("rw");
-  auto r1 = b().try_acquire(req(n, lock_kind::shared), soon(), nullptr);
-  auto r2 = b().try_acquire(req(n, lock_kind::shared), soon(), nullptr);
+  auto r1 = b().try_acquire(req(n, lock_kind::shared), soon());
+  auto r2 = b().try_acquire(req(n, lock_kind::shared), soon());
   ASSERT_TRUE(r1 && r2);
   EXPECT_GT(r2->fence, r1->fence);
-  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon()));
   EXPECT_TRUE(b().release(*r1, soon()));
-  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon()));
   EXPECT_TRUE(b().release(*r2, soon()));
   EXPECT_FALSE(b().release(*r2, soon()));  // idempotent
-  auto w = b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr);
+  auto w = b().try_acquire(req(n, lock_kind::exclusive), soon());
   ASSERT_TRUE(w);
   EXPECT_GT(w->fence, r2->fence);  // above every earlier hold of the name
-  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::shared), soon(), nullptr));
+  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::shared), soon()));
   EXPECT_TRUE(b().release(*w, soon()));
-  auto r3 = b().try_acquire(req(n, lock_kind::shared), soon(), nullptr);
+  auto r3 = b().try_acquire(req(n, lock_kind::shared), soon());
   ASSERT_TRUE(r3);
   EXPECT_GT(r3->fence, w->fence);
   EXPECT_TRUE(b().release(*r3, soon()));
@@ -62,17 +63,17 @@ TEST_F(redis_kinds, shared_holders_together_and_exclusive_excluded_both_ways) {
 TEST_F(redis_kinds, a_retried_shared_acquire_keeps_its_hold_and_fence) {
   const auto n = unique_name("retry");
   auto q = req(n, lock_kind::shared);
-  auto first = b().try_acquire(q, soon(), nullptr);
-  auto again = b().try_acquire(q, soon(), nullptr);
+  auto first = b().try_acquire(q, soon());
+  auto again = b().try_acquire(q, soon());
   ASSERT_TRUE(first && again);
   EXPECT_EQ(first->fence, again->fence);
-  EXPECT_EQ(b().list(n).size(), 1u);
+  EXPECT_EQ(b().admin()->list(n).size(), 1u);
   EXPECT_TRUE(b().release(*first, soon()));
 }
 
 TEST_F(redis_kinds, a_waiting_writer_keeps_new_readers_out_and_gets_the_lock) {
   const auto n = unique_name("writer");
-  auto r1 = b().try_acquire(req(n, lock_kind::shared), soon(), nullptr);
+  auto r1 = b().try_acquire(req(n, lock_kind::shared), soon());
   ASSERT_TRUE(r1);
   std::atomic<bool> got{false};
   std::thread writer([&] {
@@ -89,7 +90,7 @@ TEST_F(redis_kinds, a_waiting_writer_keeps_new_readers_out_and_gets_the_lock) {
   auto deadline = clock::now() + 10s;
   bool kept_out = false;
   while (!kept_out && clock::now() < deadline) {
-    auto r = b().try_acquire(req(n, lock_kind::shared), soon(), nullptr);
+    auto r = b().try_acquire(req(n, lock_kind::shared), soon());
     if (r)
       b().release(*r, soon());
     else
@@ -101,23 +102,23 @@ TEST_F(redis_kinds, a_waiting_writer_keeps_new_readers_out_and_gets_the_lock) {
   EXPECT_TRUE(b().release(*r1, soon()));  // the last reader leaves: the writer goes in
   writer.join();
   EXPECT_TRUE(got);
-  auto after = b().try_acquire(req(n, lock_kind::shared), soon(), nullptr);
+  auto after = b().try_acquire(req(n, lock_kind::shared), soon());
   EXPECT_TRUE(after);  // the writer took its mark with it
   if (after) b().release(*after, soon());
 }
 
 TEST_F(redis_kinds, a_writer_that_gives_up_lets_readers_in_at_once) {
   const auto n = unique_name("giveup");
-  auto r1 = b().try_acquire(req(n, lock_kind::shared), soon(), nullptr);
+  auto r1 = b().try_acquire(req(n, lock_kind::shared), soon());
   ASSERT_TRUE(r1);
-  auto w = b().acquire(req(n, lock_kind::exclusive), clock::now() + 300ms, wait_policy{});
+  auto w = sqlock::acquire(b(), req(n, lock_kind::exclusive), clock::now() + 300ms, wait_policy{});
   EXPECT_FALSE(w);
   // Its mark would keep readers out for seconds; the end of its acquire() dropped it.
-  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::shared), soon(), nullptr));
+  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::shared), soon()));
   // A single exclusive attempt (try_lock) marks nothing.
-  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
-  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::shared), soon(), nullptr));
-  b().force_release(n);
+  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon()));
+  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::shared), soon()));
+  b().admin()->force_release(n);
 }
 
 TEST_F(redis_kinds, permits_are_bounded_and_every_user_must_agree_on_n) {
@@ -125,15 +126,15 @@ TEST_F(redis_kinds, permits_are_bounded_and_every_user_must_agree_on_n) {
   const auto n = unique_name("sem");
   std::vector<lease_info> held;
   for (int i = 0; i < 3; ++i) {
-    auto p = b().try_acquire(req(n, lock_kind::permit, 3), soon(), nullptr);
+    auto p = b().try_acquire(req(n, lock_kind::permit, 3), soon());
     ASSERT_TRUE(p);
     held.push_back(*p);
   }
-  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::permit, 3), soon(), nullptr));
-  EXPECT_THROW(b().try_acquire(req(n, lock_kind::permit, 4), soon(), nullptr), config_error);
-  EXPECT_THROW(b().try_acquire(req(n, lock_kind::shared), soon(), nullptr), config_error);
-  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
-  auto rows = b().list(n);
+  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::permit, 3), soon()));
+  EXPECT_THROW(b().try_acquire(req(n, lock_kind::permit, 4), soon()), config_error);
+  EXPECT_THROW(b().try_acquire(req(n, lock_kind::shared), soon()), config_error);
+  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon()));
+  auto rows = b().admin()->list(n);
   ASSERT_EQ(rows.size(), 3u);
   for (const auto& r : rows) {
     EXPECT_EQ(r.kind, lock_kind::permit);
@@ -143,12 +144,12 @@ TEST_F(redis_kinds, permits_are_bounded_and_every_user_must_agree_on_n) {
     EXPECT_FALSE(r.acquired_at.empty());
   }
   EXPECT_TRUE(b().release(held[0], soon()));
-  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::permit, 3), soon(), nullptr));
-  EXPECT_TRUE(b().force_release(n));
-  EXPECT_TRUE(b().list(n).empty());
+  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::permit, 3), soon()));
+  EXPECT_TRUE(b().admin()->force_release(n));
+  EXPECT_TRUE(b().admin()->list(n).empty());
   // Idle again: another N is accepted.
-  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::permit, 5), soon(), nullptr));
-  b().force_release(n);
+  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::permit, 5), soon()));
+  b().admin()->force_release(n);
 }
 
 TEST_F(redis_kinds, the_permit_bound_holds_under_threads) {
@@ -182,32 +183,32 @@ TEST_F(redis_kinds, the_permit_bound_holds_under_threads) {
 
 TEST_F(redis_kinds, one_shared_holders_expiry_leaves_the_others) {
   const auto n = unique_name("expiry");
-  auto shortlived = b().try_acquire(req(n, lock_kind::shared, 0, 400ms), soon(), nullptr);
-  auto lasting = b().try_acquire(req(n, lock_kind::shared, 0, 20s), soon(), nullptr);
+  auto shortlived = b().try_acquire(req(n, lock_kind::shared, 0, 400ms), soon());
+  auto lasting = b().try_acquire(req(n, lock_kind::shared, 0, 20s), soon());
   ASSERT_TRUE(shortlived && lasting);
   std::this_thread::sleep_for(800ms);
   EXPECT_FALSE(b().renew(*shortlived, 10s, soon()));
   EXPECT_FALSE(b().release(*shortlived, soon()));
   EXPECT_TRUE(b().renew(*lasting, 20s, soon()));
-  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
-  auto rows = b().list(n);
+  EXPECT_FALSE(b().try_acquire(req(n, lock_kind::exclusive), soon()));
+  auto rows = b().admin()->list(n);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].owner, lasting->owner);
   EXPECT_EQ(rows[0].kind, lock_kind::shared);
   EXPECT_TRUE(b().release(*lasting, soon()));
-  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
-  b().force_release(n);
+  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::exclusive), soon()));
+  b().admin()->force_release(n);
 }
 
 TEST_F(redis_kinds, renew_can_shorten_a_lease) {
   ASSERT_TRUE(b().caps().linger);
   const auto n = unique_name("shorten");
-  auto x = b().try_acquire(req(n, lock_kind::exclusive, 0, 30s), soon(), nullptr);
+  auto x = b().try_acquire(req(n, lock_kind::exclusive, 0, 30s), soon());
   ASSERT_TRUE(x);
   ASSERT_TRUE(b().renew(*x, 300ms, soon()));
   std::this_thread::sleep_for(600ms);
-  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::exclusive), soon(), nullptr));
-  b().force_release(n);
+  EXPECT_TRUE(b().try_acquire(req(n, lock_kind::exclusive), soon()));
+  b().admin()->force_release(n);
 }
 
 TEST(redlock_kinds, are_declared_unsupported) {

@@ -115,13 +115,13 @@ TEST_F(redis_single, acquire_is_idempotent_for_its_owner) {
   auto c = connect(url_);
   auto& b = c.get_backend();
   lock_request req{unique_name("idem"), random_token(), 5s, "test"};
-  auto first = b.try_acquire(req, soon(), nullptr);
+  auto first = b.try_acquire(req, soon());
   ASSERT_TRUE(first);
-  auto again = b.try_acquire(req, soon(), nullptr);  // a retry after a lost reply
+  auto again = b.try_acquire(req, soon());  // a retry after a lost reply
   ASSERT_TRUE(again);
   EXPECT_EQ(again->fence, first->fence);
   lock_request other{req.name, random_token(), 5s, "test"};
-  EXPECT_FALSE(b.try_acquire(other, soon(), nullptr));
+  EXPECT_FALSE(b.try_acquire(other, soon()));
   EXPECT_TRUE(b.release(*first, soon()));
   EXPECT_FALSE(b.release(*first, soon()));
 }
@@ -284,13 +284,13 @@ TEST_F(redis_single, waiters_are_woken_by_release_and_by_expiry) {
   // A hold that expires (holder gone without releasing) is found once its lease runs out.
   auto& raw = a.get_backend();
   lock_request req{n, random_token(), 600ms, "test"};
-  ASSERT_TRUE(raw.try_acquire(req, soon(), nullptr));
+  ASSERT_TRUE(raw.try_acquire(req, soon()));
   auto lb = b.make_lock(n);
   EXPECT_TRUE(lb.try_lock_for(20s));
   lb.unlock();
 }
 
-TEST_F(redis_single, a_wait_state_is_ended_by_the_release_message) {
+TEST_F(redis_single, a_waiting_acquisition_is_woken_by_the_release_message) {
   int port = port_of(url_);
   acl_user u(port);
   auto holder = connect(url_);
@@ -298,14 +298,14 @@ TEST_F(redis_single, a_wait_state_is_ended_by_the_release_message) {
   auto& hb = holder.get_backend();
   auto& wb = waiter.get_backend();
   auto n = unique_name("notify");
-  auto held = hb.try_acquire({n, random_token(), 60s, "holder"}, soon(), nullptr);
+  auto held = hb.try_acquire({n, random_token(), 60s, "holder"}, soon());
   ASSERT_TRUE(held);
-  // open_wait() registers interest before the first attempt is sent; the wait that follows the
-  // busy attempt can only end early through the release message (the lease is 60 s).
+  // make_acquisition() registers interest before the first attempt is sent; the wait that
+  // follows the busy attempt can only end early through the release message (the lease is 60 s).
   lock_request req{n, random_token(), 60s, "waiter"};
-  auto ws = wb.open_wait(req);
+  auto ws = wb.make_acquisition(req, {});
   ASSERT_TRUE(ws);
-  ASSERT_FALSE(wb.try_acquire(req, soon(), ws.get()));
+  ASSERT_FALSE(ws->attempt(soon()));
   std::atomic<bool> woke{false};
   auto start = std::chrono::steady_clock::now();
   std::thread t([&] {
@@ -318,7 +318,7 @@ TEST_F(redis_single, a_wait_state_is_ended_by_the_release_message) {
   EXPECT_TRUE(woke);
   // Liveness only: without the message this wait would last 60 s (lease and deadline).
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
-  auto got = wb.try_acquire(req, soon(), ws.get());
+  auto got = ws->attempt(soon());
   ASSERT_TRUE(got);
   // The waiter's client holds exactly one pattern subscription.
   std::string clients = u.admin.cmd({"CLIENT", "LIST"});

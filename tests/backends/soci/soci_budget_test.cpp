@@ -6,6 +6,7 @@
 
 #include "budget_load.hpp"
 #include "soci_env.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::test {

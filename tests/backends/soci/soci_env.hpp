@@ -40,7 +40,7 @@ inline void ensure_schema(const std::string& soci_url) {
     try {
       b->verify();
     } catch (const config_error&) {
-      b->migrate();
+      schema_of(*b).migrate();
     }
   } catch (...) {
     if (fd >= 0) ::close(fd);

@@ -11,6 +11,7 @@
 
 #include "freeze.hpp"
 #include "soci_env.hpp"
+#include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
 namespace sqlock::test {
@@ -56,7 +57,7 @@ TEST_F(soci_private, a_frozen_server_bounds_every_wait_renewal_and_release) {
   auto b = sqlock::soci::open(url_);
   b->verify();
   lock_request req{unique_name("soci-frozen"), random_token(), 30s, "test"};
-  auto lease = b->try_acquire(req, soon(), nullptr);
+  auto lease = b->try_acquire(req, soon());
   ASSERT_TRUE(lease);
 
   ASSERT_TRUE(freeze_process(server_pid())) << "MariaDB did not stop";
@@ -69,7 +70,7 @@ TEST_F(soci_private, a_frozen_server_bounds_every_wait_renewal_and_release) {
   lock_request other{unique_name("soci-frozen"), random_token(), 30s, "test"};
   d = clock_type::now() + 1s;
   ends_by(
-      d, [&] { b->try_acquire(other, d, nullptr); }, "try_acquire");
+      d, [&] { b->try_acquire(other, d); }, "try_acquire");
   client c(b, {});
   auto l = c.make_lock(other.name);
   auto start = clock_type::now();
@@ -86,7 +87,7 @@ TEST_F(soci_private, a_frozen_server_bounds_every_wait_renewal_and_release) {
   // thaws and reads it (its outcome was unknown), so either release frees the name.
   EXPECT_NO_THROW(b->release(*lease, soon()));
   lock_request after{req.name, random_token(), 30s, "test"};
-  auto again = b->try_acquire(after, soon(), nullptr);
+  auto again = b->try_acquire(after, soon());
   ASSERT_TRUE(again) << "the name is still held after the server thawed";
   EXPECT_TRUE(b->release(*again, soon()));
 }
@@ -94,7 +95,7 @@ TEST_F(soci_private, a_frozen_server_bounds_every_wait_renewal_and_release) {
 TEST_F(soci_private, a_waiter_rides_out_a_restart_and_gets_the_lock) {
   auto holder = sqlock::soci::open(url_);
   lock_request req{unique_name("soci-restart"), random_token(), 2s, "holder"};
-  ASSERT_TRUE(holder->try_acquire(req, soon(), nullptr));  // never renewed: ends in 2 s
+  ASSERT_TRUE(holder->try_acquire(req, soon()));  // never renewed: ends in 2 s
   auto waiter = sqlock::connect(url_);
   auto l = waiter.make_lock(req.name);
   auto before = server_pid();

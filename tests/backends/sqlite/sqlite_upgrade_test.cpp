@@ -100,7 +100,7 @@ TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   expect_hold_survived_upgrade(*b, "job", owner, static_cast<std::uint64_t>(fence));
 
   // A version-1 client still running after the upgrade and a new one exclude each other.
-  auto mine = b->try_acquire(kinds_request("report", lock_kind::exclusive), soon(), nullptr);
+  auto mine = b->try_acquire(kinds_request("report", lock_kind::exclusive), soon());
   ASSERT_TRUE(mine);
   const std::string late = random_token();
   old.exec(wave1_acquire("report", late));
@@ -109,7 +109,7 @@ TEST(sqlite_upgrade, HoldTakenOnVersion1SurvivesTheMigration) {
   old.exec(wave1_acquire("report", late));
   const auto late_fence = old.fence_of("report", late);
   EXPECT_GT(late_fence, static_cast<std::int64_t>(mine->fence));
-  EXPECT_FALSE(b->try_acquire(kinds_request("report", lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b->try_acquire(kinds_request("report", lock_kind::exclusive), soon()));
 }
 
 // A schema that recorded a later version but not an earlier one (installed out of order, across
@@ -122,14 +122,14 @@ TEST(sqlite_upgrade, AVersionMissingBelowTheRecordedOnesIsRefused) {
   raw.exec("DELETE FROM sqlock_schema_version WHERE version = 1");
   ASSERT_EQ(raw.version(), sql::latest_version(sql::bundle_sqlite()));
   try {
-    b->migrate();
+    schema_of(*b).migrate();
     FAIL() << "migrate() accepted a schema without version 1";
   } catch (const config_error& e) {
     EXPECT_NE(std::string(e.what()).find("V001__locks.sql"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("out of order"), std::string::npos) << e.what();
   }
   raw.exec("INSERT INTO sqlock_schema_version (version, description) VALUES (1, 'locks')");
-  EXPECT_EQ(b->migrate(), sql::latest_version(sql::bundle_sqlite()));
+  EXPECT_EQ(schema_of(*b).migrate(), sql::latest_version(sql::bundle_sqlite()));
 }
 
 }  // namespace

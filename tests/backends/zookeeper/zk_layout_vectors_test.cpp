@@ -12,6 +12,7 @@
 //           first writer and watches it), CreateBuilderImpl/ProtectedUtils ("_c_" + UUID + "-").
 #include <gtest/gtest.h>
 
+#include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "zookeeper_layout.hpp"
 

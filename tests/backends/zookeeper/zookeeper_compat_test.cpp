@@ -98,9 +98,9 @@ TEST_F(zk_compat, kazoo_readers_and_writers_against_sqlock_shared_and_exclusive)
   ASSERT_TRUE(b.caps().shared);
   // kazoo's reader holds: a sqlock reader joins it, a sqlock writer is refused.
   ASSERT_EQ(reader->ask("try"), "yes");
-  auto r = b.try_acquire(req(lock_kind::shared), soon(), nullptr);
+  auto r = b.try_acquire(req(lock_kind::shared), soon());
   ASSERT_TRUE(r);
-  EXPECT_FALSE(b.try_acquire(req(lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b.try_acquire(req(lock_kind::exclusive), soon()));
   // sqlock's reader holds (kazoo's released): kazoo's writer is refused, its reader admitted.
   EXPECT_EQ(reader->ask("release"), "released");
   EXPECT_EQ(writer->ask("try"), "no");
@@ -109,11 +109,11 @@ TEST_F(zk_compat, kazoo_readers_and_writers_against_sqlock_shared_and_exclusive)
   EXPECT_TRUE(b.release(*r, soon()));
   // kazoo's writer holds: sqlock's reader and writer are refused.
   ASSERT_EQ(writer->ask("try"), "yes");
-  EXPECT_FALSE(b.try_acquire(req(lock_kind::shared), soon(), nullptr));
-  EXPECT_FALSE(b.try_acquire(req(lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b.try_acquire(req(lock_kind::shared), soon()));
+  EXPECT_FALSE(b.try_acquire(req(lock_kind::exclusive), soon()));
   EXPECT_EQ(writer->ask("release"), "released");
   // sqlock's writer holds: kazoo's reader and writer are refused; after it, both get in.
-  auto w = b.try_acquire(req(lock_kind::exclusive), soon(), nullptr);
+  auto w = b.try_acquire(req(lock_kind::exclusive), soon());
   ASSERT_TRUE(w);
   EXPECT_EQ(reader->ask("try"), "no");
   EXPECT_EQ(writer->ask("try"), "no");
@@ -198,18 +198,18 @@ TEST_F(zk_compat, curator_read_write_nodes_queue_with_sqlock) {
   const auto reader = raw->ask("make _c_0f8fad5b-d9cb-469f-a165-70867728950e-__READ__");
   auto c = connect(url("curator-rw"));
   auto& b = c.get_backend();
-  auto r = b.try_acquire(req(lock_kind::shared), soon(), nullptr);
+  auto r = b.try_acquire(req(lock_kind::shared), soon());
   ASSERT_TRUE(r);
-  EXPECT_FALSE(b.try_acquire(req(lock_kind::exclusive), soon(), nullptr));
+  EXPECT_FALSE(b.try_acquire(req(lock_kind::exclusive), soon()));
   const auto writer = raw->ask("make _c_7c9e6679-7425-40de-944b-e07fc1f90ae7-__WRIT__");
-  EXPECT_FALSE(b.try_acquire(req(lock_kind::shared), soon(), nullptr));
+  EXPECT_FALSE(b.try_acquire(req(lock_kind::shared), soon()));
   const auto kids = raw->ask("children");
   EXPECT_TRUE(std::regex_search(kids, std::regex("_c_[0-9a-f-]{36}-__READ__[0-9]{10}"))) << kids;
   EXPECT_TRUE(b.release(*r, soon()));
   EXPECT_EQ(raw->ask("drop " + reader), "dropped");
-  EXPECT_FALSE(b.try_acquire(req(lock_kind::shared), soon(), nullptr));  // the writer holds
+  EXPECT_FALSE(b.try_acquire(req(lock_kind::shared), soon()));  // the writer holds
   EXPECT_EQ(raw->ask("drop " + writer), "dropped");
-  auto w = b.try_acquire(req(lock_kind::exclusive), soon(), nullptr);
+  auto w = b.try_acquire(req(lock_kind::exclusive), soon());
   ASSERT_TRUE(w);
   EXPECT_TRUE(b.release(*w, soon()));
 }

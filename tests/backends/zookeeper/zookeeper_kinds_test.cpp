@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/acquire.hpp"
 #include "seam_kinds.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
@@ -57,7 +58,7 @@ class zk_kinds : public ::testing::Test {
   }
   static std::optional<lease_info> get(backend& b, const lock_request& r,
                                        std::chrono::milliseconds wait = 10s) {
-    return b.acquire(r, clock_type::now() + wait, {});
+    return sqlock::acquire(b, r, clock_type::now() + wait, {});
   }
   // The queue length of `n` reaches `k` (a waiter is queued).
   void queued(const std::string& n, int k) {
@@ -107,7 +108,7 @@ TEST_F(zk_kinds, shared_and_exclusive_exclude_each_other_across_clients) {
   auto ex2 = writer.get();
   ASSERT_TRUE(ex2);
   EXPECT_GT(ex2->fence, sh->fence);
-  auto rows = b2->list(n);
+  auto rows = b2->admin()->list(n);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
   EXPECT_TRUE(b1->release(*ex2, soon()));
@@ -154,7 +155,7 @@ TEST_F(zk_kinds, a_dead_session_frees_only_its_own_hold) {
   auto got = pc.get();
   ASSERT_TRUE(got);
   EXPECT_TRUE(b->renew(*pb, 30s, soon()));
-  EXPECT_EQ(b->list(n).size(), 2u);
+  EXPECT_EQ(b->admin()->list(n).size(), 2u);
   EXPECT_TRUE(b->release(*pb, soon()));
   EXPECT_TRUE(c->release(*got, soon()));
 
@@ -213,9 +214,9 @@ TEST_F(zk_kinds, a_retried_attempt_of_one_owner_gets_the_same_hold) {
   auto n = name("retry");
   auto b = open();
   auto r = req(n, lock_kind::shared);
-  auto first = b->try_acquire(r, soon(), nullptr);
+  auto first = b->try_acquire(r, soon());
   ASSERT_TRUE(first);
-  auto again = b->try_acquire(r, soon(), nullptr);
+  auto again = b->try_acquire(r, soon());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->fence, first->fence);
   EXPECT_EQ(raw().queue_length(n), 1);
@@ -225,7 +226,7 @@ TEST_F(zk_kinds, a_retried_attempt_of_one_owner_gets_the_same_hold) {
 TEST_F(zk_kinds, an_old_clients_exclusive_node_keeps_readers_and_permits_out) {
   auto n = name("old-client");
   auto b = open();
-  b->list("");  // the session made the base path
+  b->admin()->list("");  // the session made the base path
   raw_zk& r = raw();
   const std::string parent = r.parent(n);
   ASSERT_EQ(zoo_create(r.handle(), parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
@@ -238,7 +239,7 @@ TEST_F(zk_kinds, an_old_clients_exclusive_node_keeps_readers_and_permits_out) {
             ZOK);
   EXPECT_FALSE(get(*b, req(n, lock_kind::shared), 300ms));
   EXPECT_FALSE(get(*b, req(n, lock_kind::permit, 5), 300ms));
-  auto rows = b->list(n);
+  auto rows = b->admin()->list(n);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].kind, lock_kind::exclusive);
   auto reader = later(*b, req(n, lock_kind::shared));

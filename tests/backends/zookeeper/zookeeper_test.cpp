@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/acquire.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
@@ -116,10 +117,10 @@ TEST(zookeeper_url, no_server_is_a_connection_error_by_the_deadline) {
   auto b = make_backend("zookeeper://127.0.0.1:1/x");
   lock_request req{unique_name("noserver"), random_token(), 30s, "test"};
   auto start = clock_type::now();
-  EXPECT_THROW(b->try_acquire(req, start + 500ms, nullptr), connection_error);
+  EXPECT_THROW(b->try_acquire(req, start + 500ms), connection_error);
   EXPECT_LT(clock_type::now() - start, 500ms + 2s);  // by the deadline, with a generous slack
   start = clock_type::now();
-  EXPECT_THROW(b->acquire(req, start + 1s, {}), connection_error);
+  EXPECT_THROW(sqlock::acquire(*b, req, start + 1s, {}), connection_error);
   EXPECT_LT(clock_type::now() - start, 1s + 2s);
 }
 
@@ -148,7 +149,7 @@ TEST(zookeeper_url, passwords_never_appear_in_errors_or_describe) {
   EXPECT_EQ(b->describe().find(secret), std::string::npos) << b->describe();
   lock_request req{unique_name("pw"), random_token(), 30s, "test"};
   try {
-    b->try_acquire(req, clock_type::now() + 300ms, nullptr);
+    b->try_acquire(req, clock_type::now() + 300ms);
     ADD_FAILURE() << "no server, yet acquired";
   } catch (const connection_error& e) {
     EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << e.what();
@@ -161,8 +162,8 @@ TEST(zookeeper_url, invalid_or_over_long_names_are_config_errors_before_sending)
   auto bad = [&](const std::string& name) {
     lock_request req{name, random_token(), 30s, "test"};
     auto start = clock_type::now();
-    EXPECT_THROW(b->try_acquire(req, start + 5s, nullptr), config_error);
-    EXPECT_THROW(b->acquire(req, start + 5s, {}), config_error);
+    EXPECT_THROW(b->try_acquire(req, start + 5s), config_error);
+    EXPECT_THROW(sqlock::acquire(*b, req, start + 5s, {}), config_error);
     EXPECT_LT(clock_type::now() - start, 1s);  // refused at once, not after a wait
   };
   bad("");
@@ -170,7 +171,7 @@ TEST(zookeeper_url, invalid_or_over_long_names_are_config_errors_before_sending)
   bad("overlong \xc0\xaf slash");
   bad("surrogate \xed\xa0\x80");
   bad(std::string(4097, 'x'));
-  EXPECT_THROW(b->force_release(std::string("\xfe")), config_error);
+  EXPECT_THROW(b->admin()->force_release(std::string("\xfe")), config_error);
 }
 
 // ---- on the standalone server ----
@@ -197,12 +198,12 @@ TEST_F(zk, acquire_is_idempotent_per_owner_token) {
   raw_zk raw(url_);
   auto n = unique_name("idem");
   lock_request req{n, random_token(), 30s, "test"};
-  auto first = b->try_acquire(req, sqlock::test::soon(), nullptr);
+  auto first = b->try_acquire(req, sqlock::test::soon());
   ASSERT_TRUE(first);
-  auto again = b->try_acquire(req, sqlock::test::soon(), nullptr);  // a retry after a lost reply
+  auto again = b->try_acquire(req, sqlock::test::soon());  // a retry after a lost reply
   ASSERT_TRUE(again);
   EXPECT_EQ(again->fence, first->fence);
-  auto waited = b->acquire(req, clock_type::now() + 1s, {});
+  auto waited = sqlock::acquire(*b, req, clock_type::now() + 1s, {});
   ASSERT_TRUE(waited);
   EXPECT_EQ(waited->fence, first->fence);
   EXPECT_EQ(raw.queue_length(n), 1);
@@ -241,7 +242,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
   raw_zk raw(url_);
   auto n = unique_name("herd");
   lock_request hreq{n, random_token(), 30s, "holder"};
-  auto held = holder_backend->try_acquire(hreq, sqlock::test::soon(), nullptr);
+  auto held = holder_backend->try_acquire(hreq, sqlock::test::soon());
   ASSERT_TRUE(held);
 
   std::mutex m;
@@ -253,7 +254,7 @@ TEST_F(zk, hundred_waiters_are_served_in_order_and_each_release_wakes_exactly_on
       auto& b = *bs[static_cast<std::size_t>(i % sessions)];
       lock_request req{n, random_token(), 30s, "waiter " + std::to_string(i)};
       try {
-        auto got = b.acquire(req, clock_type::now() + 120s, {});
+        auto got = sqlock::acquire(b, req, clock_type::now() + 120s, {});
         if (!got) {
           ++failures;
           return;

@@ -1,5 +1,6 @@
 // Links one backend component alone: prints the schemes registered without any module (run
 // with SQLOCK_BACKEND_PATH naming an empty directory), then, given a SQLite file, takes a lock.
+#include <sqlock/backend/registry.hpp>
 #include <sqlock/client.hpp>
 
 #include <iostream>

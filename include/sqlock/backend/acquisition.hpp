@@ -1,0 +1,64 @@
+// One acquisition: what a backend keeps for one lock request between its attempts (a
+// subscription taken before the first attempt, a queue entry, a writer mark, what the last busy
+// attempt saw). The core's acquire loop (src/core/acquire.cpp) drives it: attempt, wait,
+// attempt, ... until a hold, the deadline or a stop, and cancel() when it ends without a hold.
+// Part of the backend-author API: a backend that can tell about releases, or that queues its
+// waiters, returns its own subclass from backend::make_acquisition(); the others get
+// polling_acquisition (attempts through try_acquire(), capped jittered backoff between them).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stop_token>
+
+#include "sqlock/backend/request.hpp"
+#include "sqlock/export.hpp"
+
+namespace sqlock {
+
+class backend;
+
+/// The state of one lock request between its attempts, made by backend::make_acquisition() for
+/// that request and destroyed when the request ends: no state passes between requests, and
+/// none crosses the seam any other way. Used by one thread at a time.
+class SQLOCK_API acquisition {
+ public:
+  acquisition() = default;
+  acquisition(const acquisition&) = delete;
+  acquisition& operator=(const acquisition&) = delete;
+  virtual ~acquisition() = default;
+
+  /// One attempt, bounded by `deadline` (which the core puts at least wait_policy::min_attempt
+  /// ahead). Empty = busy, which is not an error. Throws connection_error when the outcome is
+  /// unknown (a retry with the same owner token finds its own hold), config_error for a request
+  /// the name's holders refuse (another kind, another number of permits).
+  virtual std::optional<lease_info> attempt(steady_time deadline) = 0;
+
+  /// Blocks until the lock may have been released since the last attempt, until `until`, or
+  /// until `stop` is requested (then promptly). One that cannot tell about releases waits
+  /// with backoff, never past `until`.
+  virtual void wait(steady_time until, const std::stop_token& stop) = 0;
+
+  /// The request ends without a hold (deadline, stop, error): leaves nothing behind on the
+  /// server (a queue node or key, a writer mark keeping shared holders out). Bounded; never
+  /// throws (what it could not remove expires by itself).
+  virtual void cancel() noexcept {}
+};
+
+/// The default acquisition: attempts through backend::try_acquire(), waits with capped jittered
+/// backoff (the waiting policy's initial and cap), leaves nothing to cancel.
+class SQLOCK_API polling_acquisition : public acquisition {
+ public:
+  /// Attempts `req` on `b` (which outlives it), pausing per `policy` between attempts.
+  polling_acquisition(backend& b, lock_request req, const wait_policy& policy);
+  std::optional<lease_info> attempt(steady_time deadline) override;
+  void wait(steady_time until, const std::stop_token& stop) override;
+
+ private:
+  backend& backend_;
+  lock_request req_;
+  milliseconds initial_, cap_;
+  unsigned waits_ = 0;
+};
+
+}  // namespace sqlock

@@ -1,0 +1,56 @@
+// One waiting request on an engine backend (sql_engine.hpp): the writer mark its busy exclusive
+// attempts leave on the server (cleared when the request ends without the hold, so new shared
+// holders are not kept out by a writer that stopped waiting) and the release watch a subclass
+// with notifications offers (or capped jittered backoff without one).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "sqlock/backend/acquisition.hpp"
+
+namespace sqlock::sql {
+
+class engine_backend;
+
+/// A wait that ends when the store tells of a release (LISTEN/NOTIFY, a WAL file's change):
+/// what a subclass of engine_backend with notifications gives each waiting request.
+class release_watch {
+ public:
+  virtual ~release_watch() = default;
+  /// Until a release may have happened since the last call, `until` or a stop.
+  virtual void wait(steady_time until, const std::stop_token& stop) = 0;
+};
+
+/// The engine's acquisition; a subclass adds what its backend keeps between attempts.
+class engine_acquisition : public acquisition {
+ public:
+  /// For `req` on `b` (which outlives it); `watch` may be null (then waits back off per
+  /// `policy`).
+  engine_acquisition(engine_backend& b, lock_request req, const wait_policy& policy,
+                     std::unique_ptr<release_watch> watch);
+  /// Clears a writer mark left behind (cancel()).
+  ~engine_acquisition() override;
+
+  std::optional<lease_info> attempt(steady_time deadline) override;
+  void wait(steady_time until, const std::stop_token& stop) override;
+  /// Removes the request's writer mark at once rather than leaving it to its short expiry.
+  void cancel() noexcept override;
+
+  /// The request.
+  const lock_request& request() const noexcept { return req_; }
+  /// The last attempt left (true) or removed (false) the request's writer mark.
+  void marked(bool on) noexcept { marked_ = on; }
+
+ protected:
+  engine_backend& backend_;  ///< the backend attempts go to
+  lock_request req_;         ///< the request
+
+ private:
+  std::unique_ptr<release_watch> watch_;
+  milliseconds initial_, cap_;
+  unsigned waits_ = 0;
+  bool marked_ = false;
+};
+
+}  // namespace sqlock::sql

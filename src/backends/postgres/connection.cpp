@@ -55,7 +55,7 @@ link& pg_connection::ready(steady_time deadline) {
   return *link_;
 }
 
-std::unique_ptr<statement_stopper> pg_connection::stop_on(const std::stop_token& stop) {
+std::unique_ptr<sql::wait_breaker> pg_connection::break_wait_on(const std::stop_token& stop) {
   return std::make_unique<statement_stopper>(link_.get(), stop, pooling_.cancel);
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "link.hpp"
-#include "session_pool.hpp"
+#include "sql/session_pool.hpp"
 #include "statement_stopper.hpp"
 
 namespace sqlock::postgres {
@@ -40,7 +40,7 @@ struct pooling {
 };
 
 /// One PostgreSQL connection for the engine.
-class pg_connection final : public session_connection {
+class pg_connection final : public sql::pooled_session {
  public:
   /// A connection to `conninfo`, made by connect() or by the first call, within that call's
   /// deadline (the engine's pool opens connections without one). `io_timeout` bounds the calls
@@ -66,11 +66,14 @@ class pg_connection final : public session_connection {
   void end_migration(bool) noexcept override;
   sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
-  int server_pid() const override {
+  /// The server's process id of this session (0 when closed).
+  int server_pid() const {
     return !link_ ? 0 : server_process_ != 0 ? server_process_ : link_->server_pid();
   }
+  std::int64_t session_id(steady_time) override { return server_pid(); }
   bool alive() override { return link_ && link_->alive(); }
-  std::unique_ptr<statement_stopper> stop_on(const std::stop_token& stop) override;
+  /// A stop ends the statement this session runs (statement_stopper.hpp).
+  std::unique_ptr<sql::wait_breaker> break_wait_on(const std::stop_token& stop) override;
 
   /// Runs a statement without parameters by `deadline` (LISTEN, keep-alive checks).
   void exec(const std::string& text, steady_time deadline);

@@ -6,7 +6,7 @@
 namespace sqlock::postgres {
 
 statement_stopper::statement_stopper(link* l, const std::stop_token& stop, bool cancel)
-    : link_(l), stopped_(stop) {
+    : link_(l), stop_(stop), stopped_(stop) {
   if (!link_ || link_->closed() || stopped_.fd() < 0) return;
   if (!cancel) {
     link_->watch_stop(stopped_.fd(), sql::stop_grace);

@@ -11,24 +11,27 @@
 #include <stop_token>
 
 #include "link.hpp"
+#include "sql/session_pool.hpp"
 #include "sql/stop_repeater.hpp"
 #include "sqlock/backend.hpp"
 
 namespace sqlock::postgres {
 
 /// While it lives, a stop of its token ends the statement `l` runs (see the file comment).
-class statement_stopper {
+class statement_stopper final : public sql::wait_breaker {
  public:
   /// `l` may be null (no connection yet: nothing to stop).
   /// `cancel` false: no cancel requests, the connection is closed after the grace (through a
   /// pooler: pgbouncer 1.18 can crash on a cancel request that races its client's close).
   statement_stopper(link* l, const std::stop_token& stop, bool cancel = true);
-  ~statement_stopper();
+  ~statement_stopper() override;
   statement_stopper(const statement_stopper&) = delete;
   statement_stopper& operator=(const statement_stopper&) = delete;
+  bool fired() const override { return stop_.stop_requested(); }
 
  private:
   link* link_;
+  std::stop_token stop_;
   stop_fd stopped_;  // readable once stopped: the link polls it
   std::optional<sql::stop_repeater> cancels_;
 };

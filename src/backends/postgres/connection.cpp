@@ -5,6 +5,7 @@
 #include "errors.hpp"
 #include "pooler.hpp"
 #include "session_settings.hpp"
+#include "sql/connection_budget.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 
@@ -28,9 +29,7 @@ pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int 
       pooling_(p),
       connections_(std::move(counter)) {}
 
-pg_connection::~pg_connection() {
-  if (counted_) connections_->closed();
-}
+pg_connection::~pg_connection() = default;  // the link's close counts it closed, in time
 
 void pg_connection::connect(steady_time deadline) {
   ready(deadline);
@@ -38,8 +37,24 @@ void pg_connection::connect(steady_time deadline) {
 
 link& pg_connection::ready(steady_time deadline) {
   if (!link_) {
+    // A place in the budget first: a connection closed earlier counts until the server has
+    // ended its session, so the server never sees more of this client's than the budget.
+    if (connections_ && !connections_->reserve(sql::connection_wait_deadline(deadline)))
+      throw sql::pool_busy(
+          "every connection of the PostgreSQL client's budget stayed open until the call's "
+          "deadline (a closed one's server session had not ended)");
+    std::unique_ptr<link> l;
+    try {
+      l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+    } catch (...) {
+      if (connections_) connections_->closed();
+      throw;
+    }
+    if (connections_) {
+      connections_->connected();
+      l->on_ended([c = connections_] { c->closed(); });
+    }
     // A session whose settings failed is dropped: every open link has them.
-    auto l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
     if (pooling_.refuse_proxy || pooling_.learn_server_process) {
       const int process = server_process(*l, deadline);
       if (pooling_.refuse_proxy && process != l->server_pid()) refuse_advisory("");
@@ -47,10 +62,6 @@ link& pg_connection::ready(steady_time deadline) {
     }
     if (pooling_.keeps_session) apply_session_settings(*l, deadline);
     link_ = std::move(l);
-    if (connections_ && !counted_) {
-      connections_->opened();
-      counted_ = true;
-    }
   }
   return *link_;
 }

@@ -46,7 +46,8 @@ class pg_connection final : public sql::pooled_session {
   /// deadline (the engine's pool opens connections without one). `io_timeout` bounds the calls
   /// that carry no deadline (query, execute_script). `stop_fd`: see link.
   /// `p`: what a pooler between client and server allows (pooler.hpp); `counter` (optional)
-  /// counts the connection while its link is open.
+  /// counts the connection from before it connects until the server has ended its session,
+  /// and a connect waits for a place in it (connection_counter::reserve).
   pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd = -1, pooling p = {},
                 std::shared_ptr<sql::connection_counter> counter = nullptr);
   ~pg_connection() override;
@@ -108,7 +109,6 @@ class pg_connection final : public sql::pooled_session {
   int stop_fd_;
   pooling pooling_;
   std::shared_ptr<sql::connection_counter> connections_;
-  bool counted_ = false;  // connections_ counts this connection
   std::unique_ptr<link> link_;
   int server_process_ = 0;  // learnt at connect (pooling::learn_server_process)
   std::map<std::string, std::vector<statement>, std::less<>> cache_;

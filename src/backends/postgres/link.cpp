@@ -1,12 +1,15 @@
 // libpq in non-blocking mode, every wait a poll() on the socket bounded by the deadline.
 #include "link.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "errors.hpp"
+#include "sql/closing_sessions.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {
@@ -105,8 +108,17 @@ std::string link::startup_options() const {
 }
 
 void link::close() {
-  if (c_) PQfinish(c_);
+  if (!c_) return;
+  // The socket outlives PQfinish in a duplicate, watched until the server closes its end.
+  const int fd = PQsocket(c_);
+  const int kept = ended_ && fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+  PQfinish(c_);
   c_ = nullptr;
+  if (!ended_) return;
+  if (kept >= 0)
+    sql::closing_sessions::instance().add(kept, std::exchange(ended_, {}));
+  else
+    std::exchange(ended_, {})();
 }
 
 void link::fail(const std::string& what) {

@@ -80,6 +80,44 @@ TEST_F(postgres, a_try_lock_for_that_finds_every_pooled_connection_busy_returns_
       [&] { EXPECT_EQ(count(""), 2); }, [&] { tx.commit(); });
 }
 
+TEST_F(postgres, a_connection_closed_at_its_deadline_counts_until_the_server_ends_its_session) {
+  const auto schema = own_schema();
+  schema_guard guard(owner_, schema);
+  sqlock::connect(pg::with(owner_, "schema=" + schema + "&migrate=auto"));
+  auto tag = unique_name("closing");
+  // A budget of one statement connection, no listener.
+  auto c = sqlock::connect(pg::with(
+      owner_, "schema=" + schema + "&max_connections=1&listen=off&application_name=" + tag));
+  pqxx::connection watch(owner_);
+  auto sessions = [&] {
+    pqxx::nontransaction w(watch);
+    return w
+        .exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + tag + "'")[0]
+        .as<int>();
+  };
+  // The lock table locked: an acquire's statement waits in the server past the call's deadline,
+  // so the client closes its connection while the server session lives on, blocked.
+  pqxx::connection dc(owner_);
+  pqxx::work tx(dc);
+  tx.exec("LOCK TABLE " + schema + ".locks IN ACCESS EXCLUSIVE MODE");
+  auto a = c.make_lock(tag + ":a");
+  try {
+    EXPECT_FALSE(a.try_lock_for(300ms));
+  } catch (const connection_error&) {  // the statement's "no answer in time": either is fine here
+  }
+  // A second call must not open a replacement while that session lives: busy by its deadline.
+  auto b = c.make_lock(tag + ":b");
+  bool got = true;
+  EXPECT_NO_THROW(got = b.try_lock_for(300ms));
+  EXPECT_FALSE(got);
+  EXPECT_LE(sessions(), 1) << "the server saw more sessions of the client than its budget of 1";
+  // Once the blocked statement ends, its session ends, and the next call connects.
+  tx.commit();
+  EXPECT_TRUE(b.try_lock_for(5s));
+  EXPECT_LE(sessions(), 1);
+  b.unlock();
+}
+
 // A role of the test's own with a connection limit: the server refuses its third connection
 // with SQLSTATE 53300, as it would at max_connections.
 class limited_role {

@@ -114,34 +114,34 @@ struct session_pool::shared {
     poke();
   }
   void watch();
-  // The waiter session in slot `i` (a new one if empty or dead).
+  // The session in slot `i` (a new one if empty or dead).
   std::shared_ptr<session> at(std::size_t i) {
     std::lock_guard g(m);
     auto& s = sessions[i];
     if (!s || s->dead) s = std::make_shared<session>();
     return s;
   }
-  // A session calls take that is yet to be opened, if a slot has none; else the one in turn at
-  // `next`, and then advances `next` by `step`.
+  // The session calls take in turn at `next`; then advances `next` by `step`.
   std::shared_ptr<session> slot(std::size_t step) {
-    std::lock_guard g(m);
-    for (std::size_t i = 0; i < turns; ++i) {
-      auto& s = sessions[i];
-      if (!s || s->dead) return s = std::make_shared<session>();
+    std::size_t i;
+    {
+      std::lock_guard g(m);
+      i = next % turns;
+      next += step;
     }
-    const std::size_t i = next % turns;
-    next += step;
-    return sessions[i];
+    return at(i);
   }
-  // A session among those calls take that is open and free, its turn taken, starting at
-  // `next` (then advanced past it); null when none is.
+  // The first session from `next` on, round the sessions calls take, that is free (its turn
+  // taken) or yet to be opened (a new one, its turn taken); `next` then points past it. Null
+  // when every one is in a call.
   std::shared_ptr<session> free_one() {
     std::lock_guard g(m);
     for (std::size_t k = 0; k < turns; ++k) {
       const std::size_t i = (next + k) % turns;
-      auto s = sessions[i];
-      if (!s || s->dead || !s->t.try_take()) continue;
-      if (s->dead || !s->conn) {  // killed meanwhile, or another caller is opening it
+      auto& s = sessions[i];
+      if (!s || s->dead) s = std::make_shared<session>();
+      if (!s->t.try_take()) continue;
+      if (s->dead) {  // killed meanwhile
         s->t.give();
         continue;
       }
@@ -317,7 +317,11 @@ std::shared_ptr<void> session_pool::call::token() const {
 session_pool::call session_pool::pick(steady_time deadline) {
   const auto wait_until = connection_wait_deadline(deadline);
   for (;;) {
-    if (auto s = sh_->free_one()) return call(s, sh_);
+    if (auto s = sh_->free_one()) {
+      call c(s, sh_);
+      sh_->connect(*s, deadline);
+      return c;
+    }
     auto s = sh_->slot(1);
     if (!s->t.take_until(wait_until))
       throw pool_busy("every lock session stayed busy with other calls until the deadline");

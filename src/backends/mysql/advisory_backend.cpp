@@ -13,12 +13,12 @@
 #include <atomic>
 #include <vector>
 
-#include "connector.hpp"
 #include "diagnostics.hpp"
 #include "dialect.hpp"
 #include "galera.hpp"
 #include "lock_name.hpp"
 #include "lock_session.hpp"
+#include "mysql_driver.hpp"
 #include "sql/hold_recorder.hpp"
 #include "sql/hold_recorder_json.hpp"
 #include "sql/session_pool.hpp"

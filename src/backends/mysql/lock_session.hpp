@@ -1,12 +1,12 @@
 // The MySQL driver of the SQL engine's session pool (sql/session_pool.hpp): a server session
-// that carries GET_LOCK holds is one driver connection (connector.hpp), pinged when its socket
+// that carries GET_LOCK holds is one driver connection (mysql_driver.hpp), pinged when its socket
 // is not known, whose wait in the server a stop ends with KILL QUERY sent from a statement
 // connection (wait_stopper.hpp).
 #pragma once
 
 #include <memory>
 
-#include "connector.hpp"
+#include "mysql_driver.hpp"
 #include "sql/session_pool.hpp"
 #include "wait_stopper.hpp"
 

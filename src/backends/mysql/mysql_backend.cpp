@@ -16,8 +16,8 @@ class row_backend final : public sql::engine_backend {
               std::shared_ptr<sql::connection_counter> counter)
       : engine_backend(
             sql_bundle(), make_dialect(o.mode),
-            [o, counter] { return open_connection(o, counter); }, std::move(url_text),
-            statements, true, counter),
+            [o, counter] { return open_connection(o, counter); }, std::move(url_text), statements,
+            true, counter),
         opts_(o),
         diagnostics_(*this, o) {
     set_auto_migrate(o.auto_migrate);

@@ -1,14 +1,13 @@
-// MySQL/MariaDB backend: URL parsing, the factory, and the row-based lock models
-// (pessimistic, optimistic) on the shared engine over the connector driver. The session-bound
-// model (GET_LOCK) is advisory_backend.cpp.
+// MySQL/MariaDB backend: URL parsing and the factory, which opens one class per lock model:
+// the row-based models (pessimistic, optimistic) in mysql_backend.cpp, the session-bound model
+// (GET_LOCK) in advisory_backend.cpp, a peer's layout (compat=) in compat.cpp.
 #include <algorithm>
 
 #include "advisory_backend.hpp"
 #include "budget.hpp"
 #include "compat.hpp"
-#include "connector.hpp"
-#include "diagnostics.hpp"
 #include "dialect.hpp"
+#include "mysql_backend.hpp"
 #include "sql/sql_engine.hpp"
 #include "sqlock/mysql/mysql.hpp"
 #include "sqlock/url.hpp"
@@ -24,33 +23,6 @@ std::string shown_url(const options& o) {
   if (!o.socket.empty()) s += "?socket=" + percent_encode(o.socket);
   return s;
 }
-
-// Lease rows on the server's clock, through the engine: a bounded statement pool, kept.
-class row_backend final : public sql::engine_backend {
- public:
-  row_backend(const options& o, std::string url_text, std::size_t statements,
-              std::shared_ptr<sql::connection_counter> counter)
-      : engine_backend(
-            sql_bundle(), make_dialect(o.mode),
-            [o, counter] { return detail::open_connection(o, counter); }, std::move(url_text),
-            statements, true, counter),
-        opts_(o),
-        diagnostics_(*this, o) {
-    set_auto_migrate(o.auto_migrate);
-    set_io_timeout(o.timeout);
-  }
-
-  std::string kind() const override { return "mysql"; }
-  void verify(steady_time deadline) override {
-    detail::refuse_read_only(*this, opts_, deadline);
-    engine_backend::verify(deadline);
-  }
-  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
-
- private:
-  const options opts_;
-  detail::mysql_diagnostics diagnostics_;
-};
 
 const std::vector<std::string> modes = {"pessimistic", "optimistic", "advisory"};
 constexpr std::int64_t max_pool = 1024;  // any count of connections
@@ -127,7 +99,7 @@ std::shared_ptr<backend> open_with_url(const options& o, std::string url_text) {
   if (!o.compat.empty()) return open_compat(o, std::move(url_text));  // a peer's layout
   if (o.mode == "advisory")
     return detail::open_advisory(o, std::move(url_text), budget.statements, counter);
-  return std::make_shared<row_backend>(o, std::move(url_text), budget.statements, counter);
+  return detail::open_rows(o, std::move(url_text), budget.statements, counter);
 }
 }  // namespace
 

@@ -15,8 +15,8 @@
 #include <stop_token>
 #include <string>
 
+#include "sql/cancel_resender.hpp"
 #include "sql/session_pool.hpp"
-#include "sql/stop_repeater.hpp"
 
 namespace sqlock::mysql::detail {
 
@@ -35,7 +35,7 @@ class wait_stopper final : public sql::wait_breaker {
   bool fired() const override { return kills_->fired(); }
 
  private:
-  std::optional<sql::stop_repeater> kills_;
+  std::optional<sql::cancel_resender> kills_;
 };
 
 }  // namespace sqlock::mysql::detail

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <thread>
 
-#include "connection.hpp"
 #include "lock_key.hpp"
 #include "pooler.hpp"
+#include "postgres_driver.hpp"
 #include "sql/hold_recorder_json.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"

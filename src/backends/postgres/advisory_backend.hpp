@@ -22,7 +22,7 @@
 // notification path only (a wait inside the server could only wait for one of the N keys).
 #pragma once
 
-#include "pg_backend.hpp"
+#include "postgres_backend.hpp"
 #include "sql/hold_recorder.hpp"
 #include "sql/session_pool.hpp"
 

@@ -28,15 +28,15 @@ class statement_lost : public std::runtime_error {
 };
 
 /// A libpq connection whose every call returns by its deadline.
-class link {
+class libpq_connection {
  public:
   /// Connects by `deadline` (connection_error when it cannot; auth_error or config_error when
   /// retrying will not help). While waiting, `stop_fd` (if >= 0) becoming readable ends the
   /// wait with connection_error: the owner is shutting down.
-  link(const std::string& conninfo, steady_time deadline, int stop_fd = -1);
-  ~link();
-  link(const link&) = delete;
-  link& operator=(const link&) = delete;
+  libpq_connection(const std::string& conninfo, steady_time deadline, int stop_fd = -1);
+  ~libpq_connection();
+  libpq_connection(const libpq_connection&) = delete;
+  libpq_connection& operator=(const libpq_connection&) = delete;
 
   /// "host:port" of the server this connection reached (the one libpq chose of a multi-host
   /// URL), "" when closed.

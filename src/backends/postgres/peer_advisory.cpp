@@ -1,8 +1,8 @@
 // The peers' advisory locks on dedicated sessions (see peer_advisory.hpp).
 #include "peer_advisory.hpp"
 
-#include "connection.hpp"
 #include "pooler.hpp"
+#include "postgres_driver.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {

@@ -11,7 +11,7 @@
 #include <functional>
 
 #include "peer_key.hpp"
-#include "pg_backend.hpp"
+#include "postgres_backend.hpp"
 #include "sql/session_pool.hpp"
 
 namespace sqlock::postgres {

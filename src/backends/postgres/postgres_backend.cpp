@@ -1,15 +1,15 @@
 // The shared base of the PostgreSQL backends: engine, notifier, description.
-#include "pg_backend.hpp"
+#include "postgres_backend.hpp"
 
 #include <algorithm>
 
 #include "budget.hpp"
-#include "connection.hpp"
 #include "conninfo.hpp"
 #include "diagnostics.hpp"
 #include "dialect.hpp"
 #include "errors.hpp"
 #include "pooler.hpp"
+#include "postgres_driver.hpp"
 
 namespace sqlock::postgres {
 

@@ -1,6 +1,6 @@
-// The engine's operations on one libpq link: prepared once per connection, run with text
+// The engine's operations on one libpq connection: prepared once per connection, run with text
 // parameters, several statements wrapped in a transaction.
-#include "connection.hpp"
+#include "postgres_driver.hpp"
 
 #include "errors.hpp"
 #include "pooler.hpp"
@@ -29,13 +29,14 @@ pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int 
       pooling_(p),
       connections_(std::move(counter)) {}
 
-pg_connection::~pg_connection() = default;  // the link's close counts it closed, in time
+pg_connection::~pg_connection() =
+    default;  // the libpq connection's close counts it closed, in time
 
 void pg_connection::connect(steady_time deadline) {
   ready(deadline);
 }
 
-link& pg_connection::ready(steady_time deadline) {
+libpq_connection& pg_connection::ready(steady_time deadline) {
   if (!link_) {
     // A place in the budget first: a connection closed earlier counts until the server has
     // ended its session, so the server never sees more of this client's than the budget.
@@ -43,9 +44,9 @@ link& pg_connection::ready(steady_time deadline) {
       throw sql::pool_busy(
           "every connection of the PostgreSQL client's budget stayed open until the call's "
           "deadline (a closed one's server session had not ended)");
-    std::unique_ptr<link> l;
+    std::unique_ptr<libpq_connection> l;
     try {
-      l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+      l = std::make_unique<libpq_connection>(conninfo_, deadline, stop_fd_);
     } catch (...) {
       if (connections_) connections_->closed();
       throw;
@@ -54,7 +55,7 @@ link& pg_connection::ready(steady_time deadline) {
       connections_->connected();
       l->on_ended([c = connections_] { c->closed(); });
     }
-    // A session whose settings failed is dropped: every open link has them.
+    // A session whose settings failed is dropped: every open connection has them.
     if (pooling_.refuse_proxy || pooling_.learn_server_process) {
       const int process = server_process(*l, deadline);
       if (pooling_.refuse_proxy && process != l->server_pid()) refuse_advisory("");
@@ -93,8 +94,8 @@ std::vector<pg_connection::statement>& pg_connection::compiled(const sql::operat
   return cache_.emplace(op.key, std::move(list)).first->second;
 }
 
-sql::rows pg_connection::exec(link& l, statement& s, const sql::params& p, steady_time deadline,
-                              const std::string& what) {
+sql::rows pg_connection::exec(libpq_connection& l, statement& s, const sql::params& p,
+                              steady_time deadline, const std::string& what) {
   std::vector<std::string> values;
   values.reserve(s.names.size());
   for (const auto& n : s.names) {

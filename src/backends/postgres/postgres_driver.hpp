@@ -1,6 +1,6 @@
-// The PostgreSQL driver of the shared SQL engine: an sql::connection over one libpq link
-// (link.hpp) with the engine's operations as prepared statements (one round trip per lock
-// operation), lock names checked before they are sent, and every call bounded by its deadline.
+// The PostgreSQL driver of the shared SQL engine: an sql::connection over one libpq connection
+// (libpq_connection.hpp) with the engine's operations as prepared statements (one round trip per
+// lock operation), lock names checked before they are sent, and every call bounded by its deadline.
 // The same class serves the row-based backend's pool, the dedicated sessions of advisory mode
 // (it can be watched while idle) and the LISTEN connection.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "link.hpp"
+#include "libpq_connection.hpp"
 #include "sql/session_pool.hpp"
 #include "statement_stopper.hpp"
 
@@ -44,7 +44,7 @@ class pg_connection final : public sql::pooled_session {
  public:
   /// A connection to `conninfo`, made by connect() or by the first call, within that call's
   /// deadline (the engine's pool opens connections without one). `io_timeout` bounds the calls
-  /// that carry no deadline (query, execute_script). `stop_fd`: see link.
+  /// that carry no deadline (query, execute_script). `stop_fd`: see libpq_connection.
   /// `p`: what a pooler between client and server allows (pooler.hpp); `counter` (optional)
   /// counts the connection from before it connects until the server has ended its session,
   /// and a connect waits for a place in it (connection_counter::reserve).
@@ -96,20 +96,20 @@ class pg_connection final : public sql::pooled_session {
   std::vector<statement>& compiled(const sql::operation& op);
   // Runs one statement: prepared and run in one round trip on its first use, then by name;
   // or unnamed.
-  sql::rows exec(link& l, statement& s, const sql::params& p, steady_time deadline,
+  sql::rows exec(libpq_connection& l, statement& s, const sql::params& p, steady_time deadline,
                  const std::string& what);
   // Runs the statements of `op` (several in one transaction).
   sql::rows run_once(const sql::operation& op, const sql::params& p, steady_time deadline);
 
-  // The link, connected by the first call's deadline.
-  link& ready(steady_time deadline);
+  // The libpq connection, connected by the first call's deadline.
+  libpq_connection& ready(steady_time deadline);
 
   std::string conninfo_;
   milliseconds io_timeout_;
   int stop_fd_;
   pooling pooling_;
   std::shared_ptr<sql::connection_counter> connections_;
-  std::unique_ptr<link> link_;
+  std::unique_ptr<libpq_connection> link_;
   int server_process_ = 0;  // learnt at connect (pooling::learn_server_process)
   std::map<std::string, std::vector<statement>, std::less<>> cache_;
   std::string prefix_;  // of this connection's statement names: "sqlock_<random>_"

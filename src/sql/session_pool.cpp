@@ -84,6 +84,7 @@ struct session_pool::shared {
   std::mutex m;                                    // guards sessions, next, lost, stop
   std::vector<std::shared_ptr<session>> sessions;  // `turns` taken in turn, then the waiters
   std::size_t turns = 1;
+  session_spread spread = session_spread::round_robin;
   std::size_t next = 0;                                   // where pick() starts looking
   std::vector<std::pair<std::string, std::string>> lost;  // (name, owner) not yet reported
   bool stop = false;
@@ -131,22 +132,28 @@ struct session_pool::shared {
     }
     return at(i);
   }
-  // The first session from `next` on, round the sessions calls take, that is free (its turn
-  // taken) or yet to be opened (a new one, its turn taken); `next` then points past it. Null
-  // when every one is in a call.
+  // A session calls take that is free (its turn taken), per `spread`: round_robin, the first
+  // from `next` on that is free or yet to be opened (`next` then points past it); first_free,
+  // the first open one that is free, else one yet to be opened. Null when every one is in a
+  // call.
   std::shared_ptr<session> free_one() {
     std::lock_guard g(m);
-    for (std::size_t k = 0; k < turns; ++k) {
-      const std::size_t i = (next + k) % turns;
-      auto& s = sessions[i];
-      if (!s || s->dead) s = std::make_shared<session>();
-      if (!s->t.try_take()) continue;
-      if (s->dead) {  // killed meanwhile
-        s->t.give();
-        continue;
+    const bool round = spread == session_spread::round_robin;
+    for (int pass = round ? 1 : 0; pass < 2; ++pass) {  // first_free: open ones, then new ones
+      for (std::size_t k = 0; k < turns; ++k) {
+        const std::size_t i = round ? (next + k) % turns : k;
+        auto& s = sessions[i];
+        const bool empty = !s || s->dead;
+        if (pass == 0 && empty) continue;
+        if (empty) s = std::make_shared<session>();
+        if (!s->t.try_take()) continue;
+        if (s->dead || (pass == 0 && !s->conn)) {  // killed meanwhile, or not open yet
+          s->t.give();
+          continue;
+        }
+        if (round) next = i + 1;
+        return s;
       }
-      next = i + 1;
-      return s;
     }
     return nullptr;
   }
@@ -234,11 +241,12 @@ void session_pool::shared::watch() {
 }
 
 session_pool::session_pool(std::size_t size, std::size_t waiters, session_driver open,
-                           session_loss lost)
+                           session_loss lost, session_spread spread)
     : sh_(std::make_shared<shared>()) {
   if (size == 0) throw config_error("a session pool needs at least one session");
   sh_->sessions.resize(size + waiters);
   sh_->turns = size;
+  sh_->spread = spread;
   sh_->open = std::move(open);
   sh_->on_lost = std::move(lost);
   if (::pipe2(sh_->pipe, O_CLOEXEC | O_NONBLOCK) != 0)

@@ -71,15 +71,26 @@ struct session_hold {
   std::string key;      ///< the backend's own name of the lock on the server, if it needs one
 };
 
+/// How the pool hands its sessions to calls.
+enum class session_spread {
+  /// Round the sessions: successive calls get different sessions (PostgreSQL advisory: a
+  /// shared or permit request looks for one without another owner's hold of its name).
+  round_robin,
+  /// The first free open session; another is opened only when every open one is in a call
+  /// (MySQL GET_LOCK: one session carries the holds of a client that takes them one by one).
+  first_free,
+};
+
 class session_pool {
   struct session;
   struct shared;
 
  public:
-  /// `size` sessions (>= 1) calls take plus `waiters` waiter sessions, opened on first use by
-  /// `open`; `lost` is called from the watcher thread for every hold of a session that died
-  /// or was killed.
-  session_pool(std::size_t size, std::size_t waiters, session_driver open, session_loss lost);
+  /// `size` sessions (>= 1) calls take, handed out as `spread` says, plus `waiters` waiter
+  /// sessions, opened on first use by `open`; `lost` is called from the watcher thread for
+  /// every hold of a session that died or was killed.
+  session_pool(std::size_t size, std::size_t waiters, session_driver open, session_loss lost,
+               session_spread spread = session_spread::round_robin);
   ~session_pool();
   session_pool(const session_pool&) = delete;
   session_pool& operator=(const session_pool&) = delete;
@@ -117,9 +128,9 @@ class session_pool {
     std::shared_ptr<shared> sh_;
   };
 
-  /// A session for one call: a free one, else the next in turn once its call ends, locked by
-  /// `deadline` (sql::pool_busy when every session stays busy: nothing was sent) and connected
-  /// (connection_error when it cannot be, by then). Successive picks go round the sessions.
+  /// A session for one call: a free one (see session_spread), else the next in turn once its
+  /// call ends, locked by `deadline` (sql::pool_busy when every session stays busy: nothing was
+  /// sent) and connected (connection_error when it cannot be, by then).
   call pick(steady_time deadline);
   /// A waiter session that is free and carries no hold, connected by `deadline`; nullopt when
   /// every waiter session is busy or holds something.

@@ -67,16 +67,18 @@ class advisory_backend final : public sql::engine_backend {
                          steady_time deadline) { record(batch, deadline); },
                   o.record_after, o.timeout),
         wait_chunk_(std::max(o.timeout / 2 - wait_margin, milliseconds(100))),
-        pool_(o.sessions, o.waiters,
-              lock_sessions(o, counter_,
-                            [this](const std::string& kill, steady_time until) {
-                              with_connection([&](sql::connection& c) { c.query(kill, until); },
-                                              until);
-                            }),
-              [this](const std::string& name, const std::string& owner) {
-                recorder_.released(name, owner);  // not to be recorded any more
-                report_lost(name, owner);
-              }) {
+        pool_(
+            o.sessions, o.waiters,
+            lock_sessions(o, counter_,
+                          [this](const std::string& kill, steady_time until) {
+                            with_connection([&](sql::connection& c) { c.query(kill, until); },
+                                            until);
+                          }),
+            [this](const std::string& name, const std::string& owner) {
+              recorder_.released(name, owner);  // not to be recorded any more
+              report_lost(name, owner);
+            },
+            sql::session_spread::first_free) {
     set_auto_migrate(o.auto_migrate);
     set_io_timeout(o.timeout);
   }

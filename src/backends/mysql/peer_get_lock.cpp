@@ -30,10 +30,10 @@ class peer_get_lock final : public sql::engine_backend {
             std::move(url_text), budget.statements, true, counter),
         raw_(o.compat == "raw"),
         where_(server_address(o)),
-        pool_(o.sessions, 0, lock_sessions(o, counter),
-              [this](const std::string& name, const std::string& owner) {
-                report_lost(name, owner);
-              }) {
+        pool_(
+            o.sessions, 0, lock_sessions(o, counter),
+            [this](const std::string& name, const std::string& owner) { report_lost(name, owner); },
+            sql::session_spread::first_free) {
     set_io_timeout(o.timeout);
   }
 

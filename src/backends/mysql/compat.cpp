@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "budget.hpp"
-#include "connector.hpp"
 #include "dialect.hpp"
+#include "mysql_driver.hpp"
 #include "peer_get_lock.hpp"
 #include "shedlock.hpp"
 #include "sql/sql_engine.hpp"

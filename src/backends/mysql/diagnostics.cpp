@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "budget.hpp"
-#include "connector.hpp"
 #include "galera.hpp"
+#include "mysql_driver.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::mysql::detail {

@@ -1,7 +1,7 @@
 // Galera membership and the refusal of GET_LOCK modes on a Galera node (see galera.hpp).
 #include "galera.hpp"
 
-#include "connector.hpp"
+#include "mysql_driver.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::mysql::detail {

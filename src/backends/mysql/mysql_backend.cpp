@@ -1,29 +1,13 @@
-// MySQL/MariaDB backend: URL parsing, the factory, and the row-based lock models
-// (pessimistic, optimistic) on the shared engine over the connector driver. The session-bound
-// model (GET_LOCK) is advisory_backend.cpp.
-#include <algorithm>
+// The row-based lock models of MySQL/MariaDB (mysql_backend.hpp).
+#include "mysql_backend.hpp"
 
-#include "advisory_backend.hpp"
-#include "budget.hpp"
-#include "compat.hpp"
-#include "connector.hpp"
 #include "diagnostics.hpp"
 #include "dialect.hpp"
-#include "sql/sql_engine.hpp"
-#include "sqlock/mysql/mysql.hpp"
-#include "sqlock/url.hpp"
+#include "mysql_driver.hpp"
 
-namespace sqlock {
-namespace mysql {
+namespace sqlock::mysql::detail {
+
 namespace {
-
-std::string shown_url(const options& o) {
-  std::string s = "mysql://" + percent_encode(o.user) + "@";
-  s += o.socket.empty() ? o.host + ":" + std::to_string(o.port) : "localhost";
-  s += "/" + percent_encode(o.database);
-  if (!o.socket.empty()) s += "?socket=" + percent_encode(o.socket);
-  return s;
-}
 
 // Lease rows on the server's clock, through the engine: a bounded statement pool, kept.
 class row_backend final : public sql::engine_backend {
@@ -32,8 +16,8 @@ class row_backend final : public sql::engine_backend {
               std::shared_ptr<sql::connection_counter> counter)
       : engine_backend(
             sql_bundle(), make_dialect(o.mode),
-            [o, counter] { return detail::open_connection(o, counter); }, std::move(url_text),
-            statements, true, counter),
+            [o, counter] { return open_connection(o, counter); }, std::move(url_text), statements,
+            true, counter),
         opts_(o),
         diagnostics_(*this, o) {
     set_auto_migrate(o.auto_migrate);
@@ -42,109 +26,21 @@ class row_backend final : public sql::engine_backend {
 
   std::string kind() const override { return "mysql"; }
   void verify(steady_time deadline) override {
-    detail::refuse_read_only(*this, opts_, deadline);
+    refuse_read_only(*this, opts_, deadline);
     engine_backend::verify(deadline);
   }
   store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
 
  private:
   const options opts_;
-  detail::mysql_diagnostics diagnostics_;
+  mysql_diagnostics diagnostics_;
 };
 
-const std::vector<std::string> modes = {"pessimistic", "optimistic", "advisory"};
-constexpr std::int64_t max_pool = 1024;  // any count of connections
-constexpr std::int64_t max_waiters = 256;
-constexpr milliseconds max_timeout = std::chrono::hours(24);
-
 }  // namespace
 
-options parse_url(const std::string& url_text) {
-  url u = url::parse(url_text);
-  if (u.scheme != "mysql" && u.scheme != "mariadb")
-    throw config_error("not a mysql:// or mariadb:// URL: " + u.redacted());
-  u.check_params({"mode",       "socket",       "max_connections", "pool",     "sessions",
-                  "waiters",    "record_after", "connect_timeout", "timeout",  "migrate",
-                  "ssl_mode",   "ssl_ca",       "ssl_capath",      "ssl_cert", "ssl_key",
-                  "ssl_cipher", "ssl_crl",      "tls_version",     "compat",   "shedlock_table"});
-  if (u.hosts.size() > 1)
-    throw config_error("MySQL URL takes one host (got " + std::to_string(u.hosts.size()) + " in '" +
-                       u.redacted() + "'); use a proxy or the primary's address");
-  options o;
-  if (!u.hosts.empty()) {
-    if (!u.hosts[0].host.empty()) o.host = u.hosts[0].host;
-    if (u.hosts[0].port > 0) o.port = u.hosts[0].port;
-  }
-  o.user = u.user.value_or("");
-  o.password = u.password.value_or("");
-  o.database = u.path;
-  while (!o.database.empty() && o.database.front() == '/') o.database.erase(0, 1);
-  if (o.database.empty() || o.database.find('/') != std::string::npos)
-    throw config_error(
-        "MySQL URL needs the database holding the sqlock schema: mysql://user@host/db (got '" +
-        u.redacted() + "')");
-  o.mode = u.choice_param("mode", modes).value_or(o.mode);
-  o.socket = u.param("socket");
-  if (auto v = u.count_param("max_connections", 1, max_pool))
-    o.max_connections = static_cast<std::size_t>(*v);
-  if (auto v = u.count_param("pool", 1, max_pool)) o.pool = static_cast<std::size_t>(*v);
-  if (auto v = u.count_param("sessions", 1, max_pool)) o.sessions = static_cast<std::size_t>(*v);
-  if (auto v = u.count_param("waiters", 0, max_waiters)) o.waiters = static_cast<std::size_t>(*v);
-  if (auto v = u.duration_param("timeout", milliseconds(1), max_timeout)) o.timeout = *v;
-  if (auto v = u.duration_param("record_after", milliseconds(0), max_timeout)) o.record_after = *v;
-  o.connect_timeout =
-      u.duration_param("connect_timeout", milliseconds(1), max_timeout).value_or(o.timeout);
-  o.auto_migrate = u.choice_param("migrate", {"auto", "off"}).value_or("off") == "auto";
-  o.ssl_ca = u.param("ssl_ca");
-  o.ssl_capath = u.param("ssl_capath");
-  o.ssl_cert = u.param("ssl_cert");
-  o.ssl_key = u.param("ssl_key");
-  o.ssl_cipher = u.param("ssl_cipher");
-  o.ssl_crl = u.param("ssl_crl");
-  o.tls_version = u.param("tls_version");
-  if (auto v = u.choice_param("compat", {std::begin(compat_layouts), std::end(compat_layouts)}))
-    o.compat = *v;
-  if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
-  o.ssl_mode = u.choice_param("ssl_mode",
-                              {"disabled", "preferred", "required", "verify_ca", "verify_identity"})
-                   .value_or("");
-  return o;
+std::shared_ptr<backend> open_rows(const options& o, std::string url_text, std::size_t statements,
+                                   std::shared_ptr<sql::connection_counter> counter) {
+  return std::make_shared<row_backend>(o, std::move(url_text), statements, std::move(counter));
 }
 
-namespace {
-std::shared_ptr<backend> open_with_url(const options& o, std::string url_text) {
-  if (!valid_mode(o.mode))
-    throw config_error("MySQL mode must be pessimistic, optimistic or advisory (got '" + o.mode +
-                       "')");
-  if (o.database.empty())
-    throw config_error("MySQL options need the database holding the sqlock schema");
-  if (o.sessions == 0) throw config_error("MySQL sessions must be at least 1");
-  const auto budget = split_budget(o);  // also: the parts must fit
-  if (o.connect_timeout <= milliseconds(0) || o.timeout <= milliseconds(0))
-    throw config_error("MySQL timeouts must be positive");
-  if (url_text.empty()) url_text = shown_url(o);
-  auto counter = std::make_shared<sql::connection_counter>();
-  if (!o.compat.empty()) return open_compat(o, std::move(url_text));  // a peer's layout
-  if (o.mode == "advisory")
-    return detail::open_advisory(o, std::move(url_text), budget.statements, counter);
-  return std::make_shared<row_backend>(o, std::move(url_text), budget.statements, counter);
-}
-}  // namespace
-
-std::shared_ptr<backend> open(const options& opts) {
-  return open_with_url(opts, {});
-}
-
-}  // namespace mysql
-
-namespace backends {
-void register_mysql() {
-  auto factory = [](const url& u) -> std::shared_ptr<backend> {
-    return mysql::open_with_url(mysql::parse_url(u.original), u.original);
-  };
-  register_backend("mysql", factory);
-  register_backend("mariadb", factory);
-}
-}  // namespace backends
-
-}  // namespace sqlock
+}  // namespace sqlock::mysql::detail

@@ -1,11 +1,12 @@
 // The peers' GET_LOCK locks on sessions of their own (see peer_get_lock.hpp).
 #include "peer_get_lock.hpp"
 
-#include "advisory_sessions.hpp"
 #include "dialect.hpp"
 #include "galera.hpp"
+#include "lock_session.hpp"
 #include "peer_lock_name.hpp"
 #include "sql/connection_budget.hpp"
+#include "sql/session_pool.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::mysql::detail {
@@ -29,34 +30,39 @@ class peer_get_lock final : public sql::engine_backend {
             std::move(url_text), budget.statements, true, counter),
         raw_(o.compat == "raw"),
         where_(server_address(o)),
-        pool_(o, o.sessions, 0, counter) {
+        pool_(
+            o.sessions, 0, lock_sessions(o, counter),
+            [this](const std::string& name, const std::string& owner) { report_lost(name, owner); },
+            sql::session_spread::first_free) {
     set_io_timeout(o.timeout);
   }
 
   std::optional<lease_info> attempt(const lock_request& req, steady_time deadline,
                                     sql::engine_acquisition*) override {
     const auto lock_name = get_lock_name(req.name);  // before anything is sent
-    auto t = pool_.take(deadline);
-    auto& s = *t.s;
-    if (auto it = s.holds.find(req.name); it != s.holds.end()) {
+    std::optional<sql::session_pool::call> c;
+    try {
+      c.emplace(pool_.pick(deadline));
+    } catch (const sql::pool_busy&) {
+      return std::nullopt;  // every session stayed busy: nothing was asked
+    }
+    if (const auto* h = c->held(req.name)) {
       // This session holds the name (GET_LOCK would nest): this owner's hold again, or busy.
-      if (it->second.owner != req.owner) return std::nullopt;
-      return granted(req, t.s);
+      if (h->owner != req.owner) return std::nullopt;
+      return granted(req, c->token());
     }
     sql::params p;
     p.name = lock_name;
     sql::rows r;
     try {
-      r = s.conn->run(take_, p, deadline);
+      r = c->conn().run(take_, p, deadline);
     } catch (...) {
-      auto lost = s.close();  // unknown state: ending the session frees anything it took
-      t.lock.unlock();        // listeners may call back into the backend
-      report(lost);
+      c->kill();  // unknown state: ending the session frees anything it took
       throw;
     }
     if (!sql::says_true(r)) return std::nullopt;
-    s.holds[req.name] = hold{req.owner, lock_name, 0};
-    return granted(req, t.s);
+    c->keep(req.name, {req.owner, 0, false, lock_name});
+    return granted(req, c->token());
   }
 
   bool renew(const lease_info& l, milliseconds, steady_time deadline) override {
@@ -127,8 +133,8 @@ class peer_get_lock final : public sql::engine_backend {
     return raw_ ? raw_get_lock_name(name) : distributedlock_get_lock_name(name);
   }
 
-  static lease_info granted(const lock_request& req, const std::shared_ptr<session>& s) {
-    lease_info l{req.name, req.owner, 0, s};
+  static lease_info granted(const lock_request& req, std::shared_ptr<void> s) {
+    lease_info l{req.name, req.owner, 0, std::move(s)};
     l.sent = std::chrono::steady_clock::now();  // no lease on the server: it runs from the grant
     return l;
   }
@@ -137,29 +143,19 @@ class peer_get_lock final : public sql::engine_backend {
   // release, or when the server says it is gone.
   bool run_on_session(const lease_info& l, const sql::operation& op, steady_time deadline,
                       bool releasing) {
-    auto s = std::static_pointer_cast<session>(l.state);
-    if (!s) return false;
-    std::unique_lock lock(s->m, std::defer_lock);
-    if (!lock.try_lock_until(deadline)) throw connection_error("MySQL session stayed busy");
-    auto it = s->holds.find(l.name);
-    if (s->dead || it == s->holds.end() || it->second.owner != l.owner) return false;
+    auto c = pool_.holding(l.state, l.name, l.owner, deadline);
+    if (!c) return false;
     sql::params p;
-    p.name = it->second.lock_name;
+    p.name = c->held(l.name)->key;
     try {
-      const bool ok = sql::says_true(s->conn->run(op, p, deadline));
-      if (releasing || !ok) s->holds.erase(l.name);
+      const bool ok = sql::says_true(c->conn().run(op, p, deadline));
+      if (releasing || !ok) c->forget(l.name);
       return ok;
     } catch (...) {
-      auto lost = s->close(l.name);  // a GET_LOCK lock is never left held by mistake
-      lock.unlock();
-      report(lost);
+      c->kill(l.name);  // a GET_LOCK lock is never left held by mistake
       if (releasing) throw;
       return false;
     }
-  }
-
-  void report(const hold_list& lost) {
-    for (const auto& [name, owner] : lost) report_lost(name, owner);
   }
 
   const bool raw_;
@@ -175,7 +171,7 @@ class peer_get_lock final : public sql::engine_backend {
        "t.THREAD_ID = m.OWNER_THREAD_ID WHERE m.OBJECT_TYPE = 'USER LEVEL LOCK' AND "
        "m.LOCK_STATUS = 'GRANTED' AND LEFT(m.OBJECT_NAME, CHAR_LENGTH(:prefix)) = :prefix "
        "ORDER BY m.OBJECT_NAME"}};
-  session_pool pool_;
+  sql::session_pool pool_;  // last, destroyed first: its watcher calls report_lost()
 };
 
 }  // namespace

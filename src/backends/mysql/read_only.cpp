@@ -1,7 +1,7 @@
 // connect()'s refusal of a read-only MySQL/MariaDB server (a replica, or read_only set by
 // hand): every lock mode writes, so such a server is named with a clear error at once rather
 // than failing each lock with error 1290.
-#include "connector.hpp"
+#include "mysql_driver.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::mysql::detail {

@@ -15,26 +15,27 @@
 #include <stop_token>
 #include <string>
 
-#include "sql/stop_repeater.hpp"
+#include "sql/cancel_resender.hpp"
+#include "sql/session_pool.hpp"
 
 namespace sqlock::mysql::detail {
 
 /// While it lives, a stop of its token ends the wait of server session `id` (socket `fd`).
-class wait_stopper {
+class wait_stopper final : public sql::wait_breaker {
  public:
   /// Sends a statement on another session by `deadline` (throws when it cannot).
   using sender = std::function<void(const std::string& statement, steady_time deadline)>;
   /// `send` runs the kills; `fd` may be -1 (no socket to shut down as a last resort).
   wait_stopper(sender send, std::uint64_t id, int fd, const std::stop_token& stop);
-  ~wait_stopper();
+  ~wait_stopper() override;
   wait_stopper(const wait_stopper&) = delete;
   wait_stopper& operator=(const wait_stopper&) = delete;
 
   /// True once the stop came: the session must be closed whatever the wait returned.
-  bool fired() const { return kills_->fired(); }
+  bool fired() const override { return kills_->fired(); }
 
  private:
-  std::optional<sql::stop_repeater> kills_;
+  std::optional<sql::cancel_resender> kills_;
 };
 
 }  // namespace sqlock::mysql::detail

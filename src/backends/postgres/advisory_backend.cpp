@@ -1,12 +1,12 @@
-// Advisory holds on the dedicated sessions of a session_pool.
+// Advisory holds on the dedicated sessions of an sql::session_pool.
 #include "advisory_backend.hpp"
 
 #include <algorithm>
 #include <thread>
 
-#include "connection.hpp"
 #include "lock_key.hpp"
 #include "pooler.hpp"
+#include "postgres_driver.hpp"
 #include "sql/hold_recorder_json.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
@@ -126,7 +126,7 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
   for (unsigned attempt = 0;; ++attempt) {
     auto c = session_for(req, deadline);
     if (!c) return std::nullopt;
-    if (auto h = c->held(req.name)) return lease_info{req.name, req.owner, h->second, c->token()};
+    if (auto h = c->held(req.name)) return lease_info{req.name, req.owner, h->fence, c->token()};
     try {
       return granted(*c, req, c->conn().run(op, p, exchange_bound(deadline, io_timeout())));
     } catch (const sql::transient_error&) {
@@ -146,21 +146,21 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
   }
 }
 
-std::optional<session_pool::call> advisory_backend::session_for(const lock_request& req,
-                                                                steady_time deadline) {
+std::optional<sql::session_pool::call> advisory_backend::session_for(const lock_request& req,
+                                                                     steady_time deadline) {
   // An exclusive request needs look at one session only: another owner's hold of the name
   // there (of any kind) makes it busy anyway.
   const std::size_t tries = req.kind == lock_kind::exclusive ? 1 : turns_;
   for (std::size_t i = 0; i < tries; ++i) {
     auto c = sessions_.pick(deadline);
     auto h = c.held(req.name);
-    if (!h || h->first == req.owner) return c;
+    if (!h || h->owner == req.owner) return c;
   }
   return std::nullopt;
 }
 
-std::optional<lease_info> advisory_backend::granted(session_pool::call& c, const lock_request& req,
-                                                    const sql::rows& r) {
+std::optional<lease_info> advisory_backend::granted(sql::session_pool::call& c,
+                                                    const lock_request& req, const sql::rows& r) {
   if (r.empty() || r[0].empty()) return std::nullopt;
   if (!r[0][0]) {
     if (r[0].size() > 1 && r[0][1] && r[0][1]->rfind("mismatch:", 0) == 0)
@@ -169,10 +169,11 @@ std::optional<lease_info> advisory_backend::granted(session_pool::call& c, const
   }
   auto fence = sql::decode_u64(r[0][0], "fence");
   const auto now = std::chrono::steady_clock::now();
-  c.keep(req.name, req.owner, fence, req.kind != lock_kind::exclusive);
+  c.keep(req.name, {req.owner, fence, req.kind != lock_kind::exclusive, {}});
   if (req.kind == lock_kind::exclusive) {
     // advisory_lock() wrote nothing: the hold is recorded if it lasts (hold_recorder).
-    recorder_.held({req.name, req.owner, req.holder, fence, c.conn().server_pid(), now});
+    recorder_.held(
+        {req.name, req.owner, req.holder, fence, c.conn().session_id(steady_time::max()), now});
   }
   lease_info l{req.name, req.owner, fence, c.token()};
   // The hold lives as long as its session, from the grant: a wait in the server before it
@@ -181,7 +182,7 @@ std::optional<lease_info> advisory_backend::granted(session_pool::call& c, const
   return l;
 }
 
-std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c,
+std::optional<lease_info> advisory_backend::wait_in_server(sql::session_pool::call& c,
                                                            const lock_request& req,
                                                            steady_time deadline) {
   // The server gives up a little before the caller's deadline, so that its answer arrives by
@@ -199,7 +200,7 @@ std::optional<lease_info> advisory_backend::wait_in_server(session_pool::call& c
     {
       // A stop ends the wait in the server (statement_stopper.hpp); the call then fails and its
       // session is closed below, which ends anything it registered.
-      auto stopper = c.conn().stop_on(req.stop);
+      auto stopper = c.conn().break_wait_on(req.stop);
       r = c.conn().run(op, p, std::min(deadline, now + wait + io_timeout()));
     }
     return granted(c, req, r);
@@ -222,7 +223,7 @@ bool advisory_backend::renew(const lease_info& l, milliseconds, steady_time dead
     return false;  // the session died or the hold was forgotten
   }
   try {
-    const auto& op = c->holds_shared(l.name) ? kinds_.renew : dialect_.renew;
+    const auto& op = c->held(l.name)->shared ? kinds_.renew : dialect_.renew;
     bool ok =
         sql::says_true(c->conn().run(op, params_for(l), exchange_bound(deadline, io_timeout())));
     if (!ok) {
@@ -242,7 +243,7 @@ bool advisory_backend::release(const lease_info& l, steady_time deadline) {
   auto c = sessions_.holding(l.state, l.name, l.owner, deadline);
   if (!c) return false;
   try {
-    const auto& op = c->holds_shared(l.name) ? kinds_.release
+    const auto& op = c->held(l.name)->shared ? kinds_.release
                      : recorded              ? release_recorded_
                                              : dialect_.release;
     auto p = keyed(params_for(l));

@@ -1,5 +1,5 @@
 // The session-bound lock model of PostgreSQL (advisory): pg_try_advisory_lock on a 64-bit key
-// the server computes from the name, held by one of a few dedicated sessions (session_pool)
+// the server computes from the name, held by one of a few dedicated sessions (sql::session_pool)
 // for as long as that session lives. The hold has no lease on the server: it dies with its
 // session, which the pool's watcher notices at once and reports through report_lost(). A
 // session whose state is unknown (a call that timed out or failed half-way) is closed, so no
@@ -22,9 +22,9 @@
 // notification path only (a wait inside the server could only wait for one of the N keys).
 #pragma once
 
-#include "pg_backend.hpp"
-#include "session_pool.hpp"
+#include "postgres_backend.hpp"
 #include "sql/hold_recorder.hpp"
+#include "sql/session_pool.hpp"
 
 namespace sqlock::postgres {
 
@@ -56,13 +56,13 @@ class advisory_backend final : public pg_backend {
                                     pg_acquisition* w);
   // A lock session for `req`: one carrying no hold of the name, or the one carrying this
   // owner's hold (a retried call); nullopt (busy) when every session carries another owner's.
-  std::optional<session_pool::call> session_for(const lock_request& req, steady_time deadline);
+  std::optional<sql::session_pool::call> session_for(const lock_request& req, steady_time deadline);
   // An attempt that waits inside the server on `c`, a waiter session free of holds.
-  std::optional<lease_info> wait_in_server(session_pool::call& c, const lock_request& req,
+  std::optional<lease_info> wait_in_server(sql::session_pool::call& c, const lock_request& req,
                                            steady_time deadline);
   // The hold an acquire operation's rows `r` grant on `c`: recorded there; nullopt when busy;
   // config_error when the name's holders are of another kind or number of permits.
-  std::optional<lease_info> granted(session_pool::call& c, const lock_request& req,
+  std::optional<lease_info> granted(sql::session_pool::call& c, const lock_request& req,
                                     const sql::rows& r);
   // Writes a batch of hold_recorder's records.
   void record(const std::vector<sql::hold_recorder::record>& batch, steady_time deadline);
@@ -73,7 +73,7 @@ class advisory_backend final : public pg_backend {
   kind_operations kinds_;            // acquire_advisory_shared and its renew and release
   std::size_t turns_;                // lock sessions taken in turn
   sql::hold_recorder recorder_;      // before sessions_: the watcher's losses reach it
-  session_pool sessions_;            // destroyed first: its watcher calls report_lost()
+  sql::session_pool sessions_;       // destroyed first: its watcher calls report_lost()
 };
 
 }  // namespace sqlock::postgres

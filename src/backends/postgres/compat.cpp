@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "peer_advisory.hpp"
-#include "pg_backend.hpp"
 #include "pooler.hpp"
+#include "postgres_backend.hpp"
 #include "shedlock.hpp"
 #include "sqlock/errors.hpp"
 

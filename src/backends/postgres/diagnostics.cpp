@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "budget.hpp"
-#include "link.hpp"
+#include "libpq_connection.hpp"
 #include "pooler.hpp"
 #include "sqlock/errors.hpp"
 
@@ -46,7 +46,7 @@ pg_diagnostics::pg_diagnostics(sql::engine_backend& engine, std::string conninfo
 
 std::vector<finding> pg_diagnostics::check(steady_time deadline) {
   const auto bound = [&] { return exchange_bound(deadline, o_.timeout); };
-  link l(conninfo_, bound());  // connection_error / auth_error end the report
+  libpq_connection l(conninfo_, bound());  // connection_error / auth_error end the report
   std::vector<finding> out;
   run_check(out, "server", [&] { server(l, bound(), out); });
   run_check(out, "role", [&] { role(l, bound(), out); });
@@ -58,7 +58,7 @@ std::vector<finding> pg_diagnostics::check(steady_time deadline) {
   return out;
 }
 
-void pg_diagnostics::server(link& l, steady_time bound, std::vector<finding>& out) {
+void pg_diagnostics::server(libpq_connection& l, steady_time bound, std::vector<finding>& out) {
   auto r = l.run_simple("SELECT pg_catalog.version()", bound, "version query failed");
   const auto version = cell(r, 0, 0);
   const auto at = " at " + l.address();
@@ -73,7 +73,7 @@ void pg_diagnostics::server(link& l, steady_time bound, std::vector<finding>& ou
   out.push_back({"server", st::ok, version.substr(0, version.find(" on ")) + at});
 }
 
-void pg_diagnostics::role(link& l, steady_time bound, std::vector<finding>& out) {
+void pg_diagnostics::role(libpq_connection& l, steady_time bound, std::vector<finding>& out) {
   auto r = l.run_simple(
       "SELECT pg_catalog.pg_is_in_recovery(), "
       "pg_catalog.current_setting('default_transaction_read_only'), "
@@ -126,7 +126,7 @@ void pg_diagnostics::role(link& l, steady_time bound, std::vector<finding>& out)
   out.push_back({"role", status, msg});
 }
 
-void pg_diagnostics::pooler(link& l, steady_time bound, std::vector<finding>& out) {
+void pg_diagnostics::pooler(libpq_connection& l, steady_time bound, std::vector<finding>& out) {
   const int first = server_process(l, bound);
   const bool declared = through_pooler(o_.pooler);
   if (first == l.server_pid()) {
@@ -140,7 +140,7 @@ void pg_diagnostics::pooler(link& l, steady_time bound, std::vector<finding>& ou
   }
   // A proxy: two clients that meet one server session prove that sessions are shared
   // (transaction or statement pooling); in session pooling the first client keeps its own.
-  link other(conninfo_, bound);
+  libpq_connection other(conninfo_, bound);
   bool shared = false;
   for (int i = 0; i < 3 && !shared; ++i)
     shared = server_process(other, bound) == server_process(l, bound);
@@ -185,7 +185,7 @@ void pg_diagnostics::pooler(link& l, steady_time bound, std::vector<finding>& ou
   out.push_back({"pooler", status, msg});
 }
 
-void pg_diagnostics::schema(link& l, steady_time bound, std::vector<finding>& out) {
+void pg_diagnostics::schema(libpq_connection& l, steady_time bound, std::vector<finding>& out) {
   int version = 0;
   engine_.with_connection(
       [&](sql::connection& c) { version = sql::schema_version(c, engine_.get_dialect(), bound); },
@@ -225,7 +225,7 @@ void pg_diagnostics::schema(link& l, steady_time bound, std::vector<finding>& ou
                      " (the latest), EXECUTE granted on its functions"});
 }
 
-void pg_diagnostics::clock(link& l, steady_time bound, std::vector<finding>& out) {
+void pg_diagnostics::clock(libpq_connection& l, steady_time bound, std::vector<finding>& out) {
   // The one wall-clock reading of the library: the report's, never a lease's.
   const auto before = std::chrono::system_clock::now();
   auto r = l.run_simple("SELECT extract(epoch FROM pg_catalog.clock_timestamp())::text", bound,
@@ -236,7 +236,7 @@ void pg_diagnostics::clock(link& l, steady_time bound, std::vector<finding>& out
                               "the times `sqlock list` prints"));
 }
 
-void pg_diagnostics::budget(link& l, steady_time bound, std::vector<finding>& out) {
+void pg_diagnostics::budget(libpq_connection& l, steady_time bound, std::vector<finding>& out) {
   auto r = l.run_simple(
       "SELECT pg_catalog.current_setting('max_connections')::int, "
       "pg_catalog.current_setting('superuser_reserved_connections')::int, "
@@ -269,7 +269,7 @@ void pg_diagnostics::budget(link& l, steady_time bound, std::vector<finding>& ou
   out.push_back({"connections", short_of ? st::warn : st::ok, msg});
 }
 
-void pg_diagnostics::timeouts(link& l, steady_time bound, std::vector<finding>& out) {
+void pg_diagnostics::timeouts(libpq_connection& l, steady_time bound, std::vector<finding>& out) {
   auto r = l.run_simple(
       "SELECT name, setting || coalesce(unit, ''), source FROM pg_catalog.pg_settings "
       "WHERE name IN ('idle_session_timeout', 'idle_in_transaction_session_timeout', "

@@ -13,7 +13,7 @@
 
 namespace sqlock::postgres {
 
-class link;
+class libpq_connection;
 
 /// The checks of one PostgreSQL backend (`engine`, which owns it).
 class pg_diagnostics final : public store_diagnostics {
@@ -22,13 +22,13 @@ class pg_diagnostics final : public store_diagnostics {
   std::vector<finding> check(steady_time deadline) override;
 
  private:
-  void server(link& l, steady_time bound, std::vector<finding>& out);
-  void role(link& l, steady_time bound, std::vector<finding>& out);
-  void pooler(link& l, steady_time bound, std::vector<finding>& out);
-  void schema(link& l, steady_time bound, std::vector<finding>& out);
-  void clock(link& l, steady_time bound, std::vector<finding>& out);
-  void budget(link& l, steady_time bound, std::vector<finding>& out);
-  void timeouts(link& l, steady_time bound, std::vector<finding>& out);
+  void server(libpq_connection& l, steady_time bound, std::vector<finding>& out);
+  void role(libpq_connection& l, steady_time bound, std::vector<finding>& out);
+  void pooler(libpq_connection& l, steady_time bound, std::vector<finding>& out);
+  void schema(libpq_connection& l, steady_time bound, std::vector<finding>& out);
+  void clock(libpq_connection& l, steady_time bound, std::vector<finding>& out);
+  void budget(libpq_connection& l, steady_time bound, std::vector<finding>& out);
+  void timeouts(libpq_connection& l, steady_time bound, std::vector<finding>& out);
 
   sql::engine_backend& engine_;
   const std::string conninfo_;

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <functional>
 
-#include "connection.hpp"
+#include "postgres_driver.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 

@@ -1,8 +1,8 @@
 // The peers' advisory locks on dedicated sessions (see peer_advisory.hpp).
 #include "peer_advisory.hpp"
 
-#include "connection.hpp"
 #include "pooler.hpp"
+#include "postgres_driver.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {
@@ -78,7 +78,7 @@ std::optional<lease_info> peer_advisory_backend::one_attempt(const lock_request&
                                                              pg_acquisition*) {
   const auto key = key_of(req.name);  // before anything is sent
   const bool shared = req.kind == lock_kind::shared;
-  std::optional<session_pool::call> c;
+  std::optional<sql::session_pool::call> c;
   try {
     c.emplace(sessions_.pick(deadline));
   } catch (const sql::pool_busy&) {
@@ -86,7 +86,7 @@ std::optional<lease_info> peer_advisory_backend::one_attempt(const lock_request&
   }
   if (auto held = c->held(req.name)) {
     // The server would grant this session the key again: one hold of a name per session.
-    if (held->first != req.owner) return std::nullopt;
+    if (held->owner != req.owner) return std::nullopt;
     lease_info l{req.name, req.owner, 0, c->token()};  // a retried call finds its hold
     l.sent = std::chrono::steady_clock::now();
     return l;
@@ -103,7 +103,7 @@ std::optional<lease_info> peer_advisory_backend::one_attempt(const lock_request&
     c->kill();  // the outcome is unknown: closing the session frees whatever it took
     throw;
   }
-  c->keep(req.name, req.owner, 0, shared);
+  c->keep(req.name, {req.owner, 0, shared, {}});
   lease_info l{req.name, req.owner, 0, c->token()};
   l.sent = std::chrono::steady_clock::now();  // no lease on the server: it runs from the grant
   return l;
@@ -128,7 +128,7 @@ bool peer_advisory_backend::release(const lease_info& l, steady_time deadline) {
   const auto key = key_of(l.name);
   p.key = key.value;
   try {
-    auto r = c->conn().run(op(false, key.pair, c->holds_shared(l.name)), p,
+    auto r = c->conn().run(op(false, key.pair, c->held(l.name)->shared), p,
                            exchange_bound(deadline, io_timeout()));
     c->forget(l.name);
     return sql::says_true(r);

@@ -1,6 +1,6 @@
 // compat=distributedlock and compat=raw on PostgreSQL: the peer's advisory lock itself. The
 // name is turned into the key the peer takes (peer_key.hpp) and held with
-// pg_try_advisory_lock[_shared] on one of a few dedicated sessions (session_pool), for as long
+// pg_try_advisory_lock[_shared] on one of a few dedicated sessions (sql::session_pool), for as long
 // as that session lives, exactly as DistributedLock.Postgres or a hand-written
 // pg_advisory_lock call holds it: no sqlock schema, no record, no fencing token, no lease on
 // the server (the hold dies with its session, reported lost at once). Outside sqlock's
@@ -11,8 +11,8 @@
 #include <functional>
 
 #include "peer_key.hpp"
-#include "pg_backend.hpp"
-#include "session_pool.hpp"
+#include "postgres_backend.hpp"
+#include "sql/session_pool.hpp"
 
 namespace sqlock::postgres {
 
@@ -44,7 +44,7 @@ class peer_advisory_backend final : public pg_backend {
   bool allow_hashing_;
   sql::operation ops_[2][2][2];  // [lock][pair][shared]
   sql::operation ping_, list_;
-  session_pool sessions_;  // destroyed first: its watcher calls report_lost()
+  sql::session_pool sessions_;  // destroyed first: its watcher calls report_lost()
 };
 
 }  // namespace sqlock::postgres

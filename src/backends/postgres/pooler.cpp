@@ -65,7 +65,7 @@ std::string listen_conninfo(const std::string& conninfo, const options& o) {
   return out;
 }
 
-int server_process(link& l, steady_time deadline) {
+int server_process(libpq_connection& l, steady_time deadline) {
   auto rows = l.run_simple("SELECT pg_catalog.pg_backend_pid()", deadline,
                            "PostgreSQL server process query failed");
   if (rows.size() != 1 || rows[0].empty() || !rows[0][0]) return l.server_pid();

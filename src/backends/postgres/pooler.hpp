@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "link.hpp"
+#include "libpq_connection.hpp"
 #include "sqlock/postgres/postgres.hpp"
 
 namespace sqlock::postgres {
@@ -31,10 +31,10 @@ std::string listen_conninfo(const std::string& conninfo, const options& o);
 bool listens_elsewhere(const options& o);
 
 /// The server process serving `l` now (pg_backend_pid()); one round trip, by `deadline`. It
-/// differs from the backend key the connection was given at its start (link::server_pid) when
-/// a proxy sits in between: pgbouncer (every pool mode) hands each client a random key of its
-/// own, a direct connection gets the server's.
-int server_process(link& l, steady_time deadline);
+/// differs from the backend key the connection was given at its start
+/// (libpq_connection::server_pid) when a proxy sits in between: pgbouncer (every pool mode) hands
+/// each client a random key of its own, a direct connection gets the server's.
+int server_process(libpq_connection& l, steady_time deadline);
 
 /// The config_error that refuses advisory mode through pool mode `pooler` ("" for a proxy
 /// whose pool mode is not declared), naming what to use instead.

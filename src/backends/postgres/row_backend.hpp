@@ -4,7 +4,7 @@
 // go in one statement (renew_all).
 #pragma once
 
-#include "pg_backend.hpp"
+#include "postgres_backend.hpp"
 
 namespace sqlock::postgres {
 

@@ -53,7 +53,7 @@ std::string session_settings_statement(int server_version, std::string_view star
   return s;
 }
 
-void apply_session_settings(link& l, steady_time deadline) {
+void apply_session_settings(libpq_connection& l, steady_time deadline) {
   const auto statement = session_settings_statement(l.server_version(), l.startup_options());
   if (!statement.empty()) l.run_simple(statement, deadline, "PostgreSQL session settings failed");
 }

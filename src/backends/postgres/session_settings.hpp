@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "link.hpp"
+#include "libpq_connection.hpp"
 
 namespace sqlock::postgres {
 
@@ -19,7 +19,7 @@ namespace sqlock::postgres {
 std::string session_settings_statement(int server_version, std::string_view startup_options);
 
 /// Sends session_settings_statement() for the session of `l`, in one round trip, by
-/// `deadline`. Throws as link's calls do.
-void apply_session_settings(link& l, steady_time deadline);
+/// `deadline`. Throws as libpq_connection's calls do.
+void apply_session_settings(libpq_connection& l, steady_time deadline);
 
 }  // namespace sqlock::postgres

@@ -5,8 +5,8 @@
 
 namespace sqlock::postgres {
 
-statement_stopper::statement_stopper(link* l, const std::stop_token& stop, bool cancel)
-    : link_(l), stopped_(stop) {
+statement_stopper::statement_stopper(libpq_connection* l, const std::stop_token& stop, bool cancel)
+    : link_(l), stop_(stop), stopped_(stop) {
   if (!link_ || link_->closed() || stopped_.fd() < 0) return;
   if (!cancel) {
     link_->watch_stop(stopped_.fd(), sql::stop_grace);
@@ -14,7 +14,8 @@ statement_stopper::statement_stopper(link* l, const std::stop_token& stop, bool 
   }
   std::shared_ptr<PGcancel> handle(link_->new_cancel(), PQfreeCancel);
   if (!handle) return;
-  link_->watch_stop(stopped_.fd(), sql::stop_grace);  // the last resort: the link closes itself
+  link_->watch_stop(stopped_.fd(),
+                    sql::stop_grace);  // the last resort: the connection closes itself
   cancels_.emplace(
       stop,
       [handle] {

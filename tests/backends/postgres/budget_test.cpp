@@ -43,6 +43,25 @@ void stays_within_budget(const std::string& owner, int threads, const std::strin
   });
 }
 
+// A client of `schema` (migrated here) with a budget of `budget` statement connections and no
+// listener, its sessions named `tag` (application_name).
+client statements_only(const std::string& owner, const std::string& schema, int budget,
+                       const std::string& tag) {
+  sqlock::connect(pg::with(owner, "schema=" + schema + "&migrate=auto"));
+  return sqlock::connect(pg::with(owner, "schema=" + schema +
+                                             "&max_connections=" + std::to_string(budget) +
+                                             "&listen=off&application_name=" + tag));
+}
+
+// The server sessions of the client named `tag` (application_name), with a further condition.
+int sessions_of(pqxx::connection& watch, const std::string& tag, const std::string& where = "") {
+  pqxx::nontransaction w(watch);
+  return w
+      .exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + tag + "'" +
+             where)[0]
+      .as<int>();
+}
+
 TEST_F(postgres, sixteen_threads_of_one_client_stay_within_the_default_budget) {
   stays_within_budget(owner_, 16, "", 8);
 }
@@ -58,26 +77,47 @@ TEST_F(postgres, a_budget_of_sixteen_bounds_sixteen_threads_in_advisory_mode_too
 TEST_F(postgres, a_try_lock_for_that_finds_every_pooled_connection_busy_returns_false_in_time) {
   const auto schema = own_schema();
   schema_guard guard(owner_, schema);
-  sqlock::connect(pg::with(owner_, "schema=" + schema + "&migrate=auto"));
   auto tag = unique_name("busy-pool");
-  // Two statement connections, no listener.
-  auto c = sqlock::connect(pg::with(
-      owner_, "schema=" + schema + "&max_connections=2&listen=off&application_name=" + tag));
+  auto c = statements_only(owner_, schema, 2, tag);
   pqxx::connection dc(owner_);
   // The lock table locked: both pooled connections wait in the server inside an acquire.
   pqxx::work tx(dc);
   tx.exec("LOCK TABLE " + schema + ".locks IN ACCESS EXCLUSIVE MODE");
   pqxx::connection watch(owner_);
-  auto count = [&](const std::string& where) {
-    pqxx::nontransaction w(watch);
-    return w
-        .exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + tag + "'" +
-               where)[0]
-        .as<int>();
-  };
+  auto count = [&](const std::string& where) { return sessions_of(watch, tag, where); };
   expect_busy_budget_times_out(
       c, tag, [&] { return count(" AND wait_event_type = 'Lock'") == 2; },
       [&] { EXPECT_EQ(count(""), 2); }, [&] { tx.commit(); });
+}
+
+TEST_F(postgres, a_connection_closed_at_its_deadline_counts_until_the_server_ends_its_session) {
+  const auto schema = own_schema();
+  schema_guard guard(owner_, schema);
+  auto tag = unique_name("closing");
+  auto c = statements_only(owner_, schema, 1, tag);
+  pqxx::connection watch(owner_);
+  auto sessions = [&] { return sessions_of(watch, tag); };
+  // The lock table locked: an acquire's statement waits in the server past the call's deadline,
+  // so the client closes its connection while the server session lives on, blocked.
+  pqxx::connection dc(owner_);
+  pqxx::work tx(dc);
+  tx.exec("LOCK TABLE " + schema + ".locks IN ACCESS EXCLUSIVE MODE");
+  auto a = c.make_lock(tag + ":a");
+  try {
+    EXPECT_FALSE(a.try_lock_for(300ms));
+  } catch (const connection_error&) {  // the statement's "no answer in time": either is fine here
+  }
+  // A second call must not open a replacement while that session lives: busy by its deadline.
+  auto b = c.make_lock(tag + ":b");
+  bool got = true;
+  EXPECT_NO_THROW(got = b.try_lock_for(300ms));
+  EXPECT_FALSE(got);
+  EXPECT_LE(sessions(), 1) << "the server saw more sessions of the client than its budget of 1";
+  // Once the blocked statement ends, its session ends, and the next call connects.
+  tx.commit();
+  EXPECT_TRUE(b.try_lock_for(5s));
+  EXPECT_LE(sessions(), 1);
+  b.unlock();
 }
 
 // A role of the test's own with a connection limit: the server refuses its third connection

@@ -78,8 +78,8 @@ TEST_F(redis_kinds, a_waiting_writer_keeps_new_readers_out_and_gets_the_lock) {
   std::atomic<bool> got{false};
   std::thread writer([&] {
     auto other = connect(url_);
-    auto l = other.get_backend().acquire(req(n, lock_kind::exclusive), clock::now() + 20s,
-                                         wait_policy{});
+    auto l = sqlock::acquire(other.get_backend(), req(n, lock_kind::exclusive), clock::now() + 20s,
+                             wait_policy{});
     got = l.has_value();
     if (l) {
       std::this_thread::sleep_for(100ms);
@@ -161,8 +161,8 @@ TEST_F(redis_kinds, the_permit_bound_holds_under_threads) {
     ts.emplace_back([&] {
       auto c = connect(url_);
       for (int i = 0; i < 15; ++i) {
-        auto p = c.get_backend().acquire(req(n, lock_kind::permit, permits), clock::now() + 30s,
-                                         wait_policy{});
+        auto p = sqlock::acquire(c.get_backend(), req(n, lock_kind::permit, permits),
+                                 clock::now() + 30s, wait_policy{});
         if (!p) continue;
         int now = ++inside;
         int seen = most.load();

@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -27,15 +28,15 @@ class statement_lost : public std::runtime_error {
 };
 
 /// A libpq connection whose every call returns by its deadline.
-class link {
+class libpq_connection {
  public:
   /// Connects by `deadline` (connection_error when it cannot; auth_error or config_error when
   /// retrying will not help). While waiting, `stop_fd` (if >= 0) becoming readable ends the
   /// wait with connection_error: the owner is shutting down.
-  link(const std::string& conninfo, steady_time deadline, int stop_fd = -1);
-  ~link();
-  link(const link&) = delete;
-  link& operator=(const link&) = delete;
+  libpq_connection(const std::string& conninfo, steady_time deadline, int stop_fd = -1);
+  ~libpq_connection();
+  libpq_connection(const libpq_connection&) = delete;
+  libpq_connection& operator=(const libpq_connection&) = delete;
 
   /// "host:port" of the server this connection reached (the one libpq chose of a multi-host
   /// URL), "" when closed.
@@ -52,8 +53,12 @@ class link {
   std::string startup_options() const;
   /// True once the connection is closed (timed out, broken): it must not be used again.
   bool closed() const { return c_ == nullptr; }
-  /// Closes the connection now.
+  /// Closes the connection now. The server's session may outlive it (a statement it still
+  /// runs): `ended` (see on_ended) is called once the server has ended it.
   void close();
+  /// Called once, when the server has ended the session after close() (or the destructor):
+  /// sql::closing_sessions waits for that, at most sql::closing_bound.
+  void on_ended(std::function<void()> ended) { ended_ = std::move(ended); }
 
   /// Prepares `text` as statement `name` and runs it with text `values`, in one round trip
   /// (libpq's pipeline mode); `prepared` is set once the server has the statement, even when
@@ -109,7 +114,8 @@ class link {
   milliseconds stop_grace_{};             // how long a stopped statement may still run
   std::optional<steady_time> stop_seen_;  // when call_stop_fd_ became readable
   scrubber scrub_;
-  bool fatal_ = false;  // the server sent a FATAL notice while idle: the session is ending
+  bool fatal_ = false;           // the server sent a FATAL notice while idle: the session is ending
+  std::function<void()> ended_;  // see on_ended()
 };
 
 }  // namespace sqlock::postgres

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "notifier.hpp"
-#include "registered_wait.hpp"
+#include "postgres_wait.hpp"
 #include "sql/sql_engine.hpp"
 #include "sqlock/doctor.hpp"
 #include "sqlock/postgres/postgres.hpp"

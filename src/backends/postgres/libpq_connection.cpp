@@ -1,12 +1,15 @@
 // libpq in non-blocking mode, every wait a poll() on the socket bounded by the deadline.
-#include "link.hpp"
+#include "libpq_connection.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "errors.hpp"
+#include "sql/closing_sessions.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {
@@ -39,7 +42,7 @@ sql::rows to_rows(const PGresult* r) {
 
 }  // namespace
 
-link::link(const std::string& conninfo, steady_time deadline, int stop_fd)
+libpq_connection::libpq_connection(const std::string& conninfo, steady_time deadline, int stop_fd)
     : stop_fd_(stop_fd), scrub_(conninfo) {
   const std::string what = "cannot connect to PostgreSQL";
   c_ = PQconnectStart(conninfo.c_str());
@@ -49,7 +52,7 @@ link::link(const std::string& conninfo, steady_time deadline, int stop_fd)
       c_,
       [](void* self, const PGresult* r) {
         if (field(r, PG_DIAG_SEVERITY_NONLOCALIZED) == "FATAL")
-          static_cast<link*>(self)->fatal_ = true;
+          static_cast<libpq_connection*>(self)->fatal_ = true;
       },
       this);
   try {
@@ -68,15 +71,15 @@ link::link(const std::string& conninfo, steady_time deadline, int stop_fd)
   }
 }
 
-link::~link() {
+libpq_connection::~libpq_connection() {
   close();
 }
 
-int link::socket() const {
+int libpq_connection::socket() const {
   return c_ ? PQsocket(c_) : -1;
 }
 
-std::string link::address() const {
+std::string libpq_connection::address() const {
   if (!c_) return {};
   const char* host = PQhost(c_);
   const char* port = PQport(c_);
@@ -85,16 +88,17 @@ std::string link::address() const {
   return h + ":" + (port ? port : "");
 }
 
-void link::refused(const std::string& what, const std::string& state, const std::string& message) {
+void libpq_connection::refused(const std::string& what, const std::string& state,
+                               const std::string& message) {
   if (state == "25006") throw_read_only(address(), false, message);
   throw_mapped(what, state, message);
 }
 
-int link::server_pid() const {
+int libpq_connection::server_pid() const {
   return c_ ? PQbackendPID(c_) : 0;
 }
 
-std::string link::startup_options() const {
+std::string libpq_connection::startup_options() const {
   std::string out;
   if (!c_) return out;
   PQconninfoOption* opts = PQconninfo(c_);
@@ -104,12 +108,21 @@ std::string link::startup_options() const {
   return out;
 }
 
-void link::close() {
-  if (c_) PQfinish(c_);
+void libpq_connection::close() {
+  if (!c_) return;
+  // The socket outlives PQfinish in a duplicate, watched until the server closes its end.
+  const int fd = PQsocket(c_);
+  const int kept = ended_ && fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+  PQfinish(c_);
   c_ = nullptr;
+  if (!ended_) return;
+  if (kept >= 0)
+    sql::closing_sessions::instance().add(kept, std::exchange(ended_, {}));
+  else
+    std::exchange(ended_, {})();
 }
 
-void link::fail(const std::string& what) {
+void libpq_connection::fail(const std::string& what) {
   std::string msg = c_ ? PQerrorMessage(c_) : "connection closed";
   bool connecting = c_ && PQstatus(c_) != CONNECTION_OK && what.rfind("cannot connect", 0) == 0;
   close();
@@ -118,13 +131,13 @@ void link::fail(const std::string& what) {
   throw connection_error(what + ": " + msg);
 }
 
-void link::watch_stop(int fd, milliseconds grace) {
+void libpq_connection::watch_stop(int fd, milliseconds grace) {
   call_stop_fd_ = fd;
   stop_grace_ = grace;
   stop_seen_.reset();
 }
 
-void link::wait_socket(short events, steady_time deadline, const std::string& what) {
+void libpq_connection::wait_socket(short events, steady_time deadline, const std::string& what) {
   for (;;) {
     auto now = std::chrono::steady_clock::now();
     // After a stop the statement has `grace` to end (the server cancels it), then it is closed.
@@ -156,7 +169,7 @@ void link::wait_socket(short events, steady_time deadline, const std::string& wh
   }
 }
 
-void link::flush(steady_time deadline, const std::string& what) {
+void libpq_connection::flush(steady_time deadline, const std::string& what) {
   for (;;) {  // the socket buffer may take the request in parts
     int f = PQflush(c_);
     if (f == 0) return;
@@ -166,7 +179,7 @@ void link::flush(steady_time deadline, const std::string& what) {
   }
 }
 
-PGresult* link::next_result(steady_time deadline, const std::string& what) {
+PGresult* libpq_connection::next_result(steady_time deadline, const std::string& what) {
   while (PQisBusy(c_)) {
     wait_socket(POLLIN, deadline, what);
     if (!PQconsumeInput(c_)) fail(what);
@@ -203,7 +216,7 @@ void check_statement_lost(const std::string& state, const std::string& what,
 
 }  // namespace
 
-sql::rows link::finish(steady_time deadline, const std::string& what, bool named) {
+sql::rows libpq_connection::finish(steady_time deadline, const std::string& what, bool named) {
   flush(deadline, what);
   sql::rows out;
   first_error err;
@@ -229,9 +242,10 @@ sql::rows link::finish(steady_time deadline, const std::string& what, bool named
   return out;
 }
 
-sql::rows link::prepare_and_run(const std::string& name, const std::string& text,
-                                const std::vector<std::string>& values, steady_time deadline,
-                                const std::string& what, bool& prepared) {
+sql::rows libpq_connection::prepare_and_run(const std::string& name, const std::string& text,
+                                            const std::vector<std::string>& values,
+                                            steady_time deadline, const std::string& what,
+                                            bool& prepared) {
   if (!c_) throw connection_error(what + ": the connection is closed");
   std::vector<const char*> ptrs;
   ptrs.reserve(values.size());
@@ -279,8 +293,9 @@ sql::rows link::prepare_and_run(const std::string& name, const std::string& text
   return out;
 }
 
-sql::rows link::run_prepared(const std::string& name, const std::vector<std::string>& values,
-                             steady_time deadline, const std::string& what) {
+sql::rows libpq_connection::run_prepared(const std::string& name,
+                                         const std::vector<std::string>& values,
+                                         steady_time deadline, const std::string& what) {
   if (!c_) throw connection_error(what + ": the connection is closed");
   std::vector<const char*> ptrs;
   ptrs.reserve(values.size());
@@ -291,8 +306,9 @@ sql::rows link::run_prepared(const std::string& name, const std::vector<std::str
   return finish(deadline, what, true);
 }
 
-sql::rows link::run_unnamed(const std::string& text, const std::vector<std::string>& values,
-                            steady_time deadline, const std::string& what) {
+sql::rows libpq_connection::run_unnamed(const std::string& text,
+                                        const std::vector<std::string>& values,
+                                        steady_time deadline, const std::string& what) {
   if (!c_) throw connection_error(what + ": the connection is closed");
   std::vector<const char*> ptrs;
   ptrs.reserve(values.size());
@@ -303,13 +319,14 @@ sql::rows link::run_unnamed(const std::string& text, const std::vector<std::stri
   return finish(deadline, what);
 }
 
-sql::rows link::run_simple(const std::string& text, steady_time deadline, const std::string& what) {
+sql::rows libpq_connection::run_simple(const std::string& text, steady_time deadline,
+                                       const std::string& what) {
   if (!c_) throw connection_error(what + ": the connection is closed");
   if (!PQsendQuery(c_, text.c_str())) fail(what);
   return finish(deadline, what);
 }
 
-bool link::alive() {
+bool libpq_connection::alive() {
   if (!c_ || fatal_) return false;
   if (!PQconsumeInput(c_) || PQstatus(c_) == CONNECTION_BAD || fatal_) return false;
   // Idle, the server sends only notices, notifications and parameter changes: a result now
@@ -324,7 +341,7 @@ bool link::alive() {
   return !fatal_;  // parsing what arrived may have delivered a FATAL notice
 }
 
-std::vector<std::string> link::notifications() {
+std::vector<std::string> libpq_connection::notifications() {
   std::vector<std::string> out;
   if (!c_) return out;
   while (PGnotify* n = PQnotifies(c_)) {

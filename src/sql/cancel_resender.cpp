@@ -1,5 +1,5 @@
 // A request repeated from a stop until the stopped call has ended.
-#include "stop_repeater.hpp"
+#include "cancel_resender.hpp"
 
 #include <condition_variable>
 #include <mutex>
@@ -8,7 +8,7 @@
 
 namespace sqlock::sql {
 
-struct stop_repeater::shared {
+struct cancel_resender::shared {
   std::function<void()> request, last;
   milliseconds every{}, grace{};
   std::mutex m;
@@ -32,8 +32,8 @@ struct stop_repeater::shared {
   }
 };
 
-stop_repeater::stop_repeater(const std::stop_token& stop, std::function<void()> request,
-                             milliseconds every, milliseconds grace, std::function<void()> last)
+cancel_resender::cancel_resender(const std::stop_token& stop, std::function<void()> request,
+                                 milliseconds every, milliseconds grace, std::function<void()> last)
     : shared_(std::make_shared<shared>()) {
   shared_->request = std::move(request);
   shared_->last = std::move(last);
@@ -52,7 +52,7 @@ stop_repeater::stop_repeater(const std::stop_token& stop, std::function<void()> 
                    }));
 }
 
-stop_repeater::~stop_repeater() {
+cancel_resender::~cancel_resender() {
   on_stop_.reset();  // waits for a callback that is running
   {
     std::lock_guard lk(shared_->m);
@@ -61,7 +61,7 @@ stop_repeater::~stop_repeater() {
   shared_->cv.notify_all();
 }
 
-bool stop_repeater::fired() const {
+bool cancel_resender::fired() const {
   std::lock_guard lk(shared_->m);
   return shared_->fired;
 }

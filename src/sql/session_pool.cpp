@@ -1,6 +1,6 @@
 // The dedicated sessions of session-bound holds and the watcher thread that notices their
-// death while they are idle.
-#include "session_pool.hpp"
+// death while they are idle (session_pool.hpp).
+#include "sql/session_pool.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,9 +12,10 @@
 #include <map>
 #include <mutex>
 
+#include "sql/connection_budget.hpp"
 #include "sqlock/errors.hpp"
 
-namespace sqlock::postgres {
+namespace sqlock::sql {
 
 namespace {
 
@@ -67,17 +68,14 @@ class watcher_turn {
 }  // namespace
 
 struct session_pool::session {
-  turn t;                                    // one call (or the watcher's look) at a time
-  std::unique_ptr<session_connection> conn;  // null until opened
-  std::atomic<bool> dead{false};             // killed; the pool replaces it (read unlocked)
-  std::atomic<int> fd{-1};                   // the open connection's socket (read unlocked)
-  std::atomic<bool> unwatched{false};        // hung up while busy: its call's end looks
-  struct hold {
-    std::string owner;
-    std::uint64_t fence = 0;
-    bool shared = false;  // a shared or permit hold
-  };
-  std::map<std::string, hold, std::less<>> holds;  // name -> hold carried by this session
+  turn t;                                // one call (or the watcher's look) at a time
+  std::unique_ptr<pooled_session> conn;  // null until opened
+  std::atomic<bool> dead{false};         // killed; the pool replaces it (read unlocked)
+  std::atomic<int> fd{-1};               // the open connection's socket (read unlocked)
+  std::atomic<bool> unwatched{false};    // hung up while busy: its call's end looks
+  std::atomic<bool> holding{false};      // carries a hold (read unlocked by the watcher)
+  bool set_up = false;                   // the backend's one-time setup ran on it
+  std::map<std::string, session_hold, std::less<>> holds;  // name -> hold carried by it
 };
 
 // What the watcher thread shares with the pool: it outlives the pool when the pool is
@@ -86,11 +84,12 @@ struct session_pool::shared {
   std::mutex m;                                    // guards sessions, next, lost, stop
   std::vector<std::shared_ptr<session>> sessions;  // `turns` taken in turn, then the waiters
   std::size_t turns = 1;
-  std::size_t next = 0;
+  session_spread spread = session_spread::round_robin;
+  std::size_t next = 0;                                   // where pick() starts looking
   std::vector<std::pair<std::string, std::string>> lost;  // (name, owner) not yet reported
   bool stop = false;
   int pipe[2] = {-1, -1};  // wakes the watcher: a session changed, a loss to report, stop
-  session_opener open;
+  session_driver open;
   session_loss on_lost;
 
   ~shared() {
@@ -112,6 +111,7 @@ struct session_pool::shared {
         if (name != except) lost.emplace_back(name, h.owner);
     }
     s.holds.clear();
+    s.holding = false;
     poke();
   }
   void watch();
@@ -122,7 +122,7 @@ struct session_pool::shared {
     if (!s || s->dead) s = std::make_shared<session>();
     return s;
   }
-  // The session taken in turn at `next`; then advances `next` by `step`.
+  // The session calls take in turn at `next`; then advances `next` by `step`.
   std::shared_ptr<session> slot(std::size_t step) {
     std::size_t i;
     {
@@ -131,6 +131,31 @@ struct session_pool::shared {
       next += step;
     }
     return at(i);
+  }
+  // A session calls take that is free (its turn taken), per `spread`: round_robin, the first
+  // from `next` on that is free or yet to be opened (`next` then points past it); first_free,
+  // the first open one that is free, else one yet to be opened. Null when every one is in a
+  // call.
+  std::shared_ptr<session> free_one() {
+    std::lock_guard g(m);
+    const bool round = spread == session_spread::round_robin;
+    for (int pass = round ? 1 : 0; pass < 2; ++pass) {  // first_free: open ones, then new ones
+      for (std::size_t k = 0; k < turns; ++k) {
+        const std::size_t i = round ? (next + k) % turns : k;
+        auto& s = sessions[i];
+        const bool empty = !s || s->dead;
+        if (pass == 0 && empty) continue;
+        if (empty) s = std::make_shared<session>();
+        if (!s->t.try_take()) continue;
+        if (s->dead || (pass == 0 && !s->conn)) {  // killed meanwhile, or not open yet
+          s->t.give();
+          continue;
+        }
+        if (round) next = i + 1;
+        return s;
+      }
+    }
+    return nullptr;
   }
   // Opens the connection of a session whose turn the caller has, by `deadline`.
   void connect(session& s, steady_time deadline) {
@@ -147,6 +172,9 @@ struct session_pool::shared {
 };
 
 namespace {
+
+// How often the watcher pings the holding sessions whose socket is not known (ms).
+constexpr int ping_every = 100;
 
 // True when `fd` has something to read right now.
 bool readable_now(int fd) {
@@ -178,15 +206,21 @@ void session_pool::shared::watch() {
     }
     // Poll every open session for a hang-up only (POLLRDHUP; POLLHUP and POLLERR come
     // anyway): the answers of calls do not wake the watcher, so a call needs no poke. A session
-    // that hangs up while busy is left to its call, which looks at its end.
+    // that hangs up while busy is left to its call, which looks at its end. A holding session
+    // whose socket the driver cannot tell is pinged every round instead.
     std::vector<pollfd> fds{{pipe[0], POLLIN, 0}};
     std::vector<session*> polled;
+    bool ping = false;
     for (auto& s : all) {
-      if (!s || s->dead || s->unwatched || s->fd < 0) continue;
+      if (!s || s->dead || s->unwatched) continue;
+      if (s->fd < 0) {
+        ping = ping || s->holding;
+        continue;
+      }
       fds.push_back({s->fd, POLLRDHUP, 0});
       polled.push_back(s.get());
     }
-    int rc = ::poll(fds.data(), fds.size(), -1);
+    const int rc = ::poll(fds.data(), fds.size(), ping ? ping_every : -1);
     if (rc < 0 && errno != EINTR) return;  // cannot happen with valid arguments
     for (std::size_t i = 1; i < fds.size() && rc > 0; ++i) {
       if (fds[i].revents == 0) continue;
@@ -197,15 +231,22 @@ void session_pool::shared::watch() {
       else if (!s->dead)
         s->unwatched = true;  // busy (or still alive): not polled again before its call ends
     }
+    if (!ping) continue;
+    for (auto& s : all) {
+      if (!s || s->dead || s->fd >= 0 || !s->holding) continue;
+      watcher_turn t(s->t);  // a session in a call is left to that call
+      if (t && !s->dead && s->conn && s->conn->socket() < 0 && !s->conn->alive()) kill(*s, {});
+    }
   }
 }
 
-session_pool::session_pool(std::size_t size, std::size_t waiters, session_opener open,
-                           session_loss lost)
+session_pool::session_pool(std::size_t size, std::size_t waiters, session_driver open,
+                           session_loss lost, session_spread spread)
     : sh_(std::make_shared<shared>()) {
   if (size == 0) throw config_error("a session pool needs at least one session");
   sh_->sessions.resize(size + waiters);
   sh_->turns = size;
+  sh_->spread = spread;
   sh_->open = std::move(open);
   sh_->on_lost = std::move(lost);
   if (::pipe2(sh_->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -242,47 +283,62 @@ session_pool::call::~call() {
   if (s_->unwatched.exchange(false)) sh_->poke();  // back in the watcher's poll set
 }
 
-session_connection& session_pool::call::conn() {
+pooled_session& session_pool::call::conn() {
   return *s_->conn;
 }
 
-std::optional<std::pair<std::string, std::uint64_t>> session_pool::call::held(
-    const std::string& name) const {
+const session_hold* session_pool::call::held(const std::string& name) const {
   auto it = s_->holds.find(name);
-  if (it == s_->holds.end()) return std::nullopt;
-  return std::make_pair(it->second.owner, it->second.fence);
+  return it == s_->holds.end() ? nullptr : &it->second;
 }
 
-void session_pool::call::keep(const std::string& name, const std::string& owner,
-                              std::uint64_t fence, bool shared) {
-  s_->holds[name] = {owner, fence, shared};
-}
-
-bool session_pool::call::holds_shared(const std::string& name) const {
-  auto it = s_->holds.find(name);
-  return it != s_->holds.end() && it->second.shared;
+void session_pool::call::keep(const std::string& name, session_hold h) {
+  s_->holds[name] = std::move(h);
+  s_->holding = true;
 }
 
 void session_pool::call::forget(const std::string& name) {
   s_->holds.erase(name);
+  s_->holding = !s_->holds.empty();
+}
+
+bool session_pool::call::empty() const {
+  return s_->holds.empty();
 }
 
 void session_pool::call::kill(const std::string& except) {
   sh_->kill(*s_, except);
 }
 
+bool session_pool::call::is_set_up() const {
+  return s_->set_up;
+}
+
+void session_pool::call::set_up() {
+  s_->set_up = true;
+}
+
+std::shared_ptr<void> session_pool::call::token() const {
+  return s_;
+}
+
 session_pool::call session_pool::pick(steady_time deadline) {
+  const auto wait_until = connection_wait_deadline(deadline);
   for (;;) {
+    if (auto s = sh_->free_one()) {
+      call c(s, sh_);
+      sh_->connect(*s, deadline);
+      return c;
+    }
     auto s = sh_->slot(1);
-    if (!s->t.take_until(deadline))
-      throw sql::pool_busy("the lock session stayed busy with other calls until the deadline");
+    if (!s->t.take_until(wait_until))
+      throw pool_busy("every lock session stayed busy with other calls until the deadline");
     call c(s, sh_);
     if (s->dead) continue;  // killed while we waited: take the next one
     sh_->connect(*s, deadline);
     return c;
   }
 }
-
 std::optional<session_pool::call> session_pool::idle_waiter(steady_time deadline) {
   for (std::size_t i = sh_->turns; i < sh_->sessions.size(); ++i) {
     auto s = sh_->at(i);
@@ -308,12 +364,12 @@ std::optional<session_pool::call> session_pool::holding(const std::shared_ptr<vo
                                                         steady_time deadline) {
   auto s = std::static_pointer_cast<session>(token);
   if (!s) return std::nullopt;
-  if (!s->t.take_until(deadline))
-    throw sql::pool_busy("the lock session stayed busy past the deadline");
+  if (!s->t.take_until(connection_wait_deadline(deadline)))
+    throw pool_busy("the lock session stayed busy past the deadline");
   call c(s, sh_);
   auto it = s->holds.find(name);
   if (s->dead || !s->conn || it == s->holds.end() || it->second.owner != owner) return std::nullopt;
   return c;
 }
 
-}  // namespace sqlock::postgres
+}  // namespace sqlock::sql

@@ -1,6 +1,6 @@
-// The PostgreSQL driver of the shared SQL engine: an sql::connection over one libpq link
-// (link.hpp) with the engine's operations as prepared statements (one round trip per lock
-// operation), lock names checked before they are sent, and every call bounded by its deadline.
+// The PostgreSQL driver of the shared SQL engine: an sql::connection over one libpq connection
+// (libpq_connection.hpp) with the engine's operations as prepared statements (one round trip per
+// lock operation), lock names checked before they are sent, and every call bounded by its deadline.
 // The same class serves the row-based backend's pool, the dedicated sessions of advisory mode
 // (it can be watched while idle) and the LISTEN connection.
 #pragma once
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "link.hpp"
-#include "session_pool.hpp"
+#include "libpq_connection.hpp"
+#include "sql/session_pool.hpp"
 #include "statement_stopper.hpp"
 
 namespace sqlock::postgres {
@@ -40,13 +40,14 @@ struct pooling {
 };
 
 /// One PostgreSQL connection for the engine.
-class pg_connection final : public session_connection {
+class pg_connection final : public sql::pooled_session {
  public:
   /// A connection to `conninfo`, made by connect() or by the first call, within that call's
   /// deadline (the engine's pool opens connections without one). `io_timeout` bounds the calls
-  /// that carry no deadline (query, execute_script). `stop_fd`: see link.
+  /// that carry no deadline (query, execute_script). `stop_fd`: see libpq_connection.
   /// `p`: what a pooler between client and server allows (pooler.hpp); `counter` (optional)
-  /// counts the connection while its link is open.
+  /// counts the connection from before it connects until the server has ended its session,
+  /// and a connect waits for a place in it (connection_counter::reserve).
   pg_connection(std::string conninfo, milliseconds io_timeout, int stop_fd = -1, pooling p = {},
                 std::shared_ptr<sql::connection_counter> counter = nullptr);
   ~pg_connection() override;
@@ -66,11 +67,14 @@ class pg_connection final : public session_connection {
   void end_migration(bool) noexcept override;
   sql::rows query(std::string_view sql, steady_time deadline) override;
   int socket() const override { return link_ ? link_->socket() : -1; }
-  int server_pid() const override {
+  /// The server's process id of this session (0 when closed).
+  int server_pid() const {
     return !link_ ? 0 : server_process_ != 0 ? server_process_ : link_->server_pid();
   }
+  std::int64_t session_id(steady_time) override { return server_pid(); }
   bool alive() override { return link_ && link_->alive(); }
-  std::unique_ptr<statement_stopper> stop_on(const std::stop_token& stop) override;
+  /// A stop ends the statement this session runs (statement_stopper.hpp).
+  std::unique_ptr<sql::wait_breaker> break_wait_on(const std::stop_token& stop) override;
 
   /// Runs a statement without parameters by `deadline` (LISTEN, keep-alive checks).
   void exec(const std::string& text, steady_time deadline);
@@ -92,21 +96,20 @@ class pg_connection final : public session_connection {
   std::vector<statement>& compiled(const sql::operation& op);
   // Runs one statement: prepared and run in one round trip on its first use, then by name;
   // or unnamed.
-  sql::rows exec(link& l, statement& s, const sql::params& p, steady_time deadline,
+  sql::rows exec(libpq_connection& l, statement& s, const sql::params& p, steady_time deadline,
                  const std::string& what);
   // Runs the statements of `op` (several in one transaction).
   sql::rows run_once(const sql::operation& op, const sql::params& p, steady_time deadline);
 
-  // The link, connected by the first call's deadline.
-  link& ready(steady_time deadline);
+  // The libpq connection, connected by the first call's deadline.
+  libpq_connection& ready(steady_time deadline);
 
   std::string conninfo_;
   milliseconds io_timeout_;
   int stop_fd_;
   pooling pooling_;
   std::shared_ptr<sql::connection_counter> connections_;
-  bool counted_ = false;  // connections_ counts this connection
-  std::unique_ptr<link> link_;
+  std::unique_ptr<libpq_connection> link_;
   int server_process_ = 0;  // learnt at connect (pooling::learn_server_process)
   std::map<std::string, std::vector<statement>, std::less<>> cache_;
   std::string prefix_;  // of this connection's statement names: "sqlock_<random>_"

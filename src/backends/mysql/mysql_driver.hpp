@@ -1,5 +1,5 @@
 // Internal seam between the backend (vendor-free) and the one file that includes
-// mysql-connector-c++ headers (connector.cpp). The connector's `sql::` namespace never meets
+// mysql-connector-c++ headers (mysql_driver.cpp). The connector's `sql::` namespace never meets
 // sqlock::sql outside that file.
 #pragma once
 

@@ -1,15 +1,15 @@
 // The shared base of the PostgreSQL backends: engine, notifier, description.
-#include "pg_backend.hpp"
+#include "postgres_backend.hpp"
 
 #include <algorithm>
 
 #include "budget.hpp"
-#include "connection.hpp"
 #include "conninfo.hpp"
 #include "diagnostics.hpp"
 #include "dialect.hpp"
 #include "errors.hpp"
 #include "pooler.hpp"
+#include "postgres_driver.hpp"
 
 namespace sqlock::postgres {
 
@@ -57,7 +57,10 @@ constexpr const char* writable_query =
 
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
                        sql::dialect d)
-    : pg_backend(conninfo, shown, o, std::move(d), std::make_shared<sql::connection_counter>()) {}
+    : pg_backend(conninfo, shown, o, std::move(d),
+                 std::make_shared<sql::connection_counter>(
+                     // the peers' layouts split their budget otherwise
+                     o.compat.empty() ? split_budget(o).total : 0)) {}
 
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
                        sql::dialect d, std::shared_ptr<sql::connection_counter> counter)

@@ -17,8 +17,8 @@
 #include <utf8.h>
 #include <mutex>
 
-#include "connector.hpp"
 #include "dialect.hpp"
+#include "mysql_driver.hpp"
 #include "session_settings.hpp"
 #include "socket_deadline.hpp"
 

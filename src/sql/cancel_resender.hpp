@@ -22,16 +22,16 @@ inline constexpr milliseconds stop_request_every{20};
 inline constexpr milliseconds stop_grace{500};
 
 /// While it lives, a stop of its token repeats `request` on a thread of its own (see above).
-class stop_repeater {
+class cancel_resender {
  public:
   /// `request` every `every` from the stop on, for `grace` at most; then `last` (if set), run
-  /// under the lock that ~stop_repeater() takes, so never after the call ended.
-  stop_repeater(const std::stop_token& stop, std::function<void()> request, milliseconds every,
-                milliseconds grace, std::function<void()> last = {});
+  /// under the lock that ~cancel_resender() takes, so never after the call ended.
+  cancel_resender(const std::stop_token& stop, std::function<void()> request, milliseconds every,
+                  milliseconds grace, std::function<void()> last = {});
   /// Ends the repetition (a request under way finishes on its thread).
-  ~stop_repeater();
-  stop_repeater(const stop_repeater&) = delete;
-  stop_repeater& operator=(const stop_repeater&) = delete;
+  ~cancel_resender();
+  cancel_resender(const cancel_resender&) = delete;
+  cancel_resender& operator=(const cancel_resender&) = delete;
 
   /// True once the stop came.
   bool fired() const;

@@ -1,10 +1,11 @@
-// The engine's operations on one libpq link: prepared once per connection, run with text
+// The engine's operations on one libpq connection: prepared once per connection, run with text
 // parameters, several statements wrapped in a transaction.
-#include "connection.hpp"
+#include "postgres_driver.hpp"
 
 #include "errors.hpp"
 #include "pooler.hpp"
 #include "session_settings.hpp"
+#include "sql/connection_budget.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 
@@ -28,18 +29,33 @@ pg_connection::pg_connection(std::string conninfo, milliseconds io_timeout, int 
       pooling_(p),
       connections_(std::move(counter)) {}
 
-pg_connection::~pg_connection() {
-  if (counted_) connections_->closed();
-}
+pg_connection::~pg_connection() =
+    default;  // the libpq connection's close counts it closed, in time
 
 void pg_connection::connect(steady_time deadline) {
   ready(deadline);
 }
 
-link& pg_connection::ready(steady_time deadline) {
+libpq_connection& pg_connection::ready(steady_time deadline) {
   if (!link_) {
-    // A session whose settings failed is dropped: every open link has them.
-    auto l = std::make_unique<link>(conninfo_, deadline, stop_fd_);
+    // A place in the budget first: a connection closed earlier counts until the server has
+    // ended its session, so the server never sees more of this client's than the budget.
+    if (connections_ && !connections_->reserve(sql::connection_wait_deadline(deadline)))
+      throw sql::pool_busy(
+          "every connection of the PostgreSQL client's budget stayed open until the call's "
+          "deadline (a closed one's server session had not ended)");
+    std::unique_ptr<libpq_connection> l;
+    try {
+      l = std::make_unique<libpq_connection>(conninfo_, deadline, stop_fd_);
+    } catch (...) {
+      if (connections_) connections_->closed();
+      throw;
+    }
+    if (connections_) {
+      connections_->connected();
+      l->on_ended([c = connections_] { c->closed(); });
+    }
+    // A session whose settings failed is dropped: every open connection has them.
     if (pooling_.refuse_proxy || pooling_.learn_server_process) {
       const int process = server_process(*l, deadline);
       if (pooling_.refuse_proxy && process != l->server_pid()) refuse_advisory("");
@@ -47,15 +63,11 @@ link& pg_connection::ready(steady_time deadline) {
     }
     if (pooling_.keeps_session) apply_session_settings(*l, deadline);
     link_ = std::move(l);
-    if (connections_ && !counted_) {
-      connections_->opened();
-      counted_ = true;
-    }
   }
   return *link_;
 }
 
-std::unique_ptr<statement_stopper> pg_connection::stop_on(const std::stop_token& stop) {
+std::unique_ptr<sql::wait_breaker> pg_connection::break_wait_on(const std::stop_token& stop) {
   return std::make_unique<statement_stopper>(link_.get(), stop, pooling_.cancel);
 }
 
@@ -82,8 +94,8 @@ std::vector<pg_connection::statement>& pg_connection::compiled(const sql::operat
   return cache_.emplace(op.key, std::move(list)).first->second;
 }
 
-sql::rows pg_connection::exec(link& l, statement& s, const sql::params& p, steady_time deadline,
-                              const std::string& what) {
+sql::rows pg_connection::exec(libpq_connection& l, statement& s, const sql::params& p,
+                              steady_time deadline, const std::string& what) {
   std::vector<std::string> values;
   values.reserve(s.names.size());
   for (const auto& n : s.names) {

@@ -1,5 +1,6 @@
 // The second example of README.md, compiled and run by the tests (examples.kinds): the other
-// lock kinds on one store — a reader-writer lock, a semaphore and a leader election.
+// lock kinds on one store — a reader-writer lock, a semaphore and a leader election — and the
+// hold handed to another thread of docs/faq.md.
 //   kinds URL    prints what it did, one line each
 #include <sqlock/client.hpp>
 
@@ -8,6 +9,8 @@
 #include <iostream>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
+#include <utility>
 
 namespace {
 void read_config() {
@@ -18,6 +21,9 @@ void encode(std::uint64_t fence) {
 }
 void serve_as_primary(std::uint64_t term) {
   std::cout << "primary, term " << term << "\n";
+}
+void finish_order(std::uint64_t fence) {
+  std::cout << "finished on a worker with fence " << fence << "\n";
 }
 }  // namespace
 
@@ -41,5 +47,15 @@ int main(int argc, char** argv) {
   primary.campaign("host-a:8080");   // waits until this process leads; `sqlock leader` shows it
   serve_as_primary(primary.term());  // terms rise from leader to leader
   primary.resign();
+  // end-snippet
+
+  // begin-snippet: handoff
+  auto order = c.make_lock("orders:42");
+  sqlock::hold h = order.acquire();  // or order.try_acquire_for(d): empty when not in time
+  std::thread worker([h = std::move(h)]() mutable {
+    finish_order(h.fence());
+    h.release();  // from the worker (destroying the hold releases it too)
+  });
+  worker.join();
   // end-snippet
 }

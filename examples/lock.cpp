@@ -22,6 +22,6 @@ int main(int argc, char** argv) {
   {
     std::unique_lock g(l);        // waits for it; l.try_lock_for(d) would wait at most d
     write_with_fence(l.fence());  // strictly rising per name: the store can reject stale writers
-  }                               // released here; unlock() never throws
+  }                               // released here; a failed release never throws
 }
 // end-snippet

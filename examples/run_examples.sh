@@ -28,7 +28,8 @@ kinds)
   check "read under the shared lock" "read config" "$(sed -n 1p <<<"$out")"
   check "encoded under a permit" yes "$([[ $(sed -n 2p <<<"$out") =~ ^encoded\ with\ fence\ [0-9]+$ ]] && echo yes)"
   check "led the election" yes "$([[ $(sed -n 3p <<<"$out") =~ ^primary,\ term\ [0-9]+$ ]] && echo yes)"
-  check "nothing else" 3 "$(wc -l <<<"$out")"
+  check "a hold released by a worker" yes "$([[ $(sed -n 4p <<<"$out") =~ ^finished\ on\ a\ worker\ with\ fence\ [0-9]+$ ]] && echo yes)"
+  check "nothing else" 4 "$(wc -l <<<"$out")"
   ;;
 scheduled_job)
   out=$("$program" "$url")

@@ -16,6 +16,7 @@
 
 #include "sqlock/errors.hpp"
 #include "sqlock/export.hpp"
+#include "sqlock/hold.hpp"
 #include "sqlock/observer.hpp"
 #include "sqlock/types.hpp"
 
@@ -25,6 +26,7 @@ class backend;  // sqlock/backend.hpp: the backend-author API
 
 namespace detail {
 class client_impl;
+class lock_handle;
 struct local_entry;
 }  // namespace detail
 
@@ -114,6 +116,8 @@ class SQLOCK_API client {
 /// A named distributed lock. Reentrant per thread (hold count), like std::recursive_mutex.
 /// Lockable: lock(), try_lock(), unlock(). TimedLockable: try_lock_for(), try_lock_until().
 /// (Named `mutex` because a C++ class cannot have a member function named like itself.)
+/// A hold taken by lock() belongs to the thread that took it, as with std::mutex; a hold that
+/// must change threads is a sqlock::hold from acquire(), which any thread may release.
 ///
 /// Every waiting call takes an optional std::stop_token: a stop requested from another thread
 /// ends the wait promptly as a timeout would (nothing held, the waiter's place in the store's
@@ -149,9 +153,38 @@ class SQLOCK_API mutex {
   }
   /// Waits until a steady_clock time point or `stop` (interrupted).
   bool try_lock_until_steady(steady_time deadline, std::stop_token stop = {});
-  /// Drops one level of hold; the last one releases on the backend. Never throws: failures are
-  /// counted in statistics and reported by last_error().
-  void unlock() noexcept;
+  /// Drops one level of this thread's hold; the last one releases on the backend. A release
+  /// that fails never throws: it is counted in statistics and reported by last_error(); so
+  /// does an unlock() when the lock is not held (released already). Called from a thread other
+  /// than the one that locked it (a std::unique_lock moved to another thread), it throws
+  /// usage_error and the lock stays held, as std::unique_lock::unlock() throws for a mutex it
+  /// does not own: a programming error, told at once rather than a silent no-op.
+  void unlock();
+
+  /// Blocks until acquired (or `stop`: interrupted) and returns the hold as a movable
+  /// sqlock::hold that no thread owns: any thread may release it (or destroy it), and it has
+  /// its own fence and loss signal. It takes the lock as lock() does (this client's threads
+  /// queue for the name; this handle's on_lost() is told of its loss too), but owns_lock() is
+  /// false for it and unlock() refuses it. usage_error when this thread holds the lock
+  /// through lock() (it would wait for itself).
+  hold acquire(std::stop_token stop = {});
+  /// One attempt; an empty hold when held elsewhere.
+  hold try_acquire();
+  /// Waits at most `d`; an empty hold when not obtained by then.
+  template <class Rep, class Period>
+  hold try_acquire_for(const std::chrono::duration<Rep, Period>& d, std::stop_token stop = {}) {
+    return try_acquire_until_steady(std::chrono::steady_clock::now() +
+                                        std::chrono::ceil<std::chrono::steady_clock::duration>(d),
+                                    std::move(stop));
+  }
+  /// Waits until `t` (any clock).
+  template <class Clock, class Duration>
+  hold try_acquire_until(const std::chrono::time_point<Clock, Duration>& t,
+                         std::stop_token stop = {}) {
+    return try_acquire_for(t - Clock::now(), std::move(stop));
+  }
+  /// Waits until a steady_clock time point or `stop` (interrupted).
+  hold try_acquire_until_steady(steady_time deadline, std::stop_token stop = {});
 
   /// Whether this thread holds the lock through this client.
   bool owns_lock() const;
@@ -164,8 +197,9 @@ class SQLOCK_API mutex {
   /// Called once when a hold of this lock is found lost, from the library thread that found
   /// it (renewal, a store's watch or session watcher). lost() answers true once the callback
   /// has returned, and a callback replaced, or dropped by the destructor, is not called after
-  /// they return: each of them waits for a callback that is running (unless called from
-  /// inside it).
+  /// they return: each of them waits for a call of it running on another thread (called from
+  /// inside the callback they do not wait for it; that call finishes, and it is not called
+  /// again).
   void on_lost(std::function<void(const std::string& name)> cb);
   /// Renews now; false when the hold is lost (and marks it lost). usage_error when not held.
   bool renew();
@@ -177,15 +211,16 @@ class SQLOCK_API mutex {
  private:
   friend class client;
   mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts);
-  bool acquire(steady_time deadline, bool wait, const std::stop_token& stop);
+  bool lock_until(steady_time deadline, bool wait, const std::stop_token& stop);
+  hold take_hold(steady_time deadline, bool wait, const std::stop_token& stop);
+  bool take_turn(steady_time deadline, bool wait, const std::stop_token& stop, steady_time started);
   void release_all() noexcept;
-  void free_queue() noexcept;
   void unlock_level(bool check_thread, std::uint64_t expect_hold = 0) noexcept;
 
   std::shared_ptr<detail::client_impl> client_;
   std::shared_ptr<detail::local_entry> entry_;
+  std::shared_ptr<detail::lock_handle> core_;  // fence, loss signal: the entry's current hold
   lock_options opts_;
-  std::uint64_t id_ = 0;             // identifies this handle's on_lost callback
   std::atomic<unsigned> levels_{0};  // hold levels taken through this handle
   std::uint64_t hold_id_ = 0;        // the hold those levels belong to
 };

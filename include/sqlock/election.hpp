@@ -4,7 +4,7 @@
 // leaders. A leader whose lease cannot be renewed is told through the loss signal before the
 // lease ends in the store, so it can stop acting before a successor can be elected. Anyone
 // can read the current leader (value and term) or observe changes; that needs a backend that
-// can list holds (caps().list).
+// can list holds (caps().list). lead() gives the term as a movable sqlock::hold instead.
 #pragma once
 
 #include <chrono>
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "sqlock/client.hpp"
+#include "sqlock/hold.hpp"
 
 namespace sqlock {
 
@@ -61,7 +62,7 @@ class SQLOCK_API election {
   election& operator=(election&&) noexcept;  ///< Moves.
   election(const election&) = delete;
   election& operator=(const election&) = delete;
-  /// Resigns (never throws).
+  /// Resigns (never throws); the on_lost callback is not called after it returns.
   ~election();
 
   /// Blocks until this participant leads with `value` (non-empty; config_error otherwise).
@@ -88,6 +89,33 @@ class SQLOCK_API election {
   /// Waits until a steady_clock time point to lead (or `stop`: interrupted).
   bool campaign_until_steady(const std::string& value, steady_time deadline,
                              std::stop_token stop = {});
+  /// Blocks until elected with `value` (or `stop`: interrupted) and returns the term as a
+  /// movable hold (its fence is the term): leadership ends when the hold is released, from any
+  /// thread, or destroyed. Independent of campaign(): this participant's is_leader(), term(),
+  /// resign() and on_lost() do not see it (the hold has its own loss signal), and a campaign
+  /// of this participant waits for it like any other candidate's term.
+  hold lead(const std::string& value, std::stop_token stop = {});
+  /// One attempt; an empty hold when another leads.
+  hold try_lead(const std::string& value);
+  /// Waits at most `d` to lead; an empty hold when not elected by then.
+  template <class Rep, class Period>
+  hold try_lead_for(const std::string& value, const std::chrono::duration<Rep, Period>& d,
+                    std::stop_token stop = {}) {
+    return try_lead_until_steady(value,
+                                 std::chrono::steady_clock::now() +
+                                     std::chrono::ceil<std::chrono::steady_clock::duration>(d),
+                                 std::move(stop));
+  }
+  /// Waits until `t` (any clock) to lead.
+  template <class Clock, class Duration>
+  hold try_lead_until(const std::string& value, const std::chrono::time_point<Clock, Duration>& t,
+                      std::stop_token stop = {}) {
+    return try_lead_for(value, t - Clock::now(), std::move(stop));
+  }
+  /// Waits until a steady_clock time point to lead (or `stop`: interrupted).
+  hold try_lead_until_steady(const std::string& value, steady_time deadline,
+                             std::stop_token stop = {});
+
   /// Stops leading (releases the hold at once); does nothing when not leading.
   void resign() noexcept;
 
@@ -104,7 +132,9 @@ class SQLOCK_API election {
 
   /// True once this participant's current (or last) leadership was found lost.
   bool lost() const;
-  /// Called (from the renewal thread) when leadership is found lost.
+  /// Called (from the library thread that found it) when leadership is found lost; replaces
+  /// the previous one, with sqlock::hold::on_lost()'s guarantee: the callback replaced, or
+  /// dropped by the destructor, is not called after they return.
   void on_lost(std::function<void(const std::string& name)> cb);
   /// The election's name.
   const std::string& name() const;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "sqlock/client.hpp"
+#include "sqlock/hold.hpp"
 
 namespace sqlock {
 
@@ -26,7 +27,8 @@ class SQLOCK_API shared_mutex {
   shared_mutex& operator=(shared_mutex&&) noexcept;  ///< Moves.
   shared_mutex(const shared_mutex&) = delete;
   shared_mutex& operator=(const shared_mutex&) = delete;
-  /// Releases every hold of this handle, in any thread (never throws).
+  /// Releases every lock()/lock_shared() hold of this handle, in any thread (never throws);
+  /// the on_lost callback is not called after it returns.
   ~shared_mutex();
 
   // Every waiting call takes an optional std::stop_token: a stop ends the wait as a timeout
@@ -73,6 +75,47 @@ class SQLOCK_API shared_mutex {
   /// Releases this thread's shared hold (never throws; misuse is kept in last_error()).
   void unlock_shared() noexcept;
 
+  // Holds not bound to a thread: each form returns a movable sqlock::hold (empty when not
+  // obtained in time) with its own fence and loss signal, released from any thread. They are
+  // independent of the thread's lock()/lock_shared() holds (a thread that holds one way and
+  // asks for an exclusive hold waits for itself) and of this handle's on_lost().
+
+  /// Blocks until held exclusively (or `stop`: interrupted).
+  hold acquire(std::stop_token stop = {});
+  /// One attempt at an exclusive hold.
+  hold try_acquire();
+  /// Waits at most `d` for an exclusive hold.
+  template <class Rep, class Period>
+  hold try_acquire_for(const std::chrono::duration<Rep, Period>& d, std::stop_token stop = {}) {
+    return try_acquire_until_steady(after(d), std::move(stop));
+  }
+  /// Waits until `t` (any clock) for an exclusive hold.
+  template <class Clock, class Duration>
+  hold try_acquire_until(const std::chrono::time_point<Clock, Duration>& t,
+                         std::stop_token stop = {}) {
+    return try_acquire_for(t - Clock::now(), std::move(stop));
+  }
+  /// Waits until a steady_clock time point for an exclusive hold.
+  hold try_acquire_until_steady(steady_time deadline, std::stop_token stop = {});
+  /// Blocks until held shared (or `stop`: interrupted).
+  hold acquire_shared(std::stop_token stop = {});
+  /// One attempt at a shared hold.
+  hold try_acquire_shared();
+  /// Waits at most `d` for a shared hold.
+  template <class Rep, class Period>
+  hold try_acquire_shared_for(const std::chrono::duration<Rep, Period>& d,
+                              std::stop_token stop = {}) {
+    return try_acquire_shared_until_steady(after(d), std::move(stop));
+  }
+  /// Waits until `t` (any clock) for a shared hold.
+  template <class Clock, class Duration>
+  hold try_acquire_shared_until(const std::chrono::time_point<Clock, Duration>& t,
+                                std::stop_token stop = {}) {
+    return try_acquire_shared_for(t - Clock::now(), std::move(stop));
+  }
+  /// Waits until a steady_clock time point for a shared hold.
+  hold try_acquire_shared_until_steady(steady_time deadline, std::stop_token stop = {});
+
   /// Whether this thread holds the lock exclusively.
   bool owns_lock() const;
   /// Whether this thread holds the lock shared.
@@ -83,7 +126,10 @@ class SQLOCK_API shared_mutex {
   std::string owner() const;
   /// True once this thread's current (or last) hold was found lost.
   bool lost() const;
-  /// Called (from the renewal thread) when any hold of this handle is found lost.
+  /// Called (from the library thread that found it) when any lock()/lock_shared() hold of this
+  /// handle is found lost; replaces the previous one, with sqlock::hold::on_lost()'s
+  /// guarantee: the callback replaced, or dropped by the destructor, is not called after they
+  /// return.
   void on_lost(std::function<void(const std::string& name)> cb);
   /// Lock name.
   const std::string& name() const;
@@ -101,6 +147,7 @@ class SQLOCK_API shared_mutex {
            std::chrono::ceil<std::chrono::steady_clock::duration>(d);
   }
   bool acquire(lock_kind kind, steady_time deadline, bool wait, const std::stop_token& stop);
+  hold take(lock_kind kind, steady_time deadline, bool wait, const std::stop_token& stop);
   void drop(lock_kind kind) noexcept;
 
   std::shared_ptr<state> st_;

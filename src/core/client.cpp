@@ -1,9 +1,8 @@
+// sqlock::client and sqlock::mutex: a client's calls, and a mutex's per-thread holds and holds
+// not bound to a thread, both through this client's queue of the name.
 #include "sqlock/client.hpp"
 
-#include <algorithm>
-#include <atomic>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "hold_maker.hpp"
@@ -12,11 +11,6 @@
 namespace sqlock {
 
 using clock = std::chrono::steady_clock;
-
-namespace {
-std::atomic<std::uint64_t> next_handle_id{1};
-
-}  // namespace
 
 // ---- client ----
 
@@ -64,17 +58,24 @@ statistics client::stats() const {
 
 // ---- mutex ----
 
+namespace {
+detail::lock_handle& usable(const std::shared_ptr<detail::lock_handle>& core) {
+  if (!core) throw usage_error("lock handle was moved from");
+  return *core;
+}
+}  // namespace
+
 mutex::mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts)
     : client_(std::move(c)), opts_(opts) {
   entry_ = client_->entry(name);
-  id_ = next_handle_id++;
+  core_ = std::make_shared<detail::lock_handle>(client_, entry_, false);
 }
 
 mutex::mutex(mutex&& o) noexcept
     : client_(std::move(o.client_)),
       entry_(std::move(o.entry_)),
+      core_(std::move(o.core_)),
       opts_(o.opts_),
-      id_(o.id_),
       levels_(o.levels_.exchange(0)),
       hold_id_(o.hold_id_) {}
 
@@ -83,8 +84,8 @@ mutex& mutex::operator=(mutex&& o) noexcept {
     release_all();
     client_ = std::move(o.client_);
     entry_ = std::move(o.entry_);
+    core_ = std::move(o.core_);
     opts_ = o.opts_;
-    id_ = o.id_;
     levels_ = o.levels_.exchange(0);
     hold_id_ = o.hold_id_;
   }
@@ -97,40 +98,47 @@ mutex::~mutex() {
 
 void mutex::release_all() noexcept {
   if (!entry_) return;
-  {
-    std::unique_lock lk(entry_->m);
-    std::erase_if(entry_->on_lost, [&](const auto& p) { return p.first == id_; });
-    entry_->await_callbacks(lk);  // a callback of this handle still running ends first
-  }
+  core_->detach();  // a callback of this handle still running ends first
   // Only levels of the hold this handle took part in: never someone else's later hold.
   unsigned n = levels_.exchange(0);
   for (unsigned i = 0; i < n; ++i) unlock_level(false, hold_id_);
 }
 
 const std::string& mutex::name() const {
-  return entry_->name;
+  return usable(core_).name();
 }
 
 void mutex::lock(std::stop_token stop) {
-  acquire(steady_time::max(), true, stop);
+  lock_until(steady_time::max(), true, stop);
 }
 
 bool mutex::try_lock() {
-  return acquire(clock::now(), false, {});
+  return lock_until(clock::now(), false, {});
 }
 
 bool mutex::try_lock_until_steady(steady_time deadline, std::stop_token stop) {
-  return acquire(deadline, true, stop);
+  return lock_until(deadline, true, stop);
 }
 
-bool mutex::acquire(steady_time deadline, bool wait, const std::stop_token& stop) {
+hold mutex::acquire(std::stop_token stop) {
+  return take_hold(steady_time::max(), true, stop);
+}
+
+hold mutex::try_acquire() {
+  return take_hold(clock::now(), false, {});
+}
+
+hold mutex::try_acquire_until_steady(steady_time deadline, std::stop_token stop) {
+  return take_hold(deadline, true, stop);
+}
+
+bool mutex::lock_until(steady_time deadline, bool wait, const std::stop_token& stop) {
   if (!entry_) throw usage_error("lock handle was moved from");
   auto& e = *entry_;
   auto& c = *client_;
   const auto started = c.observe.now();
-  const auto me = std::this_thread::get_id();
   std::unique_lock lk(e.m);
-  if (e.count > 0 && e.owner_thread == me) {
+  if (e.count > 0 && e.owner_thread == std::this_thread::get_id()) {
     if (e.lost) throw lock_lost("lock '" + e.name + "' was lost; reentrant acquire refused");
     ++e.count;
     ++levels_;
@@ -138,6 +146,39 @@ bool mutex::acquire(steady_time deadline, bool wait, const std::stop_token& stop
     c.stats.reentries++;
     return true;
   }
+  lk.unlock();
+  if (!take_turn(deadline, wait, stop, started)) return false;
+  lk.lock();
+  e.count = 1;
+  ++levels_;
+  hold_id_ = e.current ? e.current->id : 0;
+  return true;
+}
+
+hold mutex::take_hold(steady_time deadline, bool wait, const std::stop_token& stop) {
+  if (!entry_) throw usage_error("lock handle was moved from");
+  auto& e = *entry_;
+  const auto started = client_->observe.now();
+  {
+    std::lock_guard g(e.m);
+    if (e.count > 0 && e.owner_thread == std::this_thread::get_id())
+      throw usage_error("this thread holds lock '" + e.name +
+                        "' through lock(): a hold of it would wait for itself");
+  }
+  if (!take_turn(deadline, wait, stop, started)) return hold();
+  {
+    std::lock_guard g(e.m);
+    e.owner_thread = {};  // the entry stays busy for the hold, which no thread owns
+  }
+  return detail::hold_maker::make(
+      std::make_shared<detail::lock_handle>(client_, entry_, true, nullptr, entry_));
+}
+
+bool mutex::take_turn(steady_time deadline, bool wait, const std::stop_token& stop,
+                      steady_time started) {
+  auto& e = *entry_;
+  auto& c = *client_;
+  std::unique_lock lk(e.m);
   // Local-lock-first: threads of this client queue here; one talks to the backend.
   while (e.busy) {
     if (!wait) {
@@ -156,7 +197,7 @@ bool mutex::acquire(steady_time deadline, bool wait, const std::stop_token& stop
     }
   }
   e.busy = true;
-  e.owner_thread = me;
+  e.owner_thread = std::this_thread::get_id();
   lk.unlock();
 
   bool got = false;
@@ -165,34 +206,22 @@ bool mutex::acquire(steady_time deadline, bool wait, const std::stop_token& stop
     req.stop = stop;
     got = c.take(entry_, req, opts_, deadline, wait, started);
   } catch (...) {
-    free_queue();
+    e.leave_queue();
     throw;
   }
-  if (!got) {
-    free_queue();
-    return false;
-  }
-  lk.lock();
-  e.count = 1;
-  ++levels_;
-  hold_id_ = e.current ? e.current->id : 0;
-  return true;
+  if (!got) e.leave_queue();
+  return got;
 }
 
-void mutex::free_queue() noexcept {
-  {
-    std::lock_guard g(entry_->m);
-    entry_->busy = false;
-    entry_->owner_thread = {};
-  }
-  entry_->cv.notify_one();
-}
-
-void mutex::unlock() noexcept {
+void mutex::unlock() {
   if (!entry_) return;
   {
     std::lock_guard g(entry_->m);
-    if (entry_->count == 0 || entry_->owner_thread != std::this_thread::get_id()) {
+    if (entry_->count > 0 && entry_->owner_thread != std::this_thread::get_id())
+      throw usage_error("unlock() of lock '" + entry_->name +
+                        "' from a thread that does not hold it (another thread locked it; a "
+                        "hold that changes threads is a sqlock::hold: mutex::acquire())");
+    if (entry_->count == 0) {  // released already: like a second release, nothing to do
       entry_->last_error = "unlock() of lock '" + entry_->name + "' not held by this thread";
       return;
     }
@@ -211,7 +240,7 @@ void mutex::unlock_level(bool check_thread, std::uint64_t expect_hold) noexcept 
   if (--e.count > 0) return;
   lk.unlock();
   c.give_back(e);
-  free_queue();
+  e.leave_queue();
 }
 
 bool mutex::owns_lock() const {
@@ -221,41 +250,27 @@ bool mutex::owns_lock() const {
 }
 
 std::uint64_t mutex::fence() const {
-  if (!entry_) throw usage_error("lock handle was moved from");
-  return client_->fence_of(*entry_);
+  return usable(core_).fence();
 }
 
 std::string mutex::owner() const {
-  if (!entry_) throw usage_error("lock handle was moved from");
-  std::lock_guard g(entry_->m);
-  if (!entry_->current) throw usage_error("owner() of lock '" + entry_->name + "' not held");
-  return entry_->current->lease.owner;
+  return usable(core_).owner();
 }
 
 bool mutex::lost() const {
-  if (!entry_) return false;
-  std::unique_lock lk(entry_->m);
-  if (entry_->lost) entry_->await_callbacks(lk);  // true once the loss's callbacks returned
-  return entry_->lost;
+  return core_ && core_->lost();
 }
 
 void mutex::on_lost(std::function<void(const std::string&)> cb) {
-  if (!entry_) throw usage_error("lock handle was moved from");
-  std::unique_lock lk(entry_->m);
-  std::erase_if(entry_->on_lost, [&](const auto& p) { return p.first == id_; });
-  entry_->await_callbacks(lk);  // the callback replaced is not called after this returns
-  if (cb) entry_->on_lost.emplace_back(id_, std::move(cb));
+  usable(core_).on_lost(std::move(cb));
 }
 
 bool mutex::renew() {
-  if (!entry_) throw usage_error("lock handle was moved from");
-  return client_->renew_now(*entry_);
+  return usable(core_).renew();
 }
 
 std::string mutex::last_error() const {
-  if (!entry_) return {};
-  std::lock_guard g(entry_->m);
-  return entry_->last_error;
+  return core_ ? core_->last_error() : std::string();
 }
 
 }  // namespace sqlock

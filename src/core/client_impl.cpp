@@ -3,7 +3,9 @@
 #include "client_impl.hpp"
 
 #include <algorithm>
+
 #include <system_error>
+#include "lock_handle.hpp"
 
 #include "sqlock/random.hpp"
 
@@ -16,7 +18,7 @@ namespace {
 constexpr milliseconds orphan_try_bound{1000};
 }  // namespace
 
-steady_time loss_time(const hold& h) {
+steady_time loss_time(const backend_hold& h) {
   return h.valid_until - std::min<clock::duration>(h.duration / 10, std::chrono::seconds(1));
 }
 
@@ -120,18 +122,12 @@ void client_impl::mark_lost(hold_slot& e, std::uint64_t hold_id, std::unique_loc
   e.lost = true;
   stats.losses++;
   observe.lost(e.name, e.current->lease.fence, e.current->lease.sent);
-  auto callbacks = e.on_lost;
+  auto callbacks = e.callbacks;
   const auto me = std::this_thread::get_id();
   e.callback_threads.push_back(me);
   lk.unlock();
   unwatch(&e, {});  // the owner stays registered until the hold is given back
-  for (auto& [id, cb] : callbacks) {
-    try {
-      cb(e.name);
-    } catch (...) {
-      // A callback's failure must not stop the renewal thread.
-    }
-  }
+  for (auto& cb : callbacks) cb->call(e.name);  // never throws
   lk.lock();
   // A handle that dropped its callback meanwhile waits for this (hold_slot::await_callbacks).
   e.callback_threads.erase(std::find(e.callback_threads.begin(), e.callback_threads.end(), me));
@@ -142,14 +138,14 @@ bool client_impl::renew_now(hold_slot& e) {
   std::unique_lock lk(e.m);
   if (!e.current) throw usage_error("renew() on lock '" + e.name + "' that is not held");
   if (e.lost) return false;
-  hold h = *e.current;
+  backend_hold h = *e.current;
   lk.unlock();
   std::vector<renewal> batch{renewal_of(h)};
   backend_->renew_all(batch);
   return renewed(e, h, batch.front());
 }
 
-renewal client_impl::renewal_of(const hold& h) const {
+renewal client_impl::renewal_of(const backend_hold& h) const {
   renewal r;
   r.lease = &h.lease;
   r.duration = h.duration;
@@ -158,7 +154,7 @@ renewal client_impl::renewal_of(const hold& h) const {
   return r;
 }
 
-bool client_impl::renewed(hold_slot& e, const hold& h, const renewal& r) {
+bool client_impl::renewed(hold_slot& e, const backend_hold& h, const renewal& r) {
   if (r.result == renewal::outcome::unknown) {
     stats.renewal_failures++;
     observe.renewal_failed(e.name, h.lease.fence, r.error);
@@ -309,7 +305,7 @@ void client_impl::worker_loop() {
 
 void client_impl::renew_in_background(const std::vector<std::shared_ptr<hold_slot>>& slots) {
   // The holds of the slots as they are now (a slot released meanwhile has none).
-  std::vector<std::pair<hold_slot*, hold>> held;
+  std::vector<std::pair<hold_slot*, backend_hold>> held;
   held.reserve(slots.size());
   for (const auto& s : slots) {
     std::lock_guard g(s->m);

@@ -1,8 +1,9 @@
 // The shared state behind sqlock::client and its lock classes: one backend, the per-name local
 // entries of mutexes (the in-process queue, the reentrancy count and the current hold), the
-// hold slots of every other hold, statistics, and
-// the renewal machinery (a scheduler thread that watches every lease on steady_clock and a
-// worker thread that runs the backend calls). Internal to the core.
+// hold slots of every other hold, statistics, and the renewal machinery (a scheduler thread
+// that watches every lease on steady_clock and a worker thread that runs the backend calls).
+// What a handle does with a slot (fence, loss signal, release) is lock_handle.hpp. Internal to
+// the core.
 #pragma once
 
 #include <algorithm>
@@ -27,8 +28,10 @@
 
 namespace sqlock::detail {
 
-/// One hold obtained from the backend.
-struct hold {
+class loss_callback;
+
+/// What the backend granted for one hold, and its renewal schedule on steady_clock.
+struct backend_hold {
   lease_info lease;
   milliseconds duration{};
   milliseconds renew_every{};
@@ -43,7 +46,7 @@ struct hold {
 /// When the core declares `h` lost if it was not renewed: a tenth of the lease (at most 1 s)
 /// before it ends, so the holder is told before the store lets anybody else in, whatever the
 /// scheduler's wake-up latency.
-steady_time loss_time(const hold& h);
+steady_time loss_time(const backend_hold& h);
 
 /// The place of one backend hold at a time and its loss state: what the renewal machinery
 /// watches. A mutex shares one per (client, name) (a local_entry); every shared hold, permit
@@ -52,10 +55,11 @@ struct hold_slot {
   explicit hold_slot(std::string n) : name(std::move(n)) {}
   const std::string name;
   std::mutex m;
-  std::optional<hold> current;
+  std::optional<backend_hold> current;
   bool lost = false;  // the current/last hold was lost
   std::uint64_t next_hold_id = 1;
-  std::vector<std::pair<std::uint64_t, std::function<void(const std::string&)>>> on_lost;
+  /// The loss callbacks of the handles that watch this slot (lock_handle subscribes them).
+  std::vector<std::shared_ptr<loss_callback>> callbacks;
   std::string last_error;
   /// The threads running on_lost callbacks now (mark_lost, without `m` held): one per loss
   /// being told (a slot taken again can lose its next hold while an earlier callback runs).
@@ -79,7 +83,16 @@ struct local_entry : hold_slot {
   std::condition_variable_any cv;  // waits end on a caller's stop too
   bool busy = false;               // a thread of this client holds or is acquiring
   std::thread::id owner_thread{};  // thread that holds
-  unsigned count = 0;              // reentrancy depth
+  unsigned count = 0;              // reentrancy depth (0 while a sqlock::hold occupies it)
+  /// Lets the next thread of this client in (busy = false) and wakes it.
+  void leave_queue() noexcept {
+    {
+      std::lock_guard g(m);
+      busy = false;
+      owner_thread = {};
+    }
+    cv.notify_one();
+  }
 };
 
 /// The interrupted error of a stopped wait for lock `name`.
@@ -125,9 +138,6 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   void mark_lost(hold_slot& s, std::uint64_t hold_id, std::unique_lock<std::mutex>& lk);
   /// Renews one hold now; returns false when it is lost.
   bool renew_now(hold_slot& s);
-  /// Fencing token of the current hold of `s` (usage_error when none, unsupported when the
-  /// backend gives none).
-  std::uint64_t fence_of(hold_slot& s);
 
   backend& b() { return *backend_; }
   const client_options& opts() const { return opts_; }
@@ -143,10 +153,10 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // next renewal.
   void renew_in_background(const std::vector<std::shared_ptr<hold_slot>>& slots);
   // The renewal of `h` that renew_all() is asked for: by the end of its lease.
-  renewal renewal_of(const hold& h) const;
+  renewal renewal_of(const backend_hold& h) const;
   // Records what renewing `h` of `s` found: the lease extended, the hold lost, or a failure to
   // try again within the lease. False when the hold is lost.
-  bool renewed(hold_slot& s, const hold& h, const renewal& r);
+  bool renewed(hold_slot& s, const backend_hold& h, const renewal& r);
   void backend_lost(const std::string& name, const std::string& owner);
   // Adds a hold to the renewal set; wakes the renewal thread only when this hold is due before
   // the time it is sleeping until (keeps the thread out of the acquire hot path).

@@ -17,7 +17,22 @@ struct election::state {
   mutable std::mutex m;
   hold term;  // kept after resign(): lost() of the last term still answers
   bool campaigning = false;
-  std::function<void(const std::string&)> on_lost;
+  std::shared_ptr<detail::loss_callback> on_lost = std::make_shared<detail::loss_callback>();
+
+  // A term for `value`, by `deadline` (one attempt unless `wait`); empty when not elected by
+  // then. Its loss calls `cb` (null: the term's own callback).
+  hold take_term(const std::string& value, steady_time deadline, bool wait,
+                 const std::stop_token& stop, std::shared_ptr<detail::loss_callback> cb) const {
+    if (value.empty()) throw config_error("a campaign of election '" + name + "' needs a value");
+    return detail::hold_maker::take(c, name, {.lease = opts.lease},
+                                    {.holder = value, .stop = stop, .on_lost = std::move(cb)},
+                                    deadline, wait);
+  }
+  // The current term's core (null when none), read under `m`.
+  std::shared_ptr<detail::lock_handle> term_core() const {
+    std::lock_guard g(m);
+    return detail::hold_maker::core(term);
+  }
 };
 
 struct observation::state {
@@ -103,13 +118,15 @@ election::election(election&&) noexcept = default;
 
 election& election::operator=(election&& o) noexcept {
   if (this != &o) {
-    resign();
+    election old(std::move(*this));
     st_ = std::move(o.st_);
   }
   return *this;
 }
 
 election::~election() {
+  if (!st_) return;
+  st_->on_lost->set(nullptr);  // a callback running ends first
   resign();
 }
 
@@ -124,12 +141,13 @@ bool election::try_campaign(const std::string& value) {
 bool election::campaign_until_steady(const std::string& value, steady_time deadline,
                                      std::stop_token stop) {
   if (!st_) throw usage_error("election handle was moved from");
-  if (value.empty()) throw config_error("a campaign of election '" + st_->name + "' needs a value");
   auto& st = *st_;
+  const auto last = st.term_core();  // lost() without st.m: it may wait for a callback
+  const bool leads = last && last->held() && !last->lost();
   hold lost_term;  // a term found lost ends here: campaigning again is how a leader comes back
   {
     std::lock_guard g(st.m);
-    if ((st.term && !st.term.lost()) || st.campaigning)
+    if (leads || st.campaigning || detail::hold_maker::core(st.term) != last)
       throw usage_error("election '" + st.name + "': this participant already leads or campaigns");
     lost_term = std::move(st.term);
     st.campaigning = true;
@@ -138,9 +156,8 @@ bool election::campaign_until_steady(const std::string& value, steady_time deadl
   hold h;
   try {
     const bool once = deadline == steady_time{};
-    h = detail::hold_maker::take(st.c, st.name, {.lease = st.opts.lease},
-                                 {.holder = value, .stop = stop},
-                                 once ? std::chrono::steady_clock::now() : deadline, !once);
+    h = st.take_term(value, once ? std::chrono::steady_clock::now() : deadline, !once, stop,
+                     st.on_lost);
   } catch (...) {
     std::lock_guard g(st.m);
     st.campaigning = false;
@@ -149,9 +166,23 @@ bool election::campaign_until_steady(const std::string& value, steady_time deadl
   std::lock_guard g(st.m);
   st.campaigning = false;
   if (!h) return false;
-  detail::relay_lost(h, st_);
   st.term = std::move(h);
   return true;
+}
+
+hold election::lead(const std::string& value, std::stop_token stop) {
+  return try_lead_until_steady(value, steady_time::max(), std::move(stop));
+}
+
+hold election::try_lead(const std::string& value) {
+  if (!st_) throw usage_error("election handle was moved from");
+  return st_->take_term(value, std::chrono::steady_clock::now(), false, {}, nullptr);
+}
+
+hold election::try_lead_until_steady(const std::string& value, steady_time deadline,
+                                     std::stop_token stop) {
+  if (!st_) throw usage_error("election handle was moved from");
+  return st_->take_term(value, deadline, true, stop, nullptr);
 }
 
 void election::resign() noexcept {
@@ -168,8 +199,8 @@ void election::resign() noexcept {
 
 bool election::is_leader() const {
   if (!st_) return false;
-  std::lock_guard g(st_->m);
-  return st_->term && !st_->term.lost();
+  auto core = st_->term_core();  // lost() without st_->m: it may wait for a callback
+  return core && core->held() && !core->lost();
 }
 
 std::uint64_t election::term() const {
@@ -214,14 +245,13 @@ observation election::observe(std::function<void(const std::optional<leader_info
 
 bool election::lost() const {
   if (!st_) return false;
-  std::lock_guard g(st_->m);
-  return st_->term.lost();
+  auto core = st_->term_core();
+  return core && core->lost();
 }
 
 void election::on_lost(std::function<void(const std::string&)> cb) {
   if (!st_) throw usage_error("election handle was moved from");
-  std::lock_guard g(st_->m);
-  st_->on_lost = std::move(cb);
+  st_->on_lost->set(std::move(cb));
 }
 
 const std::string& election::name() const {

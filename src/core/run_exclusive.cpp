@@ -31,18 +31,14 @@ bool run_exclusive(const client& c, const std::string& name, const run_options& 
   hold h = detail::hold_maker::take(impl, name, lo, {.watch_expiry = bounded, .stop = o.stop},
                                     deadline, o.wait.count() > 0);
   if (!h) return false;
-  steady_time sent{};
-  {
-    auto* s = detail::hold_maker::slot(h);
-    std::lock_guard g(s->m);
-    sent = s->current->lease.sent;
-  }
+  const auto core = detail::hold_maker::core(h);  // the job may move `h`: the core stays
+  const steady_time sent = core->lease().sent;
   auto linger = [&] {
     auto left = std::chrono::ceil<milliseconds>(sent + o.at_least - clock::now());
-    if (o.at_least.count() > 0 && left.count() > 0 && !h.lost())
-      detail::hold_maker::leave(h, left);
+    if (o.at_least.count() > 0 && left.count() > 0 && !core->lost())
+      core->leave(left);
     else
-      h.release();
+      core->release();
   };
   try {
     job(h);

@@ -1,5 +1,6 @@
 // sqlock::shared_mutex: one hold per thread, shared or exclusive, each a hold of its own
-// (hold.cpp) with its own lease, renewal and loss signal.
+// (hold.cpp) with its own lease and renewal; the handle's one loss callback is shared by all
+// of them (lock_handle.hpp).
 #include "sqlock/shared_mutex.hpp"
 
 #include <map>
@@ -20,7 +21,7 @@ struct shared_mutex::state {
     lock_kind kind = lock_kind::shared;
   };
   std::map<std::thread::id, per_thread> threads;
-  std::function<void(const std::string&)> on_lost;
+  std::shared_ptr<detail::loss_callback> on_lost = std::make_shared<detail::loss_callback>();
   std::string last_error;
 };
 
@@ -46,11 +47,11 @@ shared_mutex& shared_mutex::operator=(shared_mutex&& o) noexcept {
 
 shared_mutex::~shared_mutex() {
   if (!st_) return;
+  st_->on_lost->set(nullptr);  // a callback running ends first
   std::map<std::thread::id, state::per_thread> all;
   {
     std::lock_guard g(st_->m);
     all.swap(st_->threads);
-    st_->on_lost = nullptr;
   }
   // The holds release as `all` goes.
 }
@@ -80,13 +81,47 @@ void shared_mutex::unlock_shared() noexcept {
   drop(lock_kind::shared);
 }
 
+hold shared_mutex::acquire(std::stop_token stop) {
+  return take(lock_kind::exclusive, steady_time::max(), true, stop);
+}
+hold shared_mutex::try_acquire() {
+  return take(lock_kind::exclusive, std::chrono::steady_clock::now(), false, {});
+}
+hold shared_mutex::try_acquire_until_steady(steady_time deadline, std::stop_token stop) {
+  return take(lock_kind::exclusive, deadline, true, stop);
+}
+hold shared_mutex::acquire_shared(std::stop_token stop) {
+  return take(lock_kind::shared, steady_time::max(), true, stop);
+}
+hold shared_mutex::try_acquire_shared() {
+  return take(lock_kind::shared, std::chrono::steady_clock::now(), false, {});
+}
+hold shared_mutex::try_acquire_shared_until_steady(steady_time deadline, std::stop_token stop) {
+  return take(lock_kind::shared, deadline, true, stop);
+}
+
+namespace {
+// Both kinds of a shared_mutex need a backend with shared locks.
+void require_shared(const shared_mutex::state& st) {
+  lock_request shared;
+  shared.kind = lock_kind::shared;
+  require_kind(st.c->b(), shared);
+}
+}  // namespace
+
+hold shared_mutex::take(lock_kind kind, steady_time deadline, bool wait,
+                        const std::stop_token& stop) {
+  if (!st_) throw usage_error("shared_mutex handle was moved from");
+  require_shared(*st_);
+  return detail::hold_maker::take(st_->c, st_->name, st_->opts, {.kind = kind, .stop = stop},
+                                  deadline, wait);
+}
+
 bool shared_mutex::acquire(lock_kind kind, steady_time deadline, bool wait,
                            const std::stop_token& stop) {
   if (!st_) throw usage_error("shared_mutex handle was moved from");
   auto& st = *st_;
-  lock_request shared;  // both kinds of a shared_mutex need a backend with shared locks
-  shared.kind = lock_kind::shared;
-  require_kind(st.c->b(), shared);
+  require_shared(st);
   const auto me = std::this_thread::get_id();
   {
     std::lock_guard g(st.m);
@@ -95,10 +130,9 @@ bool shared_mutex::acquire(lock_kind kind, steady_time deadline, bool wait,
       throw usage_error("this thread already holds shared_mutex '" + st.name +
                         "' (it is not reentrant)");
   }
-  hold h = detail::hold_maker::take(st.c, st.name, st.opts, {.kind = kind, .stop = stop}, deadline,
-                                    wait);
+  hold h = detail::hold_maker::take(
+      st.c, st.name, st.opts, {.kind = kind, .stop = stop, .on_lost = st.on_lost}, deadline, wait);
   if (!h) return false;
-  detail::relay_lost(h, st_);
   std::lock_guard g(st.m);
   st.threads[me] = {std::move(h), kind};
   return true;
@@ -169,15 +203,17 @@ std::string shared_mutex::owner() const {
 
 bool shared_mutex::lost() const {
   if (!st_) return false;
-  std::lock_guard g(st_->m);
-  auto* p = mine(*st_);
-  return p && p->h.lost();
+  std::shared_ptr<detail::lock_handle> core;
+  {
+    std::lock_guard g(st_->m);
+    if (auto* p = mine(*st_)) core = detail::hold_maker::core(p->h);
+  }
+  return core && core->lost();  // without st_->m: it may wait for a callback that takes it
 }
 
 void shared_mutex::on_lost(std::function<void(const std::string&)> cb) {
   if (!st_) throw usage_error("shared_mutex handle was moved from");
-  std::lock_guard g(st_->m);
-  st_->on_lost = std::move(cb);
+  st_->on_lost->set(std::move(cb));
 }
 
 const std::string& shared_mutex::name() const {

@@ -63,11 +63,14 @@ TEST(seam, a_waiter_survives_a_store_outage_within_its_deadline) {
   auto c = s.connect();
   s.faults().down = true;
   auto l = c.make_lock("outage");
-  auto got = std::async(std::launch::async, [&] { return l.try_lock_for(10s); });
+  auto got = std::async(std::launch::async, [&] {
+    bool ok = l.try_lock_for(10s);
+    if (ok) l.unlock();  // on the thread that locked it
+    return ok;
+  });
   std::this_thread::sleep_for(300ms);
   s.faults().down = false;  // the store is back: the waiter gets the lock
   EXPECT_TRUE(got.get());
-  l.unlock();
 }
 
 TEST(seam, an_outage_longer_than_retry_for_is_a_connection_error) {

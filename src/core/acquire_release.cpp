@@ -1,6 +1,6 @@
-// Taking a hold from the backend and giving it back, for every lock class of the core: the
-// backend call, the hold's lease bookkeeping on steady_clock, statistics and observer events,
-// and the hand-over to the renewal machinery.
+// Taking a hold from the backend and giving it back (client_impl::take, give_back, leave), for
+// every lock class of the core: the backend call, the hold's lease bookkeeping on steady_clock,
+// statistics and observer events, and the hand-over to the renewal machinery.
 #include <algorithm>
 
 #include "client_impl.hpp"
@@ -44,7 +44,7 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
   const bool contended = got->waited;
   // The lease runs from when the winning request was sent, on steady_clock.
   if (got->sent != steady_time{}) sent = got->sent;
-  hold h;
+  backend_hold h;
   h.lease = std::move(*got);
   h.lease.kind = req.kind;
   h.lease.sent = sent;  // when this hold began (the observer's hold time)
@@ -77,7 +77,7 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
 
 void client_impl::give_back(hold_slot& s) noexcept {
   std::unique_lock lk(s.m);
-  std::optional<hold> h = std::move(s.current);
+  std::optional<backend_hold> h = std::move(s.current);
   s.current.reset();
   lk.unlock();
   if (!h) return;
@@ -106,7 +106,7 @@ void client_impl::give_back(hold_slot& s) noexcept {
 
 bool client_impl::leave(hold_slot& s, milliseconds left) noexcept {
   std::unique_lock lk(s.m);
-  std::optional<hold> h = std::move(s.current);
+  std::optional<backend_hold> h = std::move(s.current);
   s.current.reset();
   const bool was_lost = s.lost;
   lk.unlock();
@@ -128,14 +128,6 @@ bool client_impl::leave(hold_slot& s, milliseconds left) noexcept {
         std::string("shortening the lease of lock '") + s.name + "' failed: " + ex.what();
     return false;
   }
-}
-
-std::uint64_t client_impl::fence_of(hold_slot& s) {
-  std::lock_guard g(s.m);
-  if (!s.current) throw usage_error("fence() of lock '" + s.name + "' not held");
-  if (!backend_->caps().fencing)
-    throw unsupported(backend_->kind() + " backend gives no fencing tokens");
-  return s.current->lease.fence;
 }
 
 }  // namespace sqlock::detail

@@ -84,7 +84,7 @@ check "serve: /api/locks lists the held lock" 0 $?
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
 check "serve: release without the admin token is refused" 401 "$code"
 out=$(curl -fs -X POST -H 'Authorization: Bearer contract-token' -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
-check "serve: release with the admin token" '{"released":true}' "$out"
+check "serve: release with the admin token" '{"actor":"admin","released":true}' "$out"
 wait $held
 check "serve: the holder saw the loss (exit 70)" 70 $?
 kill $server

@@ -98,6 +98,12 @@ store() {
     return
   fi
   [ "$mode" = advisory ] && url=$(with_mode "$url")
+  # A fresh server may not have the schema yet (this test can run first): migrate it unless it
+  # is current (re-installing the routines under other running tests is what they avoid too).
+  case $backend in postgres | mysql)
+    "$sqlock" list --url "$url" >/dev/null 2>&1 || "$sqlock" migrate --url "$url" >/dev/null
+    ;;
+  esac
   interrupted "$label" "$url" "$counter"
 }
 

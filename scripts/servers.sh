@@ -23,6 +23,23 @@ wait_for() {
   return 1
 }
 
+# stop_pid_file FILE: ends the process whose pid FILE holds (TERM, up to 30 s, then KILL) and
+# removes FILE; nothing when FILE is missing.
+stop_pid_file() {
+  local file=$1 pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
 for f in "$here"/servers.d/*.sh; do
   [ -e "$f" ] || continue
   # shellcheck source=/dev/null

@@ -21,19 +21,9 @@ mysql_server_bin() {
 }
 
 stop_mysql() {
-  local d pid
+  local d
   d=$(mysql_dir)
-  [ -f "$d/mysqld.pid" ] || return 0
-  pid=$(cat "$d/mysqld.pid" 2>/dev/null || true)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 150); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$d/mysqld.pid"
+  stop_pid_file "$d/mysqld.pid"
 }
 
 start_mysql() {

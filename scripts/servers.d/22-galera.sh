@@ -20,21 +20,9 @@ galera_provider() {
 }
 
 stop_galera() {
-  local d n pid
+  local d n
   d=$(galera_dir)
-  for n in 3 2 1; do
-    [ -f "$d/node$n/mysqld.pid" ] || continue
-    pid=$(cat "$d/node$n/mysqld.pid" 2>/dev/null || true)
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 150); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.2
-      done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$d/node$n/mysqld.pid"
-  done
+  for n in 3 2 1; do stop_pid_file "$d/node$n/mysqld.pid"; done
 }
 
 # galera_node_config N: writes node N's my.cnf (the cluster address names all three nodes).

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "sql/process_instance.hpp"
+
 namespace sqlock::sql {
 
 namespace {
@@ -29,9 +31,7 @@ bool ended(int fd) {
 }  // namespace
 
 closing_sessions& closing_sessions::instance() {
-  // Never destroyed: a client destroyed during static destruction may still close connections.
-  static auto* c = new closing_sessions;
-  return *c;
+  return process_instance<closing_sessions>();
 }
 
 void closing_sessions::add(int fd, std::function<void()> ended_fn) {

@@ -23,8 +23,9 @@ inline constexpr std::chrono::milliseconds closing_bound{5000};
 class closing_sessions {
  public:
   /// The process's instance (its thread starts with the first add() and runs until the
-  /// process ends).
+  /// process ends; a child after fork() has its own: process_instance.hpp).
   static closing_sessions& instance();
+  closing_sessions() = default;  ///< Use instance().
 
   /// Takes `fd` (a duplicate of a closed connection's socket; closed here) and calls `ended`
   /// on this object's thread once the server has closed its end or closing_bound has passed.
@@ -39,7 +40,6 @@ class closing_sessions {
     std::chrono::steady_clock::time_point until;
     std::function<void()> ended;
   };
-  closing_sessions() = default;
   void loop();
   void wake();
 

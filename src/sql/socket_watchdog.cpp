@@ -3,11 +3,12 @@
 
 #include <sys/socket.h>
 
+#include "process_instance.hpp"
+
 namespace sqlock::sql {
 
 socket_watchdog& socket_watchdog::instance() {
-  static socket_watchdog w;
-  return w;
+  return process_instance<socket_watchdog>();
 }
 
 socket_watchdog::~socket_watchdog() {

@@ -20,7 +20,8 @@ class socket_watchdog {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  /// The process's watchdog (its thread starts with the first arm()).
+  /// The process's watchdog (its thread starts with the first arm(); a child after fork() has
+  /// its own: process_instance.hpp).
   static socket_watchdog& instance();
 
   /// Shuts `fd` down at `deadline` unless disarm(id) comes first; returns the id.

@@ -229,16 +229,31 @@ TEST_F(etcd_test, a_key_deleted_right_after_a_new_client_takes_it_is_reported) {
     auto l = c.make_lock(n, {.lease = 30s});
     std::atomic<bool> told{false};
     l.on_lost([&](const std::string&) { told = true; });
+    std::function<void()> waiter_unlocks;  // after_waiting: the waiter's thread unlocks
     if (way == how::try_lock) {
       ASSERT_TRUE(l.try_lock());
     } else if (way == how::lock) {
       l.lock();
     } else {
-      auto got = std::async(std::launch::async, [&] { return l.try_lock_for(20s); });
+      // The waiter locks and (at the end) unlocks on a thread of its own: a mutex is unlocked
+      // by the thread that locked it.
+      auto unlock_now = std::make_shared<std::promise<void>>();
+      auto got = std::make_shared<std::promise<bool>>();
+      auto waiter = std::make_shared<std::future<void>>(
+          std::async(std::launch::async, [&l, got, done = unlock_now->get_future()] {
+            const bool g = l.try_lock_for(20s);
+            got->set_value(g);
+            done.wait();
+            if (g) l.unlock();
+          }));
       for (int i = 0; i < 1000 && keys(n).find('\n') == keys(n).rfind('\n'); ++i)
         std::this_thread::sleep_for(5ms);  // its key is queued behind the first
       ahead->unlock();
-      ASSERT_TRUE(got.get());
+      EXPECT_TRUE(got->get_future().get());
+      waiter_unlocks = [unlock_now, waiter] {
+        unlock_now->set_value();
+        waiter->get();
+      };
     }
     if (way == how::lock)
       sh(etcdctl("del '" + keys(n).substr(0, keys(n).find('\n')) + "' >/dev/null"));
@@ -248,7 +263,10 @@ TEST_F(etcd_test, a_key_deleted_right_after_a_new_client_takes_it_is_reported) {
     for (int i = 0; i < 500 && !told; ++i) std::this_thread::sleep_for(20ms);
     EXPECT_TRUE(told) << "way " << static_cast<int>(way);
     EXPECT_TRUE(l.lost());
-    l.unlock();
+    if (waiter_unlocks)
+      waiter_unlocks();
+    else
+      l.unlock();
   }
 }
 

@@ -4,9 +4,12 @@
 // connection busy returns false by its deadline; a server that refuses connections for want of
 // a slot (SQLSTATE 53300, here a role's CONNECTION LIMIT) is waited out within the wait.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -118,6 +121,51 @@ TEST_F(postgres, a_connection_closed_at_its_deadline_counts_until_the_server_end
   EXPECT_TRUE(b.try_lock_for(5s));
   EXPECT_LE(sessions(), 1);
   b.unlock();
+}
+
+// A process forked once the library has closed a connection (so its closing-session thread runs
+// in the parent) uses the library in the child: a connection the server ended is replaced within
+// the budget of 1. Without a waiter thread of the child's own, the replacement waited for a
+// closed session nobody watched, until the call's deadline.
+TEST_F(postgres, a_forked_child_replaces_a_connection_within_its_budget) {
+  const auto schema = own_schema();
+  schema_guard guard(owner_, schema);
+  const auto tag = unique_name("forked");
+  {  // the parent closes a connection: the process's closing-session thread starts
+    auto c = statements_only(owner_, schema, 1, tag);
+    auto m = c.make_lock(tag + ":parent");
+    ASSERT_TRUE(m.try_lock_for(5s));
+    m.unlock();
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      const auto child_tag = tag + "c";
+      auto c = statements_only(owner_, schema, 1, child_tag);
+      auto m = c.make_lock(child_tag + ":child");
+      if (m.try_lock_for(5s)) {
+        m.unlock();
+        pqxx::connection k(owner_);
+        pqxx::nontransaction(k).exec(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '" +
+            child_tag + "'");
+        rc = m.try_lock_for(5s) ? 0 : 3;  // the engine replaces the connection the server ended
+        if (rc == 0) m.unlock();
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      rc = 2;
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no first lock, 2: an error, 3: no lock after the "
+                                       "server ended the child's connection";
 }
 
 // A role of the test's own with a connection limit: the server refuses its third connection

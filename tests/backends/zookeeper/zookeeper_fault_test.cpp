@@ -276,6 +276,17 @@ static void next_waiter_is_not_held_up(const std::string& url, const std::string
   }
   ::close(fds[1]);
   ::close(go[0]);
+  // However this test ends, the waiter process ends with it (an early failure must not leave
+  // it holding ctest's output open).
+  struct child_guard {
+    pid_t pid;
+    bool reaped = false;
+    ~child_guard() {
+      if (reaped) return;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } child{pid};
   auto a = connect(url);
   auto la = a.make_lock(n);
   la.lock();
@@ -291,6 +302,7 @@ static void next_waiter_is_not_held_up(const std::string& url, const std::string
   std::jthread waiter([&] {
     got = lb.try_lock_for(40s);
     got_at = clock_type::now();
+    if (got) lb.unlock();  // by the thread that locked it
   });
   ASSERT_TRUE(eventually([&] { return zookeeper::stats(b.get_backend()).waiting == 1; }, 10s));
   if (how == "gave-up") {
@@ -299,6 +311,7 @@ static void next_waiter_is_not_held_up(const std::string& url, const std::string
     ::kill(pid, SIGTERM);
     int status = 0;
     ::waitpid(pid, &status, 0);
+    child.reaped = true;
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
   }
   auto released = clock_type::now();
@@ -309,11 +322,6 @@ static void next_waiter_is_not_held_up(const std::string& url, const std::string
   std::cout << "[ info     ] " << how << ": next waiter in " << handoff.count()
             << " ms after the release (session timeout 20 s)\n";
   EXPECT_LT(handoff, 10s);  // far below the session timeout
-  lb.unlock();
-  if (how == "gave-up") {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-  }
 }
 
 TEST_F(zk_private, waiter_that_gave_up_does_not_hold_up_the_next) {

@@ -125,7 +125,16 @@ class zk_backend final : public backend, public store_admin {
     std::optional<lease_info> attempt(steady_time deadline) override {
       threw_ = true;
       try {
-        auto s = b_.sessions_.live(exchange_bound(deadline, b_.connect_timeout()));
+        std::shared_ptr<session> s;
+        try {
+          s = b_.sessions_.live(exchange_bound(deadline, b_.connect_timeout()));
+        } catch (...) {
+          // No session (the backend is closing, or none can be had now): let go of the old
+          // one, so that a close is not held up until this request ends.
+          st_.slot.reset();
+          session_.reset();
+          throw;
+        }
         if (s != session_) {
           st_.slot.reset();
           session_ = s;

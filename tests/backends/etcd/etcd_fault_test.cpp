@@ -57,7 +57,8 @@ TEST_F(etcd_cluster_test, a_leader_change_grants_no_lock_twice_and_fences_keep_r
   la.lock();
   auto first = la.fence();
   auto lb = b.make_lock(n, {.lease = 5s});
-  auto waiting = std::async(std::launch::async, [&] { return lb.try_lock_for(30s); });
+  // A hold, not the mutex: taken on the waiter's thread, used and released on this one.
+  auto waiting = std::async(std::launch::async, [&] { return lb.try_acquire_for(30s); });
   auto leader = this->leader();
   ASSERT_FALSE(leader.empty());
   sh(ctl_ + " stop " + leader);
@@ -66,9 +67,10 @@ TEST_F(etcd_cluster_test, a_leader_change_grants_no_lock_twice_and_fences_keep_r
   EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout);
   EXPECT_FALSE(la.lost());
   la.unlock();
-  EXPECT_TRUE(waiting.get());
-  EXPECT_GT(lb.fence(), first);
-  lb.unlock();
+  auto hb = waiting.get();
+  ASSERT_TRUE(hb);
+  EXPECT_GT(hb.fence(), first);
+  hb.release();
 }
 
 TEST_F(etcd_cluster_test, a_lost_quorum_makes_renewals_unknown_then_the_hold_lost) {
@@ -152,14 +154,16 @@ TEST(etcd_frozen, a_waiter_gets_the_lock_after_the_server_comes_back) {
   la.lock();
   auto b = sqlock::connect(server.url() + "?timeout=1s");
   auto lb = b.make_lock("back");
-  auto got = std::async(std::launch::async, [&] { return lb.try_lock_for(20s); });
+  // A hold, not the mutex: taken on the waiter's thread, released on this one.
+  auto got = std::async(std::launch::async, [&] { return lb.try_acquire_for(20s); });
   std::this_thread::sleep_for(300ms);
   server.freeze();
   std::this_thread::sleep_for(1500ms);
   server.thaw();
   la.unlock();
-  EXPECT_TRUE(got.get());
-  lb.unlock();
+  auto hb = got.get();
+  EXPECT_TRUE(hb);
+  hb.release();
 }
 
 // The shared member, and a proxy in front of it whose connections a test resets or blackholes.

@@ -133,7 +133,7 @@ class queue::waiter {
   steady_time sent_{};     // when its lease was last extended
   milliseconds keepalive_every_{};
   steady_time next_keepalive_{};
-  confirmation watch_at_{};     // the watch stream the wait relies on
+  confirmation watch_at_{};    // the watch stream the wait relies on
   std::optional<look> known_;  // where the key stands, still true (no read needed)
   look last_{};                // what the last attempt saw
   bool first_ = false;         // deletions showed that no key precedes ours any more

@@ -261,7 +261,8 @@ class redis_acquisition final : public acquisition {
   redis_wait state_;
 };
 
-std::unique_ptr<acquisition> redis_backend::make_acquisition(const lock_request& req, const wait_policy&) {
+std::unique_ptr<acquisition> redis_backend::make_acquisition(const lock_request& req,
+                                                             const wait_policy&) {
   check_lock_name(req.name);
   return std::make_unique<redis_acquisition>(*this, req,
                                              ensure_subscriber().watch(encode_name(req.name)));

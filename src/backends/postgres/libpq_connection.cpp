@@ -242,14 +242,22 @@ sql::rows libpq_connection::finish(steady_time deadline, const std::string& what
   return out;
 }
 
+namespace {
+// The parameter values as libpq takes them (pointers into `values`, which outlives the call).
+std::vector<const char*> c_strings(const std::vector<std::string>& values) {
+  std::vector<const char*> out;
+  out.reserve(values.size());
+  for (const auto& v : values) out.push_back(v.c_str());
+  return out;
+}
+}  // namespace
+
 sql::rows libpq_connection::prepare_and_run(const std::string& name, const std::string& text,
                                             const std::vector<std::string>& values,
                                             steady_time deadline, const std::string& what,
                                             bool& prepared) {
   if (!c_) throw connection_error(what + ": the connection is closed");
-  std::vector<const char*> ptrs;
-  ptrs.reserve(values.size());
-  for (const auto& v : values) ptrs.push_back(v.c_str());
+  const auto ptrs = c_strings(values);
   const int n = static_cast<int>(values.size());
   if (!PQenterPipelineMode(c_) || !PQsendPrepare(c_, name.c_str(), text.c_str(), n, nullptr) ||
       !PQsendQueryPrepared(c_, name.c_str(), n, ptrs.data(), nullptr, nullptr, 0) ||
@@ -297,9 +305,7 @@ sql::rows libpq_connection::run_prepared(const std::string& name,
                                          const std::vector<std::string>& values,
                                          steady_time deadline, const std::string& what) {
   if (!c_) throw connection_error(what + ": the connection is closed");
-  std::vector<const char*> ptrs;
-  ptrs.reserve(values.size());
-  for (const auto& v : values) ptrs.push_back(v.c_str());
+  const auto ptrs = c_strings(values);
   if (!PQsendQueryPrepared(c_, name.c_str(), static_cast<int>(values.size()), ptrs.data(), nullptr,
                            nullptr, 0))
     fail(what);
@@ -310,9 +316,7 @@ sql::rows libpq_connection::run_unnamed(const std::string& text,
                                         const std::vector<std::string>& values,
                                         steady_time deadline, const std::string& what) {
   if (!c_) throw connection_error(what + ": the connection is closed");
-  std::vector<const char*> ptrs;
-  ptrs.reserve(values.size());
-  for (const auto& v : values) ptrs.push_back(v.c_str());
+  const auto ptrs = c_strings(values);
   if (!PQsendQueryParams(c_, text.c_str(), static_cast<int>(values.size()), nullptr, ptrs.data(),
                          nullptr, nullptr, 0))
     fail(what);

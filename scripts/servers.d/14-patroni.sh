@@ -4,6 +4,8 @@
 # $SQLOCK_RUN_DIR/patroni. The first node bootstraps the cluster; the others clone it.
 #   SQLOCK_TEST_PATRONI_URL   all three hosts, target_session_attrs=read-write (role
 #                             sqlock_owner, database sqlock)
+#   SQLOCK_TEST_PATRONI_REST_URL  Patroni's REST API of the second node (sqlock doctor --patroni;
+#                             any member's API describes the whole cluster)
 #   SQLOCK_TEST_PATRONI_DIR   the run directory (nodeN/patroni.pid, nodeN/patroni.yml), for
 #                             the failover test, which stops the leader's Patroni and starts
 #                             it again
@@ -128,4 +130,5 @@ SQL
   emit SQLOCK_TEST_PATRONI_URL \
     "postgresql://sqlock_owner:sqlock_owner@127.0.0.1:25441,127.0.0.1:25442,127.0.0.1:25443/sqlock?target_session_attrs=read-write"
   emit SQLOCK_TEST_PATRONI_DIR "$d"
+  emit SQLOCK_TEST_PATRONI_REST_URL "http://127.0.0.1:28009"
 }

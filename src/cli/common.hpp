@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
+#include "sqlock/doctor.hpp"
 
 namespace sqlock::cli {
 
@@ -103,8 +105,20 @@ std::string holders_of(const client& c, const std::string& name);
 int list_command(const std::string& url, const std::string& prefix, bool json);
 
 /// `sqlock doctor`: the findings of the URL's store, one per line or (`json`) one JSON object;
-/// exit 0 when the URL's mode is safe there, 1 when a finding is unsafe or an error.
-int doctor_command(const std::string& url, bool json);
+/// exit 0 when the URL's mode is safe there, 1 when a finding is unsafe or an error. With
+/// `patroni_rest` (Patroni's REST API, "http://host:8008"), the Patroni cluster too.
+int doctor_command(const std::string& url, const std::string& patroni_rest, bool json);
+
+/// The finding "patroni" of the cluster whose REST API is `rest_url`, for a client of
+/// `store_url`: members, roles, lag and synchronous mode; warn when the URL does not list a
+/// member (a failover to it cannot be followed) or no standby is synchronous, unsafe without
+/// one leader; error when the API cannot be read by `deadline`. In the HTTP module.
+std::vector<finding> patroni_findings(const std::string& rest_url, const std::string& store_url,
+                                      steady_time deadline);
+
+/// patroni_findings() through the HTTP module, loaded on this first use.
+std::vector<finding> patroni_check(const std::string& rest_url, const std::string& store_url,
+                                   steady_time deadline);
 
 /// Status rows as the JSON objects `list --json` and the web page use.
 std::string status_json(const std::vector<lock_status>& rows, int indent);

@@ -1,5 +1,6 @@
-// `sqlock doctor [URL] [--json]`: what the store behind the URL is and whether the URL's mode
-// is safe there (sqlock/doctor.hpp), one finding per line or one JSON object.
+// `sqlock doctor [URL] [--patroni REST_URL] [--json]`: what the store behind the URL is and
+// whether the URL's mode is safe there (sqlock/doctor.hpp; the Patroni cluster through its
+// REST API, doctor_patroni.cpp), one finding per line or one JSON object.
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,9 +16,12 @@ namespace {
 constexpr std::chrono::seconds report_time{30};
 }  // namespace
 
-int doctor_command(const std::string& url_given, bool json) {
+int doctor_command(const std::string& url_given, const std::string& patroni_rest, bool json) {
   const auto url = resolve_url(url_given);
-  const auto findings = doctor(url, std::chrono::steady_clock::now() + report_time);
+  const auto deadline = std::chrono::steady_clock::now() + report_time;
+  auto findings = doctor(url, deadline);
+  if (!patroni_rest.empty())
+    for (auto& f : patroni_check(patroni_rest, url, deadline)) findings.push_back(std::move(f));
   const bool safe = healthy(findings);
   if (json) {
     auto arr = nlohmann::json::array();

@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
     mig->add_flag("--print", mig_print, "print the SQL instead of applying it");
   }
 
-  std::string doc_url;
+  std::string doc_url, doc_patroni;
   bool doc_json = false;
   CLI::App* doc = nullptr;
   if (wanted("doctor")) {
@@ -306,6 +306,9 @@ int main(int argc, char** argv) {
         "check the store behind a URL: what it is and whether the URL's mode is safe there");
     doc->add_option("url", doc_url, url_help);
     doc->add_flag("--json", doc_json, "one JSON object");
+    doc->add_option("--patroni", doc_patroni,
+                    "Patroni's REST API (http://HOST:8008): the cluster's members, roles, lag, "
+                    "synchronous mode, and whether the URL lists every member");
     doc->footer("Exit: 0 the URL's mode is safe there; 1 a finding is unsafe or an error; " +
                 store_exits);
   }
@@ -400,7 +403,7 @@ int main(int argc, char** argv) {
   if (list && *list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
   if (rel && *rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
   if (mig && *mig) return guarded([&] { return migrate_command(mig_url, mig_print); });
-  if (doc && *doc) return guarded([&] { return doctor_command(doc_url, doc_json); });
+  if (doc && *doc) return guarded([&] { return doctor_command(doc_url, doc_patroni, doc_json); });
   if (bench && *bench) return guarded([&] { return bench_command(ba); });
   if (serve && *serve) return guarded([&] { return serve_command(sa); });
   return usage;

@@ -7,7 +7,11 @@ the line `<!-- snippet: examples/PATH#NAME -->`. This check fails when a shown b
 region (indentation of the region aside), names a region that does not exist, when a region is
 shown nowhere, or when README.md or any page under docs/ has a ```cpp block without a marker:
 every C++ block of the documentation is part of an example program the build compiles (and
-CTest runs those that need no server of their own).
+CTest runs those that need no server of their own). Fences indented inside a list item count too.
+
+It also fails when a relative link of those pages names a file that does not exist, or a
+`#anchor` that no heading of the linked page (or of the page itself) produces, so moving a
+section cannot silently break a link into it.
 
 Usage: check_snippets.py SOURCE_DIR
 """
@@ -19,7 +23,10 @@ import textwrap
 
 BEGIN = re.compile(r"^\s*(?://|#) begin-snippet: ([\w-]+)\s*$")
 END = re.compile(r"^\s*(?://|#) end-snippet\s*$")
-MARKER = re.compile(r"^<!-- snippet: (examples/[\w./-]+)#([\w-]+) -->\s*$")
+MARKER = re.compile(r"^\s*<!-- snippet: (examples/[\w./-]+)#([\w-]+) -->\s*$")
+FENCE = re.compile(r"^\s*```([\w+-]*)\s*$")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 
 
 def regions(path):
@@ -49,7 +56,7 @@ def shown_blocks(md):
     lines = md.read_text().splitlines()
     out, i = [], 0
     while i < len(lines):
-        if (fence := re.match(r"^```(\w*)\s*$", lines[i])):
+        if (fence := FENCE.match(lines[i])):
             start = i
             marker = MARKER.match(lines[i - 1]) if i > 0 else None
             i += 1
@@ -57,9 +64,54 @@ def shown_blocks(md):
             while i < len(lines) and lines[i].strip() != "```":
                 body.append(lines[i])
                 i += 1
-            out.append((start + 1, marker, fence[1], "\n".join(body).strip("\n")))
+            text = textwrap.dedent("\n".join(body)).strip("\n")
+            out.append((start + 1, marker, fence[1].lower(), text))
         i += 1
     return out
+
+
+def prose_lines(md):
+    """(line number, text) of each line of a Markdown file outside fenced blocks."""
+    fenced = False
+    for n, line in enumerate(md.read_text().splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            yield n, line
+
+
+def anchors(md):
+    """The anchors GitHub gives the headings of a page (lower case, punctuation dropped,
+    spaces as hyphens, -1, -2, ... for repeats)."""
+    found, seen = set(), {}
+    for _, line in prose_lines(md):
+        if m := HEADING.match(line):
+            slug = re.sub(r"[^\w\- ]", "", m[1].lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+def broken_links(src, pages):
+    """Relative links of the pages whose file or heading does not exist."""
+    errors, cache = [], {}
+    for md in pages:
+        for n, line in prose_lines(md):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                    continue  # http:, mailto:, ...
+                path, _, anchor = target.partition("#")
+                linked = (md.parent / path).resolve() if path else md.resolve()
+                where = f"{md.relative_to(src)}:{n}: link {target}"
+                if not linked.exists():
+                    errors.append(f"{where}: no such file")
+                elif anchor and linked.suffix == ".md":
+                    if linked not in cache:
+                        cache[linked] = anchors(linked)
+                    if anchor not in cache[linked]:
+                        errors.append(f"{where}: no heading makes #{anchor}")
+    return errors
 
 
 def main():
@@ -75,7 +127,7 @@ def main():
         rel = md.relative_to(src)
         for line, marker, lang, body in shown_blocks(md):
             if not marker:
-                if lang in ("cpp", "c++", "cxx", "cc", "hpp"):
+                if lang in ("cpp", "c++", "cxx", "cc", "hpp", "h"):
                     errors.append(f"{rel}:{line}: a ```cpp block that is no example "
                                   "(put it in examples/ and mark it <!-- snippet: ... -->)")
                 continue
@@ -91,11 +143,14 @@ def main():
                 errors.append("\n".join(diff))
     for key in sorted(set(snippets) - used):
         errors.append(f"{key[0]}: snippet '{key[1]}' is shown in no page")
+    links = broken_links(src, pages)
+    errors += links
     for e in errors:
         print("FAIL:", e)
     if errors:
         return 1
-    print(f"ok: {checked} blocks in the docs match their examples")
+    print(f"ok: {checked} blocks in the docs match their examples; "
+          f"the relative links of {len(pages)} pages resolve")
     return 0
 
 

@@ -97,20 +97,23 @@ def broken_links(src, pages):
     """Relative links of the pages whose file or heading does not exist."""
     errors, cache = [], {}
     for md in pages:
-        for n, line in prose_lines(md):
-            for target in LINK.findall(line):
-                if re.match(r"^[a-z][a-z0-9+.-]*:", target):
-                    continue  # http:, mailto:, ...
-                path, _, anchor = target.partition("#")
-                linked = (md.parent / path).resolve() if path else md.resolve()
-                where = f"{md.relative_to(src)}:{n}: link {target}"
-                if not linked.exists():
-                    errors.append(f"{where}: no such file")
-                elif anchor and linked.suffix == ".md":
-                    if linked not in cache:
-                        cache[linked] = anchors(linked)
-                    if anchor not in cache[linked]:
-                        errors.append(f"{where}: no heading makes #{anchor}")
+        lines = dict(prose_lines(md))  # a link's text may span lines: search the whole page
+        prose = "\n".join(lines.get(n, "") for n in range(1, max(lines, default=0) + 1))
+        for m in LINK.finditer(prose):
+            target = m[1]
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue  # http:, mailto:, ...
+            n = prose.count("\n", 0, m.start()) + 1
+            path, _, anchor = target.partition("#")
+            linked = (md.parent / path).resolve() if path else md.resolve()
+            where = f"{md.relative_to(src)}:{n}: link {target}"
+            if not linked.exists():
+                errors.append(f"{where}: no such file")
+            elif anchor and linked.suffix == ".md":
+                if linked not in cache:
+                    cache[linked] = anchors(linked)
+                if anchor not in cache[linked]:
+                    errors.append(f"{where}: no heading makes #{anchor}")
     return errors
 
 

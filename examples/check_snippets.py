@@ -146,8 +146,7 @@ def main():
                 errors.append("\n".join(diff))
     for key in sorted(set(snippets) - used):
         errors.append(f"{key[0]}: snippet '{key[1]}' is shown in no page")
-    links = broken_links(src, pages)
-    errors += links
+    errors += broken_links(src, pages)
     for e in errors:
         print("FAIL:", e)
     if errors:

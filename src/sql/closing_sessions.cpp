@@ -3,6 +3,8 @@
 #include "sql/closing_sessions.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,14 +30,29 @@ bool ended(int fd) {
   }
 }
 
+// For a socket shut down both ways here: true once its TCP connection has left FIN-WAIT (the
+// server closed its end, or this side reset what the server sent after the shutdown); false
+// while it waits there, and for a socket that is not TCP.
+bool tcp_ended(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  return info.tcpi_state != TCP_FIN_WAIT1 && info.tcpi_state != TCP_FIN_WAIT2 &&
+         info.tcpi_state != TCP_ESTABLISHED;
+}
+
+// How often a socket watched by its TCP state is looked at (it cannot be polled: a socket shut
+// down both ways is always readable).
+constexpr std::chrono::milliseconds tcp_state_tick{10};
+
 }  // namespace
 
 closing_sessions& closing_sessions::instance() {
   return process_instance<closing_sessions>();
 }
 
-void closing_sessions::add(int fd, std::function<void()> ended_fn) {
-  ::shutdown(fd, SHUT_WR);  // the server reads the end of the connection
+void closing_sessions::add(int fd, std::function<void()> ended_fn, bool shut_down) {
+  if (!shut_down) ::shutdown(fd, SHUT_WR);  // the server reads the end of the connection
   {
     std::lock_guard g(m_);
     if (!thread_.joinable()) {
@@ -46,7 +63,8 @@ void closing_sessions::add(int fd, std::function<void()> ended_fn) {
       }
       thread_ = std::thread([this] { loop(); });
     }
-    pending_.push_back({fd, std::chrono::steady_clock::now() + closing_bound, std::move(ended_fn)});
+    pending_.push_back(
+        {fd, std::chrono::steady_clock::now() + closing_bound, std::move(ended_fn), shut_down});
   }
   wake();
 }
@@ -66,9 +84,11 @@ void closing_sessions::loop() {
     }
     std::vector<pollfd> fds{{pipe_[0], POLLIN, 0}};
     auto first = std::chrono::steady_clock::time_point::max();
+    const auto start = std::chrono::steady_clock::now();
     for (const auto& e : watched) {
-      fds.push_back({e.fd, POLLIN | POLLRDHUP, 0});
-      first = std::min(first, e.until);
+      // A shut-down socket is looked at every tick instead (polling it would spin).
+      fds.push_back({e.shut_down ? -1 : e.fd, POLLIN | POLLRDHUP, 0});
+      first = std::min(first, e.shut_down ? start + tcp_state_tick : e.until);
     }
     int timeout = -1;
     if (!watched.empty()) {
@@ -84,7 +104,8 @@ void closing_sessions::loop() {
     std::vector<entry> still;
     for (std::size_t i = 0; i < watched.size(); ++i) {
       auto& e = watched[i];
-      if ((fds[i + 1].revents != 0 && ended(e.fd)) || now >= e.until) {
+      const bool over = e.shut_down ? tcp_ended(e.fd) : fds[i + 1].revents != 0 && ended(e.fd);
+      if (over || now >= e.until) {
         ::close(e.fd);
         e.ended();
       } else {

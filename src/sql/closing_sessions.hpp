@@ -5,6 +5,11 @@
 // reads the end even when the library sent no goodbye), and hands it here: one thread of the
 // process waits for the server to close its end (or a bound to pass) and then tells the driver,
 // which counts the connection as open until then (connection_counter::reserve waits for it).
+// A socket a deadline watchdog has already shut down both ways (socket_watchdog.hpp) reads its
+// end at once whatever the server does, so for it the thread reads the TCP state instead: the
+// server's end has come once the socket left FIN-WAIT (the server's FIN, or the reset this
+// side answers to what the server sent after the shutdown); a Unix socket in that state counts
+// until closing_bound.
 #pragma once
 
 #include <chrono>
@@ -29,7 +34,8 @@ class closing_sessions {
 
   /// Takes `fd` (a duplicate of a closed connection's socket; closed here) and calls `ended`
   /// on this object's thread once the server has closed its end or closing_bound has passed.
-  void add(int fd, std::function<void()> ended);
+  /// `shut_down`: the socket was shut down both ways already (a deadline watchdog fired).
+  void add(int fd, std::function<void()> ended, bool shut_down = false);
 
   closing_sessions(const closing_sessions&) = delete;
   closing_sessions& operator=(const closing_sessions&) = delete;
@@ -39,6 +45,7 @@ class closing_sessions {
     int fd;
     std::chrono::steady_clock::time_point until;
     std::function<void()> ended;
+    bool shut_down;  // watched by its TCP state (see the top of this file)
   };
   void loop();
   void wake();

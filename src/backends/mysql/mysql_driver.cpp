@@ -11,8 +11,11 @@
 #include <mysql_connection.h>
 #include <mysql_driver.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include <utf8.h>
 #include <mutex>
@@ -21,6 +24,8 @@
 #include "mysql_driver.hpp"
 #include "session_settings.hpp"
 #include "socket_deadline.hpp"
+#include "sql/closing_sessions.hpp"
+#include "sql/connection_budget.hpp"
 
 namespace sqlock::mysql::detail {
 std::string server_address(const options& o) {
@@ -180,11 +185,11 @@ class connector_connection final : public connection {
     watched_call watch(fd_, bound);
     try {
       auto out = run_statements(op, p);
-      if (watch.finish()) close();  // answered just as the socket was shut down: it is dead
+      if (watch.finish()) close(true);  // answered just as the socket was shut down: it is dead
       return out;
     } catch (...) {
       if (watch.finish()) {
-        close();
+        close(true);
         throw connection_error("MySQL operation '" + op.key +
                                "' timed out: no answer by its deadline");
       }
@@ -214,7 +219,10 @@ class connector_connection final : public connection {
     try {
       watched_call watch(fd_, std::chrono::steady_clock::now() + opts_.timeout);
       exec_text("DO 0");
-      if (watch.finish()) throw connection_error("ping timed out");
+      if (watch.finish()) {
+        close(true);
+        return false;
+      }
       return true;
     } catch (...) {
       close();
@@ -274,11 +282,11 @@ class connector_connection final : public connection {
       std::unique_ptr<::sql::Statement> st(conn_->createStatement());
       bool has_rs = st->execute(::sql::SQLString(text.data(), text.size()));
       auto out = drain(*st, has_rs);
-      if (watch.finish()) close();  // answered just as the socket was shut down: it is dead
+      if (watch.finish()) close(true);  // answered just as the socket was shut down: it is dead
       return out;
     } catch (...) {
       if (watch.finish()) {
-        close();
+        close(true);
         throw connection_error("MySQL query timed out: no answer by its deadline");
       }
       rethrow("MySQL query failed", false, server_address(opts_));
@@ -292,15 +300,37 @@ class connector_connection final : public connection {
     if (opened_) throw connection_error("MySQL connection was closed after a failed call");
     auto left = std::chrono::ceil<milliseconds>(bound - std::chrono::steady_clock::now());
     if (left <= milliseconds(0)) throw connection_error("MySQL call not sent: its deadline passed");
-    auto n = connect_native(opts_, left);
+    // A place in the budget first: a connection closed earlier counts until the server has
+    // ended its session, so the server never sees more of this client's than the budget.
+    if (counter_ && !counter_->reserve(sql::connection_wait_deadline(bound)))
+      throw sql::pool_busy(
+          "every connection of the MySQL client's budget stayed open until the call's deadline "
+          "(a closed one's server session had not ended)");
+    native n;
+    try {
+      left = std::chrono::ceil<milliseconds>(bound - std::chrono::steady_clock::now());
+      if (left <= milliseconds(0))
+        throw connection_error("MySQL call not sent: its deadline passed");
+      n = connect_native(opts_, left);
+    } catch (...) {
+      if (counter_) counter_->closed();
+      throw;
+    }
     conn_ = std::move(n.conn);
     fd_ = n.fd;
+    // The socket kept open beside the connector's: the connector closes its own on a failed
+    // read, and the server's session is watched on this one after close().
+    if (counter_ && fd_ >= 0) kept_fd_ = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
     opened_ = true;
-    if (counter_) counter_->opened();
+    if (counter_) counter_->connected();
   }
 
-  void close() noexcept {
+  // Closes the session; `shut_down`: the watchdog shut its socket down at a deadline. The
+  // connection counts in the budget until the server has ended its session
+  // (sql::closing_sessions), which may run the statement that timed out for a while yet.
+  void close(bool shut_down = false) noexcept {
     fd_ = -1;
+    const int kept = std::exchange(kept_fd_, -1);
     if (!conn_) return;
     try {
       cache_.clear();
@@ -308,7 +338,12 @@ class connector_connection final : public connection {
     } catch (...) {
       // Closing a broken connection may throw; it is gone either way (reset() let go first).
     }
-    if (counter_) counter_->closed();
+    if (!counter_) return;
+    if (kept >= 0)
+      sql::closing_sessions::instance().add(
+          kept, [c = counter_] { c->closed(); }, shut_down);
+    else
+      counter_->closed();
   }
 
   // The statements of `op`: one alone, several in one transaction (the rows of the last).
@@ -397,6 +432,7 @@ class connector_connection final : public connection {
   options opts_;
   std::shared_ptr<sql::connection_counter> counter_;  // null: not counted
   int fd_ = -1;
+  int kept_fd_ = -1;  // a duplicate of fd_ while open, for sql::closing_sessions
   bool opened_ = false;
   std::uint64_t id_ = 0;  // CONNECTION_ID() once asked (0: not yet)
 };

@@ -95,8 +95,9 @@ std::shared_ptr<backend> open_with_url(const options& o, std::string url_text) {
   if (o.connect_timeout <= milliseconds(0) || o.timeout <= milliseconds(0))
     throw config_error("MySQL timeouts must be positive");
   if (url_text.empty()) url_text = shown_url(o);
-  auto counter = std::make_shared<sql::connection_counter>();
   if (!o.compat.empty()) return open_compat(o, std::move(url_text));  // a peer's layout
+  // The budget as the counter's limit: a connect waits for a place (mysql_driver.cpp).
+  auto counter = std::make_shared<sql::connection_counter>(budget.total);
   if (o.mode == "advisory")
     return detail::open_advisory(o, std::move(url_text), budget.statements, counter);
   return detail::open_rows(o, std::move(url_text), budget.statements, counter);

@@ -94,6 +94,41 @@ TEST(mysql_budget, a_try_lock_for_that_finds_every_pooled_connection_busy_return
   });
 }
 
+TEST(mysql_budget, a_connection_closed_at_its_deadline_counts_until_the_server_ends_its_session) {
+  std::string dba_url, admin_url;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_MYSQL_DBA_URL", dba_url);
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_MYSQL_ADMIN_URL", admin_url);
+  private_store store(dba_url, "");
+  auto watcher = raw_backend(with_param(admin_url, "pool", "1"));
+  // One statement connection, whose blocked statement may wait up to 3 s for the table.
+  auto c = sqlock::connect(store.url + "?max_connections=1&timeout=3s");
+  const auto tag = unique_name("closing");
+  auto dba = raw_backend(with_param(store.db.dba(), "pool", "1"));
+  dba->with_connection([&](sql::connection& conn) {
+    const auto dba_id = single(conn.query("SELECT CONNECTION_ID()", clock::now() + 5s));
+    auto sessions = [&] { return sessions_of(*watcher, store.database, dba_id).first; };
+    // The lock table locked: an acquire's statement waits in the server past the call's
+    // deadline, so the client closes its connection while the server session lives on, blocked.
+    conn.query("LOCK TABLES sqlock_locks WRITE", clock::now() + 5s);
+    auto a = c.make_lock(tag + ":a");
+    try {
+      EXPECT_FALSE(a.try_lock_for(300ms));
+    } catch (const connection_error&) {  // "no answer by its deadline": either is fine here
+    }
+    // A second call must not open a replacement while that session lives: busy by its deadline.
+    auto b = c.make_lock(tag + ":b");
+    bool got = true;
+    EXPECT_NO_THROW(got = b.try_lock_for(300ms));
+    EXPECT_FALSE(got);
+    EXPECT_LE(sessions(), 1) << "the server saw more sessions of the client than its budget of 1";
+    // Once the blocked statement ends, its session ends, and the next call connects.
+    conn.query("UNLOCK TABLES", clock::now() + 5s);
+    EXPECT_TRUE(b.try_lock_for(5s));
+    EXPECT_LE(sessions(), 1);
+    b.unlock();
+  });
+}
+
 #ifdef SQLOCK_CLI_PATH
 // The output of a shell command line.
 std::string sh(const std::string& cmd) {

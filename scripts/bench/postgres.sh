@@ -43,7 +43,7 @@ SQL
     else
       cat >"$dir/${mode}_$c.sql" <<SQL
 \set k random(1, 1000000000)
-SELECT fence, status FROM $schema.acquire_$mode($name, $owner, 30000, 'pgbench');
+SELECT fence, status FROM $schema.acquire_$mode($name, $owner, 30000, 'pgbench', 0);
 SELECT $schema.release_$mode($name, $owner);
 SQL
     fi

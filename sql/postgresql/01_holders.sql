@@ -67,6 +67,39 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION sqlock.name_key_try(text, boolean) FROM PUBLIC;
 
+-- name_guard and then name_key_try, as one expression: a PL/pgSQL caller evaluates it without
+-- a statement of its own (schema version 12; a PERFORM is a query). NULL never: the CASE waits
+-- for the guard (pg_advisory_xact_lock returns void, never NULL) before it tries the key.
+CREATE OR REPLACE FUNCTION sqlock.name_take(p_name text, p_shared boolean) RETURNS boolean
+  LANGUAGE sql VOLATILE
+AS $$
+  SELECT CASE WHEN pg_catalog.pg_advisory_xact_lock(1397836875, pg_catalog.hashtext(p_name))
+                   IS NULL THEN NULL
+              WHEN p_shared
+              THEN pg_catalog.pg_try_advisory_xact_lock_shared(sqlock.lock_key(p_name))
+              ELSE pg_catalog.pg_try_advisory_xact_lock(sqlock.lock_key(p_name)) END
+$$;
+REVOKE ALL ON FUNCTION sqlock.name_take(text, boolean) FROM PUBLIC;
+
+-- The start of a row-mode exclusive acquire (schema version 12), evaluated by the caller as an
+-- expression: the argument checks (those of check_name_owner and check_lease), then
+-- name_take(p_name, false). False = another mode holds the name (the acquire is busy).
+CREATE OR REPLACE FUNCTION sqlock.exclusive_take(p_name text, p_owner text, p_lease_ms bigint)
+  RETURNS boolean
+  LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+  IF coalesce(p_name, '') = '' OR coalesce(p_owner, '') = '' THEN
+    RAISE EXCEPTION 'sqlock: lock name and owner must not be empty' USING ERRCODE = '22023';
+  END IF;
+  IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+    RAISE EXCEPTION 'sqlock: lease must be > 0 ms (got %)', p_lease_ms USING ERRCODE = '22023';
+  END IF;
+  RETURN sqlock.name_take(p_name, false);
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.exclusive_take(text, text, bigint) FROM PUBLIC;
+
 -- The other half, for the modes that hold the key itself (advisory, transaction-scoped): true
 -- when a row mode holds p_name now, so that a caller that just got the key must give it back.
 -- p_exclusive: the caller wants the name exclusively, so live shared and permit holds count too;

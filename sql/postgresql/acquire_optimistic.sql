@@ -14,18 +14,17 @@ CREATE OR REPLACE FUNCTION sqlock.acquire_optimistic(p_name text, p_owner text,
   SET search_path = sqlock, pg_temp
 AS $$
 #variable_conflict use_column
+-- Since schema version 12 the argument checks, the name's guard and key (exclusive_take) and
+-- the result are expressions, not statements of their own (as acquire_pessimistic).
 DECLARE
   v_row   record;
   v_now   timestamptz := clock_timestamp();
   v_fence bigint;
 BEGIN
-  PERFORM sqlock.check_name_owner(p_name, p_owner);
-  PERFORM sqlock.check_lease(p_lease_ms);
-  -- Every kind's acquire of this name waits here for the others; live shared or permit holds
-  -- keep an exclusive request out (and the attempt leaves its writer mark, below).
-  PERFORM sqlock.name_guard(p_name);
-  -- The name's key, for this transaction: busy while another mode holds the name.
-  IF NOT sqlock.name_key_try(p_name, false) THEN
+  -- The argument checks; every kind's acquire of this name waits for the others on its guard;
+  -- live shared or permit holds keep an exclusive request out (and the attempt leaves its writer
+  -- mark, below). Then the name's key, for this transaction: busy while another mode holds it.
+  IF NOT sqlock.exclusive_take(p_name, p_owner, p_lease_ms) THEN
     PERFORM sqlock.key_busy(p_name, p_owner, p_mark_ms);
     RETURN QUERY SELECT NULL::bigint, 'busy'::text;
     RETURN;
@@ -69,9 +68,15 @@ BEGIN
      WHERE l.name = p_name AND l.version = v_row.version
     RETURNING l.fence INTO v_fence;
   END IF;
-  PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, v_fence IS NOT NULL);
-  RETURN QUERY SELECT * FROM sqlock.acquire_result(v_fence, 'retry', p_name, p_owner, 'optimistic',
-                                                   p_holder);
+  IF coalesce(p_mark_ms, 0) > 0 THEN  -- only a waiting request leaves or removes a mark
+    PERFORM sqlock.writer_mark(p_name, p_owner, p_mark_ms, v_fence IS NOT NULL);
+  END IF;
+  IF v_fence IS NOT NULL AND sqlock.audit_on() THEN
+    PERFORM sqlock.log_event('acquire', p_name, p_owner, v_fence, 'optimistic', p_holder);
+  END IF;
+  fence := v_fence;
+  status := CASE WHEN v_fence IS NULL THEN 'retry' ELSE 'acquired' END;
+  RETURN NEXT;
 END
 $$;
 REVOKE ALL ON FUNCTION sqlock.acquire_optimistic(text, text, bigint, text, bigint) FROM PUBLIC;

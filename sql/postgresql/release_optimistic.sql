@@ -7,17 +7,28 @@ CREATE OR REPLACE FUNCTION sqlock.release_optimistic(p_name text, p_owner text)
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
 AS $$
+-- Since schema version 12 the waiter check of after_release() (00_common.sql) rides on the
+-- UPDATE, as in release_pessimistic.
 DECLARE
-  v_fence bigint;
+  v_fence  bigint;
+  v_waited boolean;
 BEGIN
   UPDATE sqlock.locks l
      SET owner = NULL, version = l.version + 1, expires_at = clock_timestamp(), holder = ''
    WHERE l.name = p_name AND l.owner = p_owner
-  RETURNING l.fence INTO v_fence;
+  RETURNING l.fence,
+            EXISTS (SELECT 1 FROM sqlock.advisory_waits w
+                     WHERE w.name = p_name AND w.until > clock_timestamp())
+    INTO v_fence, v_waited;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  PERFORM sqlock.after_release(p_name, p_owner, v_fence, 'optimistic', NULL);
+  IF v_waited THEN
+    PERFORM sqlock.wake(p_name);
+  END IF;
+  IF sqlock.audit_on() THEN
+    PERFORM sqlock.log_event('release', p_name, p_owner, v_fence, 'optimistic', NULL);
+  END IF;
   RETURN true;
 END
 $$;

@@ -19,7 +19,9 @@ using ::prometheus::Gauge;
 using ::prometheus::Histogram;
 using ::prometheus::Labels;
 
-namespace {
+// Named (not anonymous): metrics_observer::families holds these types, and a unity build
+// compiles this file as a header of another, where a field of an anonymous type is an error.
+namespace series_parts {
 
 // The metrics of one label set (backend, mode, lock group), made once: after the first event of
 // a label set, counting is a map lookup without allocation.
@@ -32,7 +34,8 @@ struct series {
 
 using series_key = std::tuple<std::string, std::string, std::string>;
 
-}  // namespace
+}  // namespace series_parts
+using namespace series_parts;
 
 struct metrics_observer::families {
   Family<Counter>& attempts;

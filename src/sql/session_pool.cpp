@@ -17,7 +17,9 @@
 
 namespace sqlock::sql {
 
-namespace {
+// Named (not anonymous): session_pool::session holds a turn, and a unity build compiles this
+// file as a header of another, where a field of an anonymous type is an error.
+namespace session_parts {
 
 // One call at a time on a session: a flag under a mutex, waited for by a deadline. (A
 // std::timed_mutex would do, but ThreadSanitizer does not see its timed lock and then reports
@@ -65,7 +67,8 @@ class watcher_turn {
   turn* t_;
 };
 
-}  // namespace
+}  // namespace session_parts
+using namespace session_parts;
 
 struct session_pool::session {
   turn t;                                // one call (or the watcher's look) at a time

@@ -15,6 +15,11 @@
 
 namespace sqlock::test {
 
+/// Past a deadline a call may take this much more in a "returns by its deadline" check (one
+/// attempt's allowance, scheduling on a loaded machine, a watchdog's wake-up): a correctness
+/// bound, not a speed claim. A call that waited for a frozen server would take far longer.
+inline constexpr std::chrono::seconds deadline_slack{2};
+
 /// True when SQLOCK_TEST_REQUIRE_ALL=1: a missing server is a failure, not a skip.
 inline bool require_all() {
   const char* v = std::getenv("SQLOCK_TEST_REQUIRE_ALL");

@@ -24,15 +24,15 @@ void add_exclusive(reply_view row, const std::string& name, const std::string& m
   if (owner.empty()) return;  // released meanwhile
   long long pttl = row.at(1).integer("inspect");
   long long now = row.at(5).integer("inspect");
-  lock_status st;
-  st.name = name;
-  st.owner = owner;
-  st.fence = static_cast<std::uint64_t>(row.at(2).integer("inspect"));
-  st.holder = row.at(3).str();
-  st.acquired_at = iso8601(row.at(4).integer("inspect"));
-  st.expires_at = pttl >= 0 ? iso8601(now + pttl) : std::string();
-  st.mode = mode;
-  out.push_back(std::move(st));
+  lock_status held;
+  held.name = name;
+  held.owner = owner;
+  held.fence = static_cast<std::uint64_t>(row.at(2).integer("inspect"));
+  held.holder = row.at(3).str();
+  held.acquired_at = iso8601(row.at(4).integer("inspect"));
+  held.expires_at = pttl >= 0 ? iso8601(now + pttl) : std::string();
+  held.mode = mode;
+  out.push_back(std::move(held));
 }
 
 void add_holders(reply_view rows, const std::string& name, const std::string& mode,
@@ -42,20 +42,20 @@ void add_holders(reply_view rows, const std::string& name, const std::string& mo
   const auto kind = rows.at(1).str() == "permit" ? lock_kind::permit : lock_kind::shared;
   const auto permits = std::stoul("0" + rows.at(2).str());
   for (std::size_t i = 3; i + 2 < n; i += 3) {
-    lock_status st;
-    st.name = name;
-    st.owner = rows.at(i).str();
-    st.expires_at = iso8601(std::stoll(rows.at(i + 1).str()));
+    lock_status held;
+    held.name = name;
+    held.owner = rows.at(i).str();
+    held.expires_at = iso8601(std::stoll(rows.at(i + 1).str()));
     auto info = nlohmann::json::parse(rows.at(i + 2).str(), nullptr, false);
     if (info.is_object()) {
-      st.fence = info.value("fence", std::uint64_t{0});
-      st.holder = info.value("holder", std::string());
-      st.acquired_at = iso8601(info.value("acquired", 0LL));
+      held.fence = info.value("fence", std::uint64_t{0});
+      held.holder = info.value("holder", std::string());
+      held.acquired_at = iso8601(info.value("acquired", 0LL));
     }
-    st.mode = mode;
-    st.kind = kind;
-    st.permits = kind == lock_kind::permit ? static_cast<std::uint32_t>(permits) : 0;
-    out.push_back(std::move(st));
+    held.mode = mode;
+    held.kind = kind;
+    held.permits = kind == lock_kind::permit ? static_cast<std::uint32_t>(permits) : 0;
+    out.push_back(std::move(held));
   }
 }
 

@@ -60,12 +60,12 @@ std::vector<lock_status> list_plain(node& nd, std::string_view prefix, const std
       if (vv.is_error() || pv.is_error()) continue;  // changed type meanwhile
       const long long ms = pv.integer("PTTL");
       if (ms <= 0) continue;  // no lease (no lock), or gone meanwhile
-      lock_status st;
-      st.name = keys.at(i).str();
-      st.owner = vv.str();
-      st.expires_at = format_utc_ms(now + ms);
-      st.mode = mode;
-      out.push_back(std::move(st));
+      lock_status held;
+      held.name = keys.at(i).str();
+      held.owner = vv.str();
+      held.expires_at = format_utc_ms(now + ms);
+      held.mode = mode;
+      out.push_back(std::move(held));
     }
   } while (cursor != "0");
   nd.give(std::move(conn));

@@ -13,7 +13,7 @@
 namespace sqlock::soci::detail {
 namespace {
 
-MYSQL* raw(::soci::session& s) {
+MYSQL* mysql_of(::soci::session& s) {
   return native_handle<::soci::mysql_session_backend>(s, "mysql");
 }
 
@@ -80,15 +80,15 @@ class mysql_flavor_impl final : public flavor {
   }
 
   int socket_of(::soci::session& s) const override {
-    return static_cast<int>(mysql_get_socket(raw(s)));
+    return static_cast<int>(mysql_get_socket(mysql_of(s)));
   }
 
   bool in_transaction(::soci::session& s) const override {
-    return (raw(s)->server_status & SERVER_STATUS_IN_TRANS) != 0;
+    return (mysql_of(s)->server_status & SERVER_STATUS_IN_TRANS) != 0;
   }
 
   void execute_script(::soci::session& s, std::string_view script) const override {
-    MYSQL* c = raw(s);
+    MYSQL* c = mysql_of(s);
     for (const auto& st : mysql::split_script(script)) {
       if (mysql_real_query(c, st.data(), static_cast<unsigned long>(st.size())) != 0)
         fail(c, "MySQL script failed");
@@ -103,7 +103,7 @@ class mysql_flavor_impl final : public flavor {
 
   std::string begin_statement() const override { return "START TRANSACTION"; }
 
-  void after_statement(::soci::session& s) const override { drain(raw(s)); }
+  void after_statement(::soci::session& s) const override { drain(mysql_of(s)); }
 
   bool raw_rows() const override { return true; }
 

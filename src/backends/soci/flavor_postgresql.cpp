@@ -13,7 +13,7 @@
 namespace sqlock::soci::detail {
 namespace {
 
-PGconn* raw(::soci::session& s) {
+PGconn* pgconn_of(::soci::session& s) {
   return native_handle<::soci::postgresql_session_backend>(s, "postgresql");
 }
 
@@ -84,14 +84,14 @@ class postgresql_flavor_impl final : public flavor {
     return std::make_unique<::soci::session>(::soci::postgresql, connect);
   }
 
-  int socket_of(::soci::session& s) const override { return PQsocket(raw(s)); }
+  int socket_of(::soci::session& s) const override { return PQsocket(pgconn_of(s)); }
 
   bool in_transaction(::soci::session& s) const override {
-    return PQtransactionStatus(raw(s)) != PQTRANS_IDLE;
+    return PQtransactionStatus(pgconn_of(s)) != PQTRANS_IDLE;
   }
 
   void execute_script(::soci::session& s, std::string_view script) const override {
-    PGconn* c = raw(s);
+    PGconn* c = pgconn_of(s);
     std::string text(script);
     PGresult* r = PQexec(c, text.c_str());
     auto st = PQresultStatus(r);

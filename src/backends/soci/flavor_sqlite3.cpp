@@ -14,7 +14,7 @@ namespace sqlock::soci::detail {
 namespace {
 
 // SOCI wraps <sqlite3.h> in namespace sqlite_api; the handle is the same C object.
-sqlite_api::sqlite3* raw(::soci::session& s) {
+sqlite_api::sqlite3* sqlite_of(::soci::session& s) {
   return native_handle<::soci::sqlite3_session_backend>(s, "sqlite3");
 }
 
@@ -74,7 +74,7 @@ class sqlite3_flavor_impl final : public flavor {
   }
 
   void prepare_session(::soci::session& s, const options& o, bool owned) const override {
-    auto* h = raw(s);
+    auto* h = sqlite_of(s);
     sqlite::install_functions(for_dialect(h));
     if (owned) {
       sqlite_api::sqlite3_busy_timeout(
@@ -89,15 +89,15 @@ class sqlite3_flavor_impl final : public flavor {
     auto left = std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now());
     auto wait = std::clamp<milliseconds>(left, milliseconds(1), o.busy_timeout);
     sqlite_api::sqlite3_busy_timeout(
-        raw(s), static_cast<int>(std::min<std::int64_t>(wait.count(), 1 << 30)));
+        sqlite_of(s), static_cast<int>(std::min<std::int64_t>(wait.count(), 1 << 30)));
   }
 
   bool in_transaction(::soci::session& s) const override {
-    return sqlite_api::sqlite3_get_autocommit(raw(s)) == 0;
+    return sqlite_api::sqlite3_get_autocommit(sqlite_of(s)) == 0;
   }
 
   void execute_script(::soci::session& s, std::string_view script) const override {
-    exec(raw(s), std::string(script));
+    exec(sqlite_of(s), std::string(script));
   }
 
   // Statement boundaries exactly as SQLite sees them (sqlite3_complete knows literals,
@@ -145,7 +145,7 @@ class sqlite3_flavor_impl final : public flavor {
 
   bool try_xact(::soci::session& s, std::string_view name, const options&,
                 bool& wait_ok) const override {
-    sqlite::install_functions(for_dialect(raw(s)));
+    sqlite::install_functions(for_dialect(sqlite_of(s)));
     auto stmts = split(own_sql("sqlite", "xact_lock.sql"));
     sql::params p;
     p.name = std::string(name);

@@ -148,7 +148,9 @@ bool waiter_slot::deleted() {
 
 // ---- requests ----
 
-namespace {
+// Named (not anonymous): auth_state holds a reply, and a unity build compiles this file as a
+// header of another, where a field of an anonymous type is an error.
+namespace replies {
 
 // The answer to one asynchronous request. The completion owns a reference (a heap-allocated
 // shared_ptr passed as the request's data), so a caller that gives up at its deadline leaves
@@ -312,7 +314,8 @@ std::function<void(reply&)> undo_create(zhandle_t* zh, const std::string& path,
   };
 }
 
-}  // namespace
+}  // namespace replies
+using namespace replies;
 
 int exists(session& s, const std::string& path, steady_time until, Stat* st, void* watch_ctx) {
   auto r = std::make_shared<reply>();

@@ -21,8 +21,8 @@ namespace {
 
 constexpr std::string_view protected_head = "_c_";
 constexpr std::string_view mutex_tag = "lock-";
-constexpr std::string_view write_tag = "__WRIT__";
-constexpr std::string_view read_tag = "__READ__";
+constexpr std::string_view curator_write_tag = "__WRIT__";
+constexpr std::string_view curator_read_tag = "__READ__";
 
 // Curator's sort key of a child: the text after the last `tag` in it, else the child itself.
 std::string_view after_last(std::string_view child, std::string_view tag) {
@@ -74,16 +74,16 @@ class curator final : public peer_layout {
       n.znode = c;
       std::string_view key = c;
       if (rw_) {
-        key = after_last(after_last(key, read_tag), write_tag);
+        key = after_last(after_last(key, curator_read_tag), curator_write_tag);
       } else {
         key = after_last(key, mutex_tag);
       }
-      auto tag = !rw_                                            ? mutex_tag
-                 : std::string_view(c).find(write_tag) != c.npos ? write_tag
-                 : std::string_view(c).find(read_tag) != c.npos  ? read_tag
-                                                                 : std::string_view();
+      auto tag = !rw_                                                    ? mutex_tag
+                 : std::string_view(c).find(curator_write_tag) != c.npos ? curator_write_tag
+                 : std::string_view(c).find(curator_read_tag) != c.npos  ? curator_read_tag
+                                                                         : std::string_view();
       n.other = tag.empty() || std::string_view(c).find(tag) == c.npos;
-      n.kind = tag == read_tag ? lock_kind::shared : lock_kind::exclusive;
+      n.kind = tag == curator_read_tag ? lock_kind::shared : lock_kind::exclusive;
       if (!n.other) n.owner = owner_of(c, tag);
       if (auto seq = sequence_after(c, tag.empty() ? mutex_tag : tag)) n.seq = *seq;
       keyed.emplace_back(std::string(key), std::move(n));
@@ -113,7 +113,7 @@ class curator final : public peer_layout {
  private:
   std::string_view tag_of(lock_kind k) const {
     if (!rw_) return mutex_tag;
-    return k == lock_kind::shared ? read_tag : write_tag;
+    return k == lock_kind::shared ? curator_read_tag : curator_write_tag;
   }
   bool rw_;
 };

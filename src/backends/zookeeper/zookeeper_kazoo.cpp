@@ -17,8 +17,8 @@ namespace sqlock::zookeeper::detail {
 
 namespace {
 
-constexpr std::string_view write_tag = "__lock__";
-constexpr std::string_view read_tag = "__rlock__";
+constexpr std::string_view kazoo_write_tag = "__lock__";
+constexpr std::string_view kazoo_read_tag = "__rlock__";
 
 class kazoo final : public peer_layout {
  public:
@@ -26,12 +26,13 @@ class kazoo final : public peer_layout {
   std::string name() const override { return "kazoo"; }
   int parent_flags() const override { return ZOO_PERSISTENT; }  // kazoo's ensure_path
   std::string node_prefix(const lock_request& req) const override {
-    return escape(req.owner) + std::string(req.kind == lock_kind::shared ? read_tag : write_tag);
+    return escape(req.owner) +
+           std::string(req.kind == lock_kind::shared ? kazoo_read_tag : kazoo_write_tag);
   }
   std::vector<queue_node> sorted(const std::vector<std::string>& children) const override {
     std::vector<queue_node> q;
     for (const auto& c : children) {
-      for (auto tag : {write_tag, read_tag}) {
+      for (auto tag : {kazoo_write_tag, kazoo_read_tag}) {
         auto seq = sequence_after(c, tag);
         if (!seq) continue;
         const auto head = std::string_view(c).substr(0, c.rfind(tag));
@@ -39,7 +40,7 @@ class kazoo final : public peer_layout {
         n.znode = c;
         n.owner = unescape(head).value_or(std::string(head));
         n.seq = *seq;
-        n.kind = tag == read_tag ? lock_kind::shared : lock_kind::exclusive;
+        n.kind = tag == kazoo_read_tag ? lock_kind::shared : lock_kind::exclusive;
         q.push_back(std::move(n));
         break;
       }

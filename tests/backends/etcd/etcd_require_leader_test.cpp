@@ -10,6 +10,7 @@
 #include "etcd_cluster.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
+#include "test_env.hpp"
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
@@ -82,9 +83,6 @@ TEST_F(etcd_require_leader, a_waiter_whose_member_loses_its_leader_moves_on) {
   if (lb.owns_lock()) lb.unlock();
 }
 
-// Generous bound for "returned by its deadline" (as in etcd_fault_test.cpp): not a speed claim.
-constexpr auto slack = 2s;
-
 // Two of three members stopped: the last one has no leader. A lock through it fails (or is not
 // taken) by the caller's deadline instead of hanging on the member.
 TEST_F(etcd_require_leader, a_lock_through_a_member_without_quorum_ends_by_its_deadline) {
@@ -101,7 +99,8 @@ TEST_F(etcd_require_leader, a_lock_through_a_member_without_quorum_ends_by_its_d
   } catch (const connection_error&) {
     // The cluster is out of reach: also an answer by the deadline.
   }
-  EXPECT_LT(steady::now() - start, 2s + 1s + slack);  // connect's check, the wait, slack
+  EXPECT_LT(steady::now() - start,
+            2s + 1s + deadline_slack);  // connect's check, the wait, deadline_slack
 }
 
 }  // namespace

@@ -49,10 +49,6 @@ inline void ensure_schema(const std::string& soci_url) {
   if (fd >= 0) ::close(fd);
 }
 
-/// Past a deadline a call may take this much more (scheduling, the watchdog's wake-up): a
-/// correctness bound, not a speed claim.
-inline constexpr std::chrono::seconds deadline_slack{2};
-
 /// Runs `fn` (a backend call given `deadline`) and expects it to end by deadline +
 /// deadline_slack, throwing connection_error (the server does not answer).
 template <class F>

@@ -21,10 +21,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string token = "0123456789abcdef0123456789abcdef";
+const std::string owner_token = "0123456789abcdef0123456789abcdef";
 
 lock_request req(lock_kind kind) {
-  return {"job", token, 10s, "h", kind, 0};
+  return {"job", owner_token, 10s, "h", kind, 0};
 }
 
 std::vector<std::string> names(const std::vector<queue_node>& q) {
@@ -50,8 +50,8 @@ TEST(zk_layout_vectors, the_lock_named_n_is_the_znode_root_n) {
 
 TEST(zk_layout_vectors, kazoo_child_names_order_and_predecessors) {
   auto k = make_layout("kazoo", "/");
-  EXPECT_EQ(k->node_prefix(req(lock_kind::exclusive)), token + "__lock__");
-  EXPECT_EQ(k->node_prefix(req(lock_kind::shared)), token + "__rlock__");
+  EXPECT_EQ(k->node_prefix(req(lock_kind::exclusive)), owner_token + "__lock__");
+  EXPECT_EQ(k->node_prefix(req(lock_kind::shared)), owner_token + "__rlock__");
   // Ordered by sequence, not by the uuid before it; other children are no contenders.
   auto q = k->sorted({"ffff__lock__0000000007", "aaaa__rlock__0000000005",
                       "bbbb__rlock__0000000006", "cccc__lock__0000000004", "_c_x-lock-0000000001",

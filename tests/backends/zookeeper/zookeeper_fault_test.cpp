@@ -24,6 +24,7 @@
 
 using namespace sqlock;
 using namespace std::chrono_literals;
+using sqlock::test::deadline_slack;
 using sqlock::test::eventually;
 using sqlock::test::freeze_process;
 using sqlock::test::unique_name;
@@ -31,13 +32,12 @@ using sqlock::test::unique_name;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-constexpr auto slack = 2s;  // correctness bound on top of a deadline, not a speed claim
 
 long long ms_since(clock_type::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
 }
 
-// Runs `call`, whose deadline is 1 s away, and checks that it returned by then + slack (an
+// Runs `call`, whose deadline is 1 s away, and checks that it returned by then + deadline_slack (an
 // unknown outcome, connection_error, is allowed); prints the real figure.
 template <class F>
 void returns_by_deadline(const std::string& what, F&& call) {
@@ -49,10 +49,10 @@ void returns_by_deadline(const std::string& what, F&& call) {
   }
   auto took = ms_since(start);
   std::cout << "[ info     ] " << what << " (deadline 1 s) returned after " << took << " ms\n";
-  EXPECT_LE(std::chrono::milliseconds(took), 1s + slack) << what;
+  EXPECT_LE(std::chrono::milliseconds(took), 1s + deadline_slack) << what;
 }
 
-// try_lock_for(1s) on `l` returns by its deadline + slack, without the lock.
+// try_lock_for(1s) on `l` returns by its deadline + deadline_slack, without the lock.
 void waits_by_deadline(mutex& l, const std::string& what) {
   returns_by_deadline(what + ": try_lock_for",
                       [&](steady_time) { EXPECT_FALSE(l.try_lock_for(1s)); });
@@ -138,8 +138,6 @@ class zk_private : public ::testing::Test {
   std::unique_ptr<private_zookeeper> server_;
 };
 
-}  // namespace
-
 TEST_F(zk_private, frozen_server_every_wait_renewal_and_release_returns_by_its_deadline) {
   auto a = connect(server_->url());
   auto b = connect(server_->url());
@@ -151,7 +149,7 @@ TEST_F(zk_private, frozen_server_every_wait_renewal_and_release_returns_by_its_d
   auto other = b.make_lock(unique_name("frozen-free"));
   ASSERT_TRUE(eventually([&] { return !lb.try_lock(); }, 5s));  // the session is up
   // A waiter already queued when the server freezes: its wait and its leaving the queue
-  // (a delete nobody answers) end by the deadline + slack too.
+  // (a delete nobody answers) end by the deadline + deadline_slack too.
   auto c = connect(server_->url());
   auto lc = c.make_lock(n);
   long long queued_took = -1;
@@ -169,7 +167,7 @@ TEST_F(zk_private, frozen_server_every_wait_renewal_and_release_returns_by_its_d
   queued.join();
   std::cout << "[ info     ] frozen server, queued waiter: try_lock_for(3s) returned after "
             << queued_took << " ms\n";
-  EXPECT_LE(std::chrono::milliseconds(queued_took), 3s + slack);
+  EXPECT_LE(std::chrono::milliseconds(queued_took), 3s + deadline_slack);
   waits_by_deadline(lb, "frozen server, busy lock");
   waits_by_deadline(other, "frozen server, free lock");
   auto& backend_a = a.get_backend();
@@ -331,3 +329,5 @@ TEST_F(zk_private, waiter_that_gave_up_does_not_hold_up_the_next) {
 TEST_F(zk_private, waiter_interrupted_by_a_signal_does_not_hold_up_the_next) {
   next_waiter_is_not_held_up(server_->url("?session_timeout=20s"), "interrupted");
 }
+
+}  // namespace

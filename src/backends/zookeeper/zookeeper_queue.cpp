@@ -97,6 +97,7 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
   rec.epoch = s_.epoch;
   const std::string prefix = lay_.node_prefix(req);
   const std::string path = rec.parent + "/" + prefix;
+  settle(rec.parent, until);
   auto adopt = [&](const std::string& created, const Stat& st) {
     rec.path = created;
     rec.znode = created.substr(rec.parent.size() + 1);
@@ -156,6 +157,16 @@ bool lock_queue::remove(const node_record& rec, steady_time until) {
   // (or the session ends, which deletes the node too).
   if (is_connection_loss(rc)) remove_later(s_, rec.path);
   fail(rc, "delete(" + rec.path + ")");
+}
+
+bool lock_queue::remove_async(const node_record& rec) {
+  if (releases_.send(s_, rec.parent, rec.path) != ZOK) return false;
+  book_.forget(rec.owner);
+  return true;
+}
+
+void lock_queue::settle(const std::string& parent, steady_time until) {
+  releases_.settle(parent, s_.epoch, until);
 }
 
 void lock_queue::keep_one_node(node_record& rec, std::vector<queue_node>& q, steady_time until) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks of the ZooKeeper backend beside kazoo's Lock (python3-kazoo, worker processes), in
 # one run, on the test server ($SQLOCK_TEST_ZOOKEEPER_URL): 1 thread; 4 and 2 threads contending
-# for one lock; 4 threads on locks of their own. Each line also gives the requests the server
+# for one lock; 4 threads on locks of their own; sqlock with the default release=wait and with
+# release=async; then one thread locking 100 names in a row (sqlock only). Each line also gives
+# the requests the server
 # received per lock/unlock pair (`srvr`'s Received counter before and after the run, so the
 # server must serve nobody else meanwhile): the one figure that load on the machine does not move.
 # Usage: scripts/bench/zookeeper.sh [build-dir] [seconds]   (prints raw output)
@@ -26,15 +28,27 @@ d = json.loads(sys.stdin.read()); d["requests_per_pair"] = round((int(sys.argv[2
 print(json.dumps(d))' "$1" "$2"
 }
 echo "## zookeeper: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
-for args in "" "--threads 4 --contended" "--threads 2 --contended" "--threads 4"; do
-  echo "\$ sqlock bench --url \$ZK --duration ${seconds}s $args --json"
+sep='?'
+[[ $url == *\?* ]] && sep='&'
+# One `sqlock bench` run: $1 = URL options ("" or "release=async"), the rest = bench arguments.
+sqlock_run() {
+  local opts=$1
+  shift
+  echo "\$ sqlock bench --url \$ZK${opts:+$sep$opts} --duration ${seconds}s $* --json"
   r0=$(received)
-  # shellcheck disable=SC2086
-  out=$("$sqlock" bench --url "$url" --duration "${seconds}s" $args --json 2>/dev/null)
+  out=$("$sqlock" bench --url "$url${opts:+$sep$opts}" --duration "${seconds}s" "$@" --json 2>/dev/null)
   per_pair "$r0" "$(received)" <<<"$out"
+}
+for args in "" "--threads 4 --contended" "--threads 2 --contended" "--threads 4"; do
+  # shellcheck disable=SC2086
+  sqlock_run "" $args
+  # shellcheck disable=SC2086
+  sqlock_run release=async $args
   echo "\$ kazoo_bench.py --duration $seconds $args --json"
   r0=$(received)
   # shellcheck disable=SC2086
   out=$($py $kazoo --hosts "$hostport" --duration "$seconds" $args --json)
   per_pair "$r0" "$(received)" <<<"$out"
 done
+sqlock_run "" --locks 100
+sqlock_run release=async --locks 100

@@ -41,6 +41,9 @@ struct options {
                                          ///< (InterProcessMutex) or "curator-rw"
                                          ///< (InterProcessReadWriteLock): the lock named N is
                                          ///< the znode `ROOT/N` with the peer's children
+  bool async_release = false;            ///< true: unlock() returns once the delete is sent
+                                         ///< (URL release=async); false: once the server
+                                         ///< answered it (release=wait)
 };
 
 /// Starts a session without waiting for it: every call waits for the session within its own

@@ -86,6 +86,7 @@ class zk_backend final : public backend, public store_admin {
         return std::nullopt;
       }
       const std::string parent = q.parent_of(req.name);
+      q.settle(parent, until);
       if (!admits(q.list(parent, until), req)) return std::nullopt;  // busy: one read, no write
       auto sent = clock::now();
       std::optional<std::vector<queue_node>> listing;
@@ -213,6 +214,8 @@ class zk_backend final : public backend, public store_admin {
         book_.forget(lease.owner);
         return false;
       }
+      // release=async: sent, not waited for (zookeeper_release.hpp); not sent: waited for.
+      if (opts_.async_release && !s->gone() && queue(*s).remove_async(*rec)) return true;
     }
     try {
       return with_session(deadline, [&](session& s) -> bool {
@@ -310,6 +313,7 @@ class zk_backend final : public backend, public store_admin {
     if (!opts_.user.empty()) d += opts_.user + ":***@";
     d += opts_.hosts + root_ + " (session " + std::to_string(opts_.session_timeout.count()) + "ms)";
     if (!opts_.compat.empty()) d += " compat=" + opts_.compat;
+    if (opts_.async_release) d += " release=async";
     return d;
   }
   std::string kind() const override { return "zookeeper"; }
@@ -405,7 +409,7 @@ class zk_backend final : public backend, public store_admin {
     return layout_->turn_of(with_me, q.size()).holds;
   }
 
-  lock_queue queue(session& s) { return lock_queue(s, acl(), stats_, book_, *layout_); }
+  lock_queue queue(session& s) { return lock_queue(s, acl(), stats_, book_, *layout_, releases_); }
 
   lease_info lease_sent(const node_record& rec, steady_time sent) {
     auto l = lock_queue::lease_of(rec);
@@ -479,6 +483,7 @@ class zk_backend final : public backend, public store_admin {
   std::unique_ptr<layout> layout_;
   counters stats_;
   node_book book_;
+  release_tracker releases_;
   std::shared_ptr<loss_queue> losses_;
   session_keeper sessions_;
   zk_diagnostics diagnostics_{sessions_, opts_};

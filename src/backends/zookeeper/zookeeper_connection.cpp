@@ -376,8 +376,17 @@ int create(session& s, const std::string& path, const std::string& data, const A
 int create_and_list(session& s, const std::string& path, const std::string& data,
                     const ACL_vector* acl, steady_time until, std::string& created, Stat& st,
                     const std::string& owner_prefix, std::vector<std::string>& children,
-                    bool& listed) {
+                    bool& listed, int parent_flags) {
   listed = false;
+  const std::string parent = path.substr(0, path.rfind('/'));
+  reply_ptr p;
+  if (parent_flags >= 0) {
+    p = std::make_shared<reply>();
+    int prc = send(s, p, [&](void* t) {
+      return zoo_acreate2(s.zh, parent.c_str(), "", 0, acl, parent_flags, string_stat_cb, t);
+    });
+    if (prc != ZOK) return prc;
+  }
   auto c = std::make_shared<reply>();
   c->after = undo_create(s.zh, path, owner_prefix);
   int rc = send(s, c, [&](void* t) {
@@ -385,10 +394,24 @@ int create_and_list(session& s, const std::string& path, const std::string& data
                         ZOO_EPHEMERAL_SEQUENTIAL, string_stat_cb, t);
   });
   if (rc != ZOK) return rc;
-  const std::string parent = path.substr(0, path.rfind('/'));
   auto l = std::make_shared<reply>();
   int lrc = send(
       s, l, [&](void* t) { return zoo_aget_children(s.zh, parent.c_str(), 0, strings_cb, t); });
+  if (p) {
+    int prc = await(s, *p, until);
+    if (prc != ZOK && prc != ZNODEEXISTS && !is_connection_loss(prc)) {
+      // Refused (no grandparent, no right): the node's create fails too, or, if someone made
+      // the parent meanwhile, the node it made is deleted. A connection loss is the node
+      // create's to report (its lost-reply recovery may find the node).
+      std::lock_guard g(c->m);
+      if (!c->done) {
+        c->abandoned = true;
+        return prc;
+      }
+      if (c->rc == ZOK) remove_later(s.zh, c->value);
+      return prc;
+    }
+  }
   rc = await(s, *c, until);
   if (rc != ZOK) return rc;
   created = c->value;

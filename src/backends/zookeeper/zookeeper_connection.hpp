@@ -147,11 +147,14 @@ int create(session& s, const std::string& path, const std::string& data, const A
            int flags, steady_time until, std::string& created, Stat& st,
            const std::string& owner_prefix = {});
 /// The same create followed at once by getChildren(parent) (answered in order: the listing
-/// includes the new node). `children` is filled only when both succeeded.
+/// includes the new node). `children` is filled only when both succeeded. With
+/// `parent_flags` >= 0, create(parent, parent_flags) goes out first in the same round trip (a
+/// parent the server removed once empty): its code is returned when it is neither ZOK nor
+/// ZNODEEXISTS.
 int create_and_list(session& s, const std::string& path, const std::string& data,
                     const ACL_vector* acl, steady_time until, std::string& created, Stat& st,
                     const std::string& owner_prefix, std::vector<std::string>& children,
-                    bool& listed);
+                    bool& listed, int parent_flags = -1);
 /// delete(path). A delete given up at `until` is finished in the background.
 int remove(session& s, const std::string& path, steady_time until);
 /// Deletes `path` in the background, riding out connection losses (a release whose outcome

@@ -97,6 +97,7 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
   rec.epoch = s_.epoch;
   const std::string prefix = lay_.node_prefix(req);
   const std::string path = rec.parent + "/" + prefix;
+  settle(rec.parent, until);
   auto adopt = [&](const std::string& created, const Stat& st) {
     rec.path = created;
     rec.znode = created.substr(rec.parent.size() + 1);
@@ -105,21 +106,30 @@ node_record lock_queue::create(const lock_request& req, steady_time until,
     book_.remember(rec);
     return rec;
   };
+  bool make_parent = false;  // the parent was missing: made in the create's round trip
   for (int attempt = 0; attempt < 20; ++attempt) {
     Stat st{};
     std::string created;
     int rc = ZOK;
-    if (attempt == 0 && listing) {
+    if (listing && (attempt == 0 || make_parent)) {
       std::vector<std::string> kids;
       bool listed = false;
-      rc = create_and_list(s_, path, req.holder, acl_, until, created, st, prefix, kids, listed);
+      rc = create_and_list(s_, path, req.holder, acl_, until, created, st, prefix, kids, listed,
+                           make_parent ? lay_.parent_flags() : -1);
       if (rc == ZOK && listed) *listing = lay_.sorted(kids);
     } else {
       rc = detail::create(s_, path, req.holder, acl_, ZOO_EPHEMERAL_SEQUENTIAL, until, created, st,
                           prefix);
     }
     if (rc == ZOK) return adopt(created, st);
-    if (rc == ZNONODE) {  // no parent (never made, or removed as an empty container)
+    if (rc == ZNONODE && listing && !make_parent) {
+      // No parent (never made, or removed as an empty container): the next try makes it, the
+      // node and the listing in one round trip.
+      make_parent = true;
+      continue;
+    }
+    make_parent = false;
+    if (rc == ZNONODE) {  // no grandparent either
       std::string made;
       Stat pst{};
       int prc = call(s_, until, [&] {
@@ -156,6 +166,16 @@ bool lock_queue::remove(const node_record& rec, steady_time until) {
   // (or the session ends, which deletes the node too).
   if (is_connection_loss(rc)) remove_later(s_, rec.path);
   fail(rc, "delete(" + rec.path + ")");
+}
+
+bool lock_queue::remove_async(const node_record& rec) {
+  if (releases_.send(s_, rec.parent, rec.path) != ZOK) return false;
+  book_.forget(rec.owner);
+  return true;
+}
+
+void lock_queue::settle(const std::string& parent, steady_time until) {
+  releases_.settle(parent, s_.epoch, until);
 }
 
 void lock_queue::keep_one_node(node_record& rec, std::vector<queue_node>& q, steady_time until) {

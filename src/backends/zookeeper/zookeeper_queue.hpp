@@ -21,6 +21,7 @@
 #include "zookeeper_kinds.hpp"
 #include "zookeeper_layout.hpp"
 #include "zookeeper_names.hpp"
+#include "zookeeper_release.hpp"
 
 namespace sqlock::zookeeper::detail {
 
@@ -73,8 +74,9 @@ struct turn_state {
 
 class lock_queue {
  public:
-  lock_queue(session& s, const ACL_vector* acl, counters& stats, node_book& book, const layout& lay)
-      : s_(s), acl_(acl), stats_(stats), book_(book), lay_(lay) {}
+  lock_queue(session& s, const ACL_vector* acl, counters& stats, node_book& book, const layout& lay,
+             release_tracker& releases)
+      : s_(s), acl_(acl), stats_(stats), book_(book), lay_(lay), releases_(releases) {}
 
   /// The parent node of lock `name`.
   std::string parent_of(std::string_view name) const;
@@ -88,6 +90,13 @@ class lock_queue {
                      std::optional<std::vector<queue_node>>* listing = nullptr);
   /// Deletes a node; true when this call deleted it. Forgets it in the book.
   bool remove(const node_record& rec, steady_time until);
+  /// Sends the delete of a node without waiting for the answer (release=async); true when
+  /// sent. Forgets it in the book then.
+  bool remove_async(const node_record& rec);
+  /// Waits (until `until` at most) while a release of this backend under `parent` is being
+  /// sent again after a connection loss, so that an acquire never queues behind its own
+  /// earlier release (zookeeper_release.hpp).
+  void settle(const std::string& parent, steady_time until);
   /// Persistent nodes for every component of `path`.
   void ensure_path(const std::string& path, steady_time until);
 
@@ -123,6 +132,7 @@ class lock_queue {
   counters& stats_;
   node_book& book_;
   const layout& lay_;
+  release_tracker& releases_;
 };
 
 }  // namespace sqlock::zookeeper::detail

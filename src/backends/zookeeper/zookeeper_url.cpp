@@ -9,7 +9,7 @@ namespace sqlock {
 namespace backends {
 void register_zookeeper() {
   register_backend("zookeeper", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"session_timeout", "connect_timeout", "timeout", "acl", "compat"});
+    u.check_params({"session_timeout", "connect_timeout", "timeout", "acl", "compat", "release"});
     if (u.hosts.empty())
       throw config_error("ZooKeeper URL needs hosts: zookeeper://h1:2181,h2:2181/root (got '" +
                          u.redacted() + "')");
@@ -36,6 +36,7 @@ void register_zookeeper() {
     auto acl =
         u.choice_param("acl", {"open", "creator"}).value_or(o.user.empty() ? "open" : "creator");
     o.creator_acl = acl == "creator";
+    o.async_release = u.choice_param("release", {"async", "wait"}).value_or("wait") == "async";
     return zookeeper::open(o);
   });
 }

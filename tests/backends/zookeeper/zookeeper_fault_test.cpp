@@ -182,6 +182,31 @@ TEST_F(zk_private, frozen_server_every_wait_renewal_and_release_returns_by_its_d
   lb.unlock();
 }
 
+// release=async: unlock() returns with the server frozen and nothing recorded as failed, the
+// delete goes out again after the connection is lost, and it lands once the server answers.
+// release=wait (the default): the same release, waited for, fails by its deadline.
+TEST_F(zk_private, async_release_returns_while_the_server_is_frozen_and_lands_after) {
+  auto a = connect(server_->url("?release=async"));
+  auto w = connect(server_->url());
+  auto b = connect(server_->url());
+  auto n = unique_name("async-frozen");
+  auto m = unique_name("wait-frozen");
+  auto la = a.make_lock(n);
+  auto lw = w.make_lock(m);
+  la.lock();
+  lw.lock();
+  lease_info held_w{m, lw.owner(), lw.fence(), nullptr};
+  server_->freeze();
+  la.unlock();
+  EXPECT_EQ(a.stats().release_errors, 0u);
+  EXPECT_TRUE(la.last_error().empty()) << la.last_error();
+  auto& backend_w = w.get_backend();
+  EXPECT_THROW((void)backend_w.release(held_w, clock_type::now() + 500ms), connection_error);
+  server_->thaw();
+  EXPECT_TRUE(b.make_lock(n).try_lock_for(20s));  // the async release landed
+  EXPECT_TRUE(b.make_lock(m).try_lock_for(20s));  // so did the waited one, in the background
+}
+
 TEST_F(zk_private, stopped_server_waits_end_by_their_deadline) {
   auto a = connect(server_->url());
   auto n = unique_name("stopped");

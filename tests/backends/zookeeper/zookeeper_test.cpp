@@ -109,6 +109,9 @@ TEST(zookeeper_url, bad_options_are_config_errors) {
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/zookeeper"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/a//b"), config_error);
   EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?bogus=1"), config_error);
+  EXPECT_THROW(make_backend("zookeeper://127.0.0.1:1/x?release=later"), config_error);
+  EXPECT_NO_THROW(make_backend("zookeeper://127.0.0.1:1/x?release=wait"));
+  EXPECT_NO_THROW(make_backend("zookeeper://127.0.0.1:1/x?release=async"));
 }
 
 TEST(zookeeper_url, no_server_is_a_connection_error_by_the_deadline) {
@@ -211,6 +214,48 @@ TEST_F(zk, acquire_is_idempotent_per_owner_token) {
   EXPECT_TRUE(b->release(*first, sqlock::test::soon()));
   EXPECT_FALSE(b->release(*first, sqlock::test::soon()));
   EXPECT_TRUE(raw.no_orphans({n}));
+}
+
+// release=async: unlock() returns once the delete is sent, and the same client's
+// next acquire of the name, sent after it on the same session, never finds its own release still
+// ahead of it: try_lock() right after unlock() gets the lock, and lock() does not wait. Many
+// names in a row, as a client that locks one name after another does.
+TEST_F(zk, async_release_then_reacquire_by_the_same_client_is_never_behind_it) {
+  auto a = connect(with_param(url_, "release=async"));
+  raw_zk raw(url_);
+  std::vector<std::string> names;
+  for (int i = 0; i < 60; ++i) names.push_back(unique_name("in-a-row"));
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& n : names) {
+      auto l = a.make_lock(n);
+      l.lock();
+      l.unlock();
+      ASSERT_TRUE(l.try_lock()) << n << ": the acquire overtook its own release";
+      l.unlock();
+    }
+  }
+  EXPECT_EQ(a.stats().contended, 0u);  // no lock() waited behind its own release
+  EXPECT_EQ(a.stats().release_errors, 0u);
+  // Every release lands on the server.
+  EXPECT_TRUE(eventually([&]() -> bool { return raw.no_orphans(names); }, 10s));
+}
+
+// release=wait (the default, said explicitly here): unlock() returns once the server deleted
+// the node, so another client's try_lock() right after it gets the lock.
+TEST_F(zk, release_wait_frees_the_lock_for_others_before_unlock_returns) {
+  auto a = connect(with_param(url_, "release=wait"));
+  auto b = connect(with_param(url_, "release=async"));
+  raw_zk raw(url_);
+  auto n = unique_name("release-wait");
+  auto la = a.make_lock(n);
+  auto lb = b.make_lock(n);
+  for (int i = 0; i < 10; ++i) {
+    la.lock();
+    la.unlock();
+    EXPECT_EQ(raw.queue_length(n), 0);
+    ASSERT_TRUE(lb.try_lock());
+    lb.unlock();
+  }
 }
 
 TEST_F(zk, busy_try_and_timed_out_waits_leave_no_node) {

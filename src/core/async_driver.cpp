@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sql/process_instance.hpp"
 #include "sqlock/backend/waiting.hpp"
 #include "sqlock/errors.hpp"
 
@@ -58,22 +59,14 @@ struct op : std::enable_shared_from_this<op> {
 
 class engine {
  public:
-  static engine& get() {
-    static engine e;
-    return e;
-  }
+  // The process's engine: never destroyed (a client destroyed during static destruction may
+  // still end its requests), and a fresh one in a child after fork() (threads do not survive
+  // it).
+  static engine& get() { return sql::process_instance<engine>(); }
 
   engine() {
     for (unsigned i = 0, n = async_driver::thread_count(); i < n; ++i)
       threads_.emplace_back([this] { loop(); });
-  }
-  ~engine() {
-    {
-      std::lock_guard g(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
   }
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
@@ -139,7 +132,7 @@ class engine {
 
   void loop() {
     std::unique_lock lk(m_);
-    while (!stop_) {
+    for (;;) {
       if (!timers_.empty() && timers_.top().t <= clock::now()) {
         auto t = timers_.top();
         timers_.pop();
@@ -260,11 +253,10 @@ class engine {
 
   std::mutex m_;
   std::condition_variable cv_;
-  bool stop_ = false;
   std::deque<std::function<void()>> ready_;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
   std::unordered_set<std::shared_ptr<op>> live_;  // every acquisition not ended yet
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_;  // never joined: the engine lives as long as the process
 };
 
 }  // namespace

@@ -20,7 +20,8 @@ namespace sqlock::detail {
 /// deadline, or stopped: req.stop tells which). Called once, on a driver thread.
 using acquired_fn = std::function<void(std::exception_ptr, std::optional<lease_info>)>;
 
-/// The process's driver threads (started on first use, at most max_threads).
+/// The process's driver threads (started on first use, at most max_threads; a child of fork()
+/// starts its own).
 class async_driver {
  public:
   /// The most threads the driver starts in a process.

@@ -16,35 +16,15 @@
 #include <string>
 #include <thread>
 
+#include "async_stores.hpp"
 #include "sqlock/asio.hpp"
-#include "test_env.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using sqlock::test::unique_name;
 
-struct store {
-  std::string label;
-  const char* url_var;  // null: a local store
-};
-
-class asio_test : public ::testing::TestWithParam<store> {
- protected:
-  void SetUp() override {
-    const auto& s = GetParam();
-    if (s.label == "memory")
-      url_ = "memory:" + unique_name("store");
-    else if (s.label == "sqlite")
-      url_ = "sqlite:" + (dir_.path / "asio.db").string();
-    else
-      SQLOCK_REQUIRE_URL(s.url_var, url_);
-  }
-  sqlock::client connect() const { return sqlock::connect(url_); }
-
-  sqlock::test::temp_dir dir_;
-  std::string url_;
-};
+using asio_test = sqlock::test::async_store_test;
 
 TEST_P(asio_test, callback_completes_on_the_handlers_executor) {
   auto c1 = connect();
@@ -75,7 +55,7 @@ TEST_P(asio_test, use_future_gives_an_empty_hold_at_the_deadline) {
   auto c2 = connect();
   const auto name = unique_name("fut");
   auto holder = c1.make_lock(name).acquire();
-  auto f = sqlock::async_try_lock_for(c2.make_lock(name), 200ms, asio::use_future);
+  auto f = sqlock::async_try_lock_for(c2.make_lock(name), 1s, asio::use_future);
   EXPECT_FALSE(f.get());
   holder.release();
   EXPECT_TRUE(sqlock::async_try_lock_for(c2.make_lock(name), 10s, asio::use_future).get());
@@ -92,7 +72,7 @@ TEST_P(asio_test, coroutines_take_every_kind) {
         auto m = c.make_lock(unique_name("co"));
         auto h = co_await sqlock::async_lock(m, asio::use_awaitable);
         EXPECT_TRUE(h);
-        auto busy = co_await sqlock::async_try_lock_for(connect().make_lock(m.name()), 100ms,
+        auto busy = co_await sqlock::async_try_lock_for(connect().make_lock(m.name()), 500ms,
                                                         asio::use_awaitable);
         EXPECT_FALSE(busy);
         ++done;
@@ -101,20 +81,20 @@ TEST_P(asio_test, coroutines_take_every_kind) {
           auto r = co_await sqlock::async_lock_shared(rw, asio::use_awaitable);
           auto r2 = co_await sqlock::async_try_lock_shared_for(rw, 5s, asio::use_awaitable);
           EXPECT_TRUE(r && r2);
-          EXPECT_FALSE(co_await sqlock::async_try_lock_for(rw, 100ms, asio::use_awaitable));
+          EXPECT_FALSE(co_await sqlock::async_try_lock_for(rw, 500ms, asio::use_awaitable));
         }
         if (caps.permits) {
           auto s = c.make_semaphore(unique_name("sem"), 1);
           auto p = co_await sqlock::async_acquire(s, asio::use_awaitable);
           EXPECT_TRUE(p);
-          EXPECT_FALSE(co_await sqlock::async_try_acquire_for(s, 100ms, asio::use_awaitable));
+          EXPECT_FALSE(co_await sqlock::async_try_acquire_for(s, 500ms, asio::use_awaitable));
         }
         if (caps.list && caps.holder_text) {
           auto e = c.make_election(unique_name("elect"));
           auto term = co_await sqlock::async_lead(e, "a", asio::use_awaitable);
           EXPECT_TRUE(term);
           EXPECT_FALSE(co_await sqlock::async_try_lead_for(connect().make_election(e.name()), "b",
-                                                           100ms, asio::use_awaitable));
+                                                           500ms, asio::use_awaitable));
         }
         ++done;
       },
@@ -172,10 +152,7 @@ TEST_P(asio_test, cancellation_slot_ends_the_wait_and_leaves_nothing) {
   EXPECT_TRUE(c1.make_lock(name).try_acquire());
 }
 
-INSTANTIATE_TEST_SUITE_P(stores, asio_test,
-                         ::testing::Values(store{"memory", nullptr}, store{"sqlite", nullptr},
-                                           store{"postgres", "SQLOCK_TEST_POSTGRES_URL"},
-                                           store{"redis", "SQLOCK_TEST_REDIS_URL"}),
-                         [](const auto& p) { return p.param.label; });
+INSTANTIATE_TEST_SUITE_P(stores, asio_test, sqlock::test::async_stores(false),
+                         sqlock::test::store_label);
 
 }  // namespace

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "async_stores.hpp"
 #include "sqlock/async.hpp"
-#include "test_env.hpp"
 
 namespace {
 
@@ -21,35 +21,13 @@ using namespace std::chrono_literals;
 using sqlock::async_wait;
 using sqlock::test::unique_name;
 
-// A store under test: its label and URL (empty URL variable: skipped).
-struct store {
-  std::string label;
-  const char* url_var;  // null: a local store
-};
-
 int thread_count() {
   int n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
   return n;
 }
 
-class async_test : public ::testing::TestWithParam<store> {
- protected:
-  void SetUp() override {
-    const auto& s = GetParam();
-    if (s.label == "memory") {
-      url_ = "memory:" + unique_name("store");
-    } else if (s.label == "sqlite") {
-      url_ = "sqlite:" + (dir_.path / "async.db").string();
-    } else {
-      SQLOCK_REQUIRE_URL(s.url_var, url_);
-    }
-  }
-  sqlock::client connect() const { return sqlock::connect(url_); }
-
-  sqlock::test::temp_dir dir_;
-  std::string url_;
-};
+using async_test = sqlock::test::async_store_test;
 
 TEST_P(async_test, uncontended_future_gives_a_hold_any_thread_releases) {
   auto c = connect();
@@ -139,7 +117,7 @@ TEST_P(async_test, shared_permit_and_campaign_forms) {
     auto r1 = sqlock::acquire_shared_future(rw, async_wait::within(10s)).get();
     auto r2 = sqlock::acquire_shared_future(rw, async_wait::within(10s)).get();
     EXPECT_TRUE(r1 && r2);  // readers share
-    auto w = sqlock::acquire_future(rw, async_wait::within(200ms)).get();
+    auto w = sqlock::acquire_future(rw, async_wait::within(500ms)).get();
     EXPECT_FALSE(w);  // the writer waits for them
     r1.release();
     r2.release();
@@ -160,7 +138,7 @@ TEST_P(async_test, shared_permit_and_campaign_forms) {
     auto term = sqlock::lead_future(e, "node-a", async_wait::within(10s)).get();
     ASSERT_TRUE(term);
     auto other = connect().make_election(e.name());
-    EXPECT_FALSE(sqlock::lead_future(other, "node-b", async_wait::within(200ms)).get());
+    EXPECT_FALSE(sqlock::lead_future(other, "node-b", async_wait::within(500ms)).get());
   }
 }
 
@@ -214,12 +192,7 @@ TEST_P(async_test, many_waiters_few_threads) {
   EXPECT_LE(waiting, base) << "threads before the waits " << base << ", while waiting " << waiting;
 }
 
-INSTANTIATE_TEST_SUITE_P(stores, async_test,
-                         ::testing::Values(store{"memory", nullptr}, store{"sqlite", nullptr},
-                                           store{"postgres", "SQLOCK_TEST_POSTGRES_URL"},
-                                           store{"redis", "SQLOCK_TEST_REDIS_URL"},
-                                           store{"zookeeper", "SQLOCK_TEST_ZOOKEEPER_URL"},
-                                           store{"etcd", "SQLOCK_TEST_ETCD_URL"}),
-                         [](const auto& p) { return p.param.label; });
+INSTANTIATE_TEST_SUITE_P(stores, async_test, sqlock::test::async_stores(true),
+                         sqlock::test::store_label);
 
 }  // namespace

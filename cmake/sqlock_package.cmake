@@ -1,4 +1,5 @@
-# The installed package, split by find_package component (core, each backend, prometheus):
+# The installed package, split by find_package component (core, each backend, prometheus,
+# asio):
 #   LIBDIR/cmake/sqlock/  sqlock-config.cmake, its version file, sqlock-core-targets.cmake and
 #                         per component sqlock-<c>-component.cmake (its dependencies, found only
 #                         when the component is asked for) + sqlock-<c>-targets.cmake
@@ -80,7 +81,10 @@ foreach(c IN LISTS SQLOCK_CONFIG_COMPONENTS)
     set(pc_description "${PROJECT_DESCRIPTION}: the ${c} backend, registered in the program")
     list(APPEND pc_libs "-Wl,--undefined=sqlock_builtin_${c}")
   endif()
-  list(APPEND pc_libs -lsqlock_${c})
+  get_target_property(type sqlock_${c} TYPE)
+  if(NOT type STREQUAL "INTERFACE_LIBRARY")  # a header-only component has no library
+    list(APPEND pc_libs -lsqlock_${c})
+  endif()
   set(pc_requires sqlock-core ${public})
   if(BUILD_SHARED_LIBS)
     set(pc_requires_private ${private})

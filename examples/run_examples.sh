@@ -12,6 +12,14 @@ check() { # check DESCRIPTION EXPECTED ACTUAL
   if [ "$2" == "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: expected '$2', got '$3'"; fails=$((fails + 1)); fi
 }
 
+# The PostgreSQL examples: skipped (77) when the test server's URL is unset, unless required.
+require_postgres() {
+  if [ -z "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
+    [ -n "${SQLOCK_TEST_REQUIRE_ALL:-}" ] && { echo "FAIL: SQLOCK_TEST_POSTGRES_URL is unset"; exit 1; }
+    echo "skip: SQLOCK_TEST_POSTGRES_URL is unset"
+    exit 77
+  fi
+}
 case $name in
 lock)
   first=$("$program" "$url")
@@ -64,12 +72,13 @@ soci_locks)
   check "a transaction-scoped lock on the application's SOCI session" "ran 1 job" \
     "$("$program" "soci+sqlite3:${url#sqlite:}")"
   ;;
+asio_server)
+  require_postgres
+  check "every request answered, every entity's balance exact" \
+    "200 requests, balances e0=50 e1=50 e2=50 e3=50" "$("$program" "$SQLOCK_TEST_POSTGRES_URL")"
+  ;;
 postgres_xact)
-  if [ -z "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then
-    [ -n "${SQLOCK_TEST_REQUIRE_ALL:-}" ] && { echo "FAIL: SQLOCK_TEST_POSTGRES_URL is unset"; exit 1; }
-    echo "skip: SQLOCK_TEST_POSTGRES_URL is unset"
-    exit 77
-  fi
+  require_postgres
   check "the fenced write and both transaction-scoped locks" "paid, reports read 1" \
     "$("$program" "$SQLOCK_TEST_POSTGRES_URL")"
   ;;

@@ -210,6 +210,7 @@ class SQLOCK_API mutex {
 
  private:
   friend class client;
+  friend struct detail::hold_maker;  // the asynchronous acquisitions (async.hpp)
   mutex(std::shared_ptr<detail::client_impl> c, std::string name, lock_options opts);
   bool lock_until(steady_time deadline, bool wait, const std::stop_token& stop);
   hold take_hold(steady_time deadline, bool wait, const std::stop_token& stop);

@@ -143,6 +143,7 @@ class SQLOCK_API election {
 
  private:
   friend class client;
+  friend struct detail::hold_maker;  // the asynchronous acquisitions (async.hpp)
   explicit election(std::shared_ptr<state> s);
   std::shared_ptr<state> st_;
 };

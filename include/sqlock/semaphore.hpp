@@ -53,6 +53,7 @@ class SQLOCK_API semaphore {
 
  private:
   friend class client;
+  friend struct detail::hold_maker;  // the asynchronous acquisitions (async.hpp)
   semaphore(std::shared_ptr<detail::client_impl> c, std::string name, std::uint32_t permits,
             lock_options opts);
   permit take(steady_time deadline, bool wait, const std::stop_token& stop);

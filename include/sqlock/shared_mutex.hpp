@@ -140,6 +140,7 @@ class SQLOCK_API shared_mutex {
 
  private:
   friend class client;
+  friend struct detail::hold_maker;  // the asynchronous acquisitions (async.hpp)
   explicit shared_mutex(std::shared_ptr<state> s);
   template <class Rep, class Period>
   static steady_time after(const std::chrono::duration<Rep, Period>& d) {

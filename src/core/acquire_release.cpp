@@ -13,13 +13,25 @@ interrupted interrupted_error(const std::string& name) {
   return interrupted("the wait for lock '" + name + "' was stopped; nothing is held");
 }
 
+void client_impl::prepare(const lock_request& req) {
+  require_kind(*backend_, req);
+  if (req.stop.stop_requested()) throw interrupted_error(req.name);
+  observe.attempt(req.name);
+}
+
+void client_impl::failed(const lock_request& req) {
+  // The last request may have taken the lock with no answer back: release it in the
+  // background rather than leave it to its lease (orphan_releases.hpp), by name, owner and
+  // kind (the one thing a store needs to find a hold it sent no state of).
+  orphans_->add(req, clock::now() + req.lease);
+  if (req.stop.stop_requested()) throw interrupted_error(req.name);  // the caller stopped it
+}
+
 bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& req,
                        const lock_options& o, steady_time deadline, bool wait, steady_time started,
                        bool watch_expiry) {
-  require_kind(*backend_, req);
-  if (req.stop.stop_requested()) throw interrupted_error(req.name);
-  auto sent = clock::now();
-  observe.attempt(req.name);
+  prepare(req);
+  const auto sent = clock::now();
   // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
   // round trip (and no extra queue node on ZooKeeper) before the wait begins.
   std::optional<lease_info> got;
@@ -27,13 +39,15 @@ bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& 
     got = wait ? acquire(*backend_, req, deadline, opts_.waiting)
                : backend_->try_acquire(req, sent + opts_.waiting.min_attempt);
   } catch (const connection_error&) {
-    // The last request may have taken the lock with no answer back: release it in the
-    // background rather than leave it to its lease (orphan_releases.hpp), by name, owner and
-    // kind (the one thing a store needs to find a hold it sent no state of).
-    orphans_->add(req, clock::now() + req.lease);
-    if (req.stop.stop_requested()) throw interrupted_error(req.name);  // the caller stopped it
+    failed(req);
     throw;
   }
+  return adopt(s, req, o, std::move(got), sent, started, watch_expiry);
+}
+
+bool client_impl::adopt(const std::shared_ptr<hold_slot>& s, const lock_request& req,
+                        const lock_options& o, std::optional<lease_info> got, steady_time sent,
+                        steady_time started, bool watch_expiry) {
   if (!got) {
     // The backend ended the wait as at its deadline and left nothing in the store.
     if (req.stop.stop_requested()) throw interrupted_error(req.name);

@@ -274,3 +274,12 @@ std::string mutex::last_error() const {
 }
 
 }  // namespace sqlock
+
+namespace sqlock::detail {
+
+hold_maker::target hold_maker::of(const mutex& m) {
+  if (!m.entry_) throw usage_error("lock handle was moved from");
+  return {m.client_, m.entry_->name, m.opts_, {}};
+}
+
+}  // namespace sqlock::detail

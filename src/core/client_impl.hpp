@@ -124,6 +124,17 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   /// interrupted when `req.stop` ended the wait (or was requested before it began).
   bool take(const std::shared_ptr<hold_slot>& s, const lock_request& req, const lock_options& o,
             steady_time deadline, bool wait, steady_time started, bool watch_expiry = false);
+  /// What take() does before asking the backend: the kind check (config_error), a stop
+  /// already requested (interrupted), the observer's attempt event.
+  void prepare(const lock_request& req);
+  /// What take() does when the backend's answer was lost (connection_error): releases what
+  /// the request may hold in the background; throws interrupted when it was stopped.
+  void failed(const lock_request& req);
+  /// What take() does with the backend's answer `got` to `req` (sent at `sent`): makes it the
+  /// current hold of `s`, or counts a timeout (false), or throws interrupted when stopped.
+  bool adopt(const std::shared_ptr<hold_slot>& s, const lock_request& req, const lock_options& o,
+             std::optional<lease_info> got, steady_time sent, steady_time started,
+             bool watch_expiry);
   /// Releases the current hold of `s` on the backend, bounded by release_timeout and the
   /// lease left; a failure is counted and kept in s.last_error, never thrown.
   void give_back(hold_slot& s) noexcept;

@@ -260,3 +260,14 @@ const std::string& election::name() const {
 }
 
 }  // namespace sqlock
+
+namespace sqlock::detail {
+
+hold_maker::target hold_maker::of(const election& e, const std::string& value) {
+  if (!e.st_) throw usage_error("election handle was moved from");
+  if (value.empty())
+    throw config_error("a campaign of election '" + e.st_->name + "' needs a value");
+  return {e.st_->c, e.st_->name, {.lease = e.st_->opts.lease}, {.holder = value}};
+}
+
+}  // namespace sqlock::detail

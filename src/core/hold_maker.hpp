@@ -2,6 +2,9 @@
 // own, taken through client_impl::take() and seen through a lock_handle. Internal to the core.
 #pragma once
 
+#include <exception>
+#include <functional>
+
 #include "client_impl.hpp"
 #include "lock_handle.hpp"
 #include "sqlock/hold.hpp"
@@ -25,6 +28,26 @@ struct hold_maker {
   /// `wait`). Throws what the backend throws, interrupted when `a.stop` ended the wait.
   static sqlock::hold take(const std::shared_ptr<client_impl>& c, const std::string& name,
                            const lock_options& o, const ask& a, steady_time deadline, bool wait);
+  /// A lock object's part of a take: its client, name, options and what it asks for.
+  struct target {
+    std::shared_ptr<client_impl> c;
+    std::string name;
+    lock_options o;
+    ask a;
+  };
+  /// A mutex's exclusive hold of its name (client.cpp); usage_error for a moved-from handle.
+  static target of(const mutex& m);
+  /// A shared_mutex's hold of `kind` (shared_mutex.cpp).
+  static target of(const shared_mutex& m, lock_kind kind);
+  /// One permit of a semaphore (semaphore.cpp).
+  static target of(const semaphore& s);
+  /// A term of an election for `value` (election.cpp).
+  static target of(const election& e, const std::string& value);
+  /// Starts an asynchronous take of `t` (async_driver.hpp) by `deadline`; `done` gets the hold
+  /// (empty when not obtained by then) or what take() would throw. Throws, without calling
+  /// `done`, what fails before the request starts (config_error, interrupted).
+  static void take_async(const target& t, steady_time deadline,
+                         std::function<void(std::exception_ptr, sqlock::hold)> done);
   /// The hold seen through `core`.
   static sqlock::hold make(std::shared_ptr<lock_handle> core) {
     return sqlock::hold(std::move(core));

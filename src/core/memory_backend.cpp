@@ -5,6 +5,7 @@
 // until that call ends or the mark's short expiry passes.
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -60,7 +61,19 @@ struct store {
   std::map<std::string, name_state> names;
   std::uint64_t fence = 0;
   std::uint64_t releases = 0;  // counts releases and dropped marks: waits compare it
+  std::map<const void*, std::function<void()>> wakers;  // armed waits (acquisition::arm)
   faults f;
+
+  // Tells every wait of a release: the blocking ones (changed) and the armed ones (once each).
+  void notify_released() {
+    std::map<const void*, std::function<void()>> armed;
+    {
+      std::lock_guard g(m);
+      armed.swap(wakers);
+    }
+    changed.notify_all();
+    for (auto& [key, wake] : armed) wake();
+  }
 };
 
 std::string iso_ago(clock::time_point t) {
@@ -168,7 +181,7 @@ class memory_backend final : public backend,
       }
       if (released) ++s_->releases;
     }
-    if (released) s_->changed.notify_all();
+    if (released) s_->notify_released();
     return released;
   }
 
@@ -204,7 +217,7 @@ class memory_backend final : public backend,
       }
       if (released) ++s_->releases;
     }
-    if (released) s_->changed.notify_all();
+    if (released) s_->notify_released();
     return released;
   }
 
@@ -264,7 +277,10 @@ class memory_acquisition final : public acquisition {
     std::lock_guard g(s_->m);
     seen_ = s_->releases;
   }
-  ~memory_acquisition() override { cancel(); }
+  ~memory_acquisition() override {
+    disarm();
+    cancel();
+  }
 
   std::optional<lease_info> attempt(steady_time deadline) override {
     return b_.attempt(req_, deadline, this);
@@ -273,6 +289,19 @@ class memory_acquisition final : public acquisition {
     std::unique_lock lk(s_->m);
     s_->changed.wait_until(lk, stop, until, [&] { return s_->releases != seen_; });
     seen_ = s_->releases;
+  }
+  std::optional<steady_time> arm(steady_time until, waker wake) override {
+    std::lock_guard g(s_->m);
+    if (s_->releases != seen_) {  // released since the last look: try again at once
+      seen_ = s_->releases;
+      return clock::now();
+    }
+    s_->wakers[this] = std::move(wake);
+    return until;
+  }
+  void disarm() noexcept override {
+    std::lock_guard g(s_->m);
+    s_->wakers.erase(this);
   }
   void cancel() noexcept override {
     bool dropped = false;
@@ -285,7 +314,7 @@ class memory_acquisition final : public acquisition {
         if (it->second.empty()) s_->names.erase(it);
       }
     }
-    if (dropped) s_->changed.notify_all();
+    if (dropped) s_->notify_released();
   }
 
  private:
@@ -331,7 +360,7 @@ bool end_session(const std::string& store_name, const std::string& lock) {
     if (it->second.empty()) s->names.erase(it);
     ++s->releases;
   }
-  s->changed.notify_all();
+  s->notify_released();
   for (const auto& h : ended)
     if (auto b = h.by.lock()) b->lose(lock, h.owner);
   return true;

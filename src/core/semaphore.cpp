@@ -32,3 +32,11 @@ permit semaphore::take(steady_time deadline, bool wait, const std::stop_token& s
 }
 
 }  // namespace sqlock
+
+namespace sqlock::detail {
+
+hold_maker::target hold_maker::of(const semaphore& s) {
+  return {s.client_, s.name_, s.opts_, {.kind = lock_kind::permit, .permits = s.permits_}};
+}
+
+}  // namespace sqlock::detail

@@ -228,3 +228,13 @@ std::string shared_mutex::last_error() const {
 }
 
 }  // namespace sqlock
+
+namespace sqlock::detail {
+
+hold_maker::target hold_maker::of(const shared_mutex& m, lock_kind kind) {
+  if (!m.st_) throw usage_error("shared_mutex handle was moved from");
+  require_shared(*m.st_);
+  return {m.st_->c, m.st_->name, m.st_->opts, {.kind = kind}};
+}
+
+}  // namespace sqlock::detail

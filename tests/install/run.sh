@@ -11,7 +11,8 @@
 #    find_package(sqlock COMPONENTS sqlite) and COMPONENTS core work, pkg-config sqlock-core
 #    and sqlock-sqlite link and run, sqlock-core carries no vendor include path; asking for
 #    the postgres component fails naming libpqxx; a misspelt component lists the components;
-#  - pkg-config sqlock (the umbrella: core and every backend) links and runs.
+#  - pkg-config sqlock (the umbrella: core and every backend) links and runs;
+#  - find_package(sqlock COMPONENTS asio) (when made): sqlock::asio builds and runs.
 # Usage: run.sh BUILD_DIR "BACKENDS" [COMPILER_LAUNCHER]
 set -euo pipefail
 build=$1
@@ -64,6 +65,17 @@ echo "ok: each component links alone and registers its backend"
 out=$(SQLOCK_BACKEND_PATH=$libdir/sqlock/backends "$tmp/all/core_consumer" "$tmp/d.db")
 [ "$out" = "fence 1" ] || fail "sqlock::core consumer with the SQLite module printed '$out'"
 echo "ok: sqlock::core alone loads the SQLite backend module"
+
+# ---- the header-only Asio component, when this build made it ----
+if [ -f "$libdir/cmake/sqlock/sqlock-asio-targets.cmake" ]; then
+  cmake -S "$src" -B "$tmp/asio" -DCMAKE_PREFIX_PATH="$prefix" -DSQLOCK_COMPONENTS=asio \
+    $launch >/dev/null
+  cmake --build "$tmp/asio" -j2 --target asio_consumer >"$tmp/asio.log" 2>&1 ||
+    { cat "$tmp/asio.log"; fail "the sqlock::asio consumer does not build"; }
+  out=$("$tmp/asio/asio_consumer")
+  [ "$out" = "held by use_future" ] || fail "the sqlock::asio consumer printed '$out'"
+  echo "ok: find_package(sqlock COMPONENTS asio), sqlock::asio"
+fi
 
 # ---- the other backends' dependencies out of reach ----
 arch=$(gcc -print-multiarch)

@@ -5,8 +5,11 @@
 // Part of the backend-author API: a backend that can tell about releases, or that queues its
 // waiters, returns its own subclass from backend::make_acquisition(); the others get
 // polling_acquisition (attempts through try_acquire(), capped jittered backoff between them).
+// The asynchronous API (src/core/async_driver.cpp) drives the same object without a thread per
+// waiter: between attempts it arm()s a one-shot wake-up instead of calling wait().
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -38,6 +41,26 @@ class SQLOCK_API acquisition {
   /// until `stop` is requested (then promptly). One that cannot tell about releases waits
   /// with backoff, never past `until`.
   virtual void wait(steady_time until, const std::stop_token& stop) = 0;
+
+  /// A one-shot wake-up for arm(): cheap, never blocks, safe to call from any thread and at any
+  /// time (also after the request ended: it is then ignored).
+  using waker = std::function<void()>;
+
+  /// The non-blocking form of wait(), for the asynchronous API: registers `wake` to be called
+  /// (once, from any thread) when the lock may have been released since the last attempt, and
+  /// returns when the core should make the next attempt if no wake-up comes (at most `until`;
+  /// now or earlier = at once, and `wake` need not be kept). It must not block. Empty (the
+  /// default): this acquisition cannot tell of releases without a thread, and the core waits
+  /// with capped jittered backoff (wait_policy initial..cap) on its own timer instead.
+  virtual std::optional<steady_time> arm(steady_time until, waker wake) {
+    (void)until;
+    (void)wake;
+    return std::nullopt;
+  }
+
+  /// Drops the wake-up of the last arm() (the core's timer or a stop came first). A wake-up
+  /// already on its way may still arrive; the core ignores it.
+  virtual void disarm() noexcept {}
 
   /// The request ends without a hold (deadline, stop, error): leaves nothing behind on the
   /// server (a queue node or key, a writer mark keeping shared holders out). Bounded; never

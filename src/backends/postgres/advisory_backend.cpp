@@ -101,7 +101,8 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
     // is free (not for a permit: that would wait for one of its N keys only), else make sure
     // releases of the name notify us before trying again.
     auto now = std::chrono::steady_clock::now();
-    if (req.kind != lock_kind::permit && deadline - now >= 2 * server_wait_min) {
+    if (req.kind != lock_kind::permit && w->may_wait_in_server() &&
+        deadline - now >= 2 * server_wait_min) {
       if (auto c = sessions_.idle_waiter(deadline)) {
         w->waited_in_server();
         return wait_in_server(*c, req, deadline);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <functional>
+#include <vector>
 
 #include "postgres_driver.hpp"
 #include "sqlock/errors.hpp"
@@ -49,11 +50,14 @@ notifier::notifier(std::string conninfo, std::string channel, milliseconds io_ti
       deaf_behind_proxy_(deaf_behind_proxy) {}
 
 notifier::~notifier() {
+  std::vector<std::function<void()>> woken;
   {
     std::lock_guard g(m_);
     stop_ = true;
+    take_armed(0, woken);
   }
   cv_.notify_all();
+  for (auto& wake : woken) wake();
   if (pipe_[1] >= 0) {
     char b = 1;
     [[maybe_unused]] auto n = ::write(pipe_[1], &b, 1);
@@ -71,29 +75,64 @@ void notifier::ensure_started() {
   th_ = std::thread([this] { run(); });
 }
 
+bool notifier::heard(std::size_t h, std::uint64_t since) const {
+  if (stop_ || deaf_.load(std::memory_order_relaxed)) return true;
+  if (!log_.empty() && log_.front().first > since + 1) return true;  // some were dropped
+  for (auto it = log_.rbegin(); it != log_.rend() && it->first > since; ++it)
+    if (it->second == h || it->second == 0) return true;
+  return false;
+}
+
 void notifier::wait(std::string_view name, std::uint64_t since, steady_time until,
                     const std::stop_token& stop) {
   const auto h = name_hash(name);
-  auto heard = [&] {
-    if (stop_ || deaf_.load(std::memory_order_relaxed)) return true;
-    if (!log_.empty() && log_.front().first > since + 1) return true;  // some were dropped
-    for (auto it = log_.rbegin(); it != log_.rend() && it->first > since; ++it)
-      if (it->second == h || it->second == 0) return true;
-    return false;
-  };
   std::unique_lock lk(m_);
-  cv_.wait_until(lk, stop, until, heard);  // or the caller's stop
+  cv_.wait_until(lk, stop, until, [&] { return heard(h, since); });  // or the caller's stop
+}
+
+bool notifier::arm(std::string_view name, std::uint64_t since, const void* key,
+                   std::function<void()> wake) {
+  const auto h = name_hash(name);
+  std::lock_guard g(m_);
+  if (heard(h, since)) return true;
+  armed_[h][key] = std::move(wake);
+  return false;
+}
+
+void notifier::disarm(std::string_view name, const void* key) {
+  const auto h = name_hash(name);
+  std::lock_guard g(m_);
+  auto it = armed_.find(h);
+  if (it == armed_.end()) return;
+  it->second.erase(key);
+  if (it->second.empty()) armed_.erase(it);
 }
 
 void notifier::push(std::size_t h) {
+  std::vector<std::function<void()>> woken;
   {
     std::lock_guard g(m_);
     auto s = seq_.load(std::memory_order_relaxed) + 1;
     log_.emplace_back(s, h);
     if (log_.size() > log_capacity) log_.pop_front();
     seq_.store(s, std::memory_order_release);
+    take_armed(h, woken);
   }
   cv_.notify_all();
+  for (auto& wake : woken) wake();
+}
+
+void notifier::take_armed(std::size_t h, std::vector<std::function<void()>>& out) {
+  auto take = [&](std::map<const void*, std::function<void()>>& m) {
+    for (auto& [key, wake] : m) out.push_back(std::move(wake));
+  };
+  if (h == 0) {  // anything may have changed: every armed wait
+    for (auto& [hash, m] : armed_) take(m);
+    armed_.clear();
+  } else if (auto it = armed_.find(h); it != armed_.end()) {
+    take(it->second);
+    armed_.erase(it);
+  }
 }
 
 void notifier::listen_once(unsigned& attempt) {
@@ -103,11 +142,14 @@ void notifier::listen_once(unsigned& attempt) {
   if (deaf_behind_proxy_ && c.behind_proxy(bound())) {
     // Through a pooler the LISTEN would stay on a server session the pooler hands to others,
     // and notifications would go to them or nowhere: waiters poll instead.
+    std::vector<std::function<void()>> woken;
     {
       std::lock_guard g(m_);
       deaf_.store(true, std::memory_order_release);
+      take_armed(0, woken);  // they poll from now on
     }
     cv_.notify_all();
+    for (auto& wake : woken) wake();
     return;  // the thread ends
   }
   c.exec("LISTEN " + quoted_identifier(channel_), bound());
@@ -148,6 +190,10 @@ void notifier::run() {
 notify_wait::notify_wait(notifier& n, std::string name) : n_(n), name_(std::move(name)) {
   n_.ensure_started();
   since_ = n_.seq();
+}
+
+notify_wait::~notify_wait() {
+  disarm();
 }
 
 }  // namespace sqlock::postgres

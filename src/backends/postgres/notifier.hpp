@@ -11,10 +11,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"
@@ -45,8 +49,19 @@ class notifier {
   /// at `until`.
   void wait(std::string_view name, std::uint64_t since, steady_time until,
             const std::stop_token& stop);
+  /// The non-blocking form of wait() (acquisition::arm): true when such a notification is
+  /// known already; otherwise keeps `wake` under `key` until the next notification for `name`
+  /// (or for anything), which calls it once, on the listener thread.
+  bool arm(std::string_view name, std::uint64_t since, const void* key, std::function<void()> wake);
+  /// Drops the wake-up kept under `key` for `name`, if it is still kept.
+  void disarm(std::string_view name, const void* key);
 
  private:
+  // Whether a notification for hash `h` (or for anything) newer than `since` is known, or the
+  // wait should end anyway; call with m_ held.
+  bool heard(std::size_t h, std::uint64_t since) const;
+  // Moves the wake-ups armed for hash `h` (0: all) into `out`; call with m_ held.
+  void take_armed(std::size_t h, std::vector<std::function<void()>>& out);
   void push(std::size_t hash);
   void run();
   void listen_once(unsigned& attempt);
@@ -60,6 +75,8 @@ class notifier {
   std::mutex m_;
   std::condition_variable_any cv_;  // waiters also end on their caller's stop
   std::deque<std::pair<std::uint64_t, std::size_t>> log_;
+  // Armed wake-ups by name hash, then by their waits' keys.
+  std::unordered_map<std::size_t, std::map<const void*, std::function<void()>>> armed_;
   std::atomic<std::uint64_t> seq_{0};
   bool stop_ = false;
   bool started_ = false;
@@ -72,12 +89,21 @@ class notify_wait final {
  public:
   /// Starts the listener and takes the first snapshot.
   notify_wait(notifier& n, std::string name);
+  /// Drops an armed wake-up.
+  ~notify_wait();
+  notify_wait(const notify_wait&) = delete;
+  notify_wait& operator=(const notify_wait&) = delete;
   /// Called at the start of every attempt: notifications before it are seen by the attempt.
   void attempt_starts() { since_ = n_.seq(); }
   /// True when releases cannot wake this wait (the notifier turned deaf).
   bool deaf() const { return n_.deaf(); }
   /// Until a notification for the name since the last attempt started, `until` or a stop.
   void wait(steady_time until, const std::stop_token& stop) { n_.wait(name_, since_, until, stop); }
+  /// The non-blocking form of wait(): true when a notification came already; otherwise `wake`
+  /// is called once at the next one.
+  bool arm(std::function<void()> wake) { return n_.arm(name_, since_, this, std::move(wake)); }
+  /// Drops the wake-up of arm().
+  void disarm() noexcept { n_.disarm(name_, this); }
 
  private:
   notifier& n_;

@@ -41,6 +41,24 @@ class pg_acquisition final : public sql::engine_acquisition {
     engine_acquisition::wait(until, stop);  // jittered backoff
   }
 
+  /// The asynchronous wait: a LISTEN/NOTIFY wake-up once registered (the next attempt comes at
+  /// once until then, or after a wait in the server); backoff when the backend does not
+  /// listen. From the first call on, the request never waits inside the server: that would
+  /// hold a driver thread (advisory mode).
+  std::optional<steady_time> arm(steady_time until, waker wake) override {
+    driven_ = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (std::exchange(waited_in_server_, false)) return now;
+    if (!listens()) return std::nullopt;  // the core backs off
+    if (!registered(now) || notify_->arm(std::move(wake))) return now;
+    return until;
+  }
+  void disarm() noexcept override {
+    if (notify_) notify_->disarm();
+  }
+  /// False once the request is driven asynchronously (arm()): its attempts make no server wait.
+  bool may_wait_in_server() const { return !driven_; }
+
   /// Called at the start of every attempt (notifications before it are seen by the attempt);
   /// true for the first one of the request.
   bool first_attempt() {
@@ -61,6 +79,7 @@ class pg_acquisition final : public sql::engine_acquisition {
   std::unique_ptr<notify_wait> notify_;
   unsigned attempts_ = 0;
   bool waited_in_server_ = false;
+  bool driven_ = false;
   steady_time registered_until_{};
 };
 

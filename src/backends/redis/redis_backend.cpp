@@ -250,9 +250,14 @@ class redis_acquisition final : public acquisition {
   redis_acquisition(redis_backend& s, lock_request req, std::unique_ptr<interest> watching)
       : backend_(s), req_(std::move(req)), state_(std::move(watching)) {}
   std::optional<lease_info> attempt(steady_time deadline) override {
+    state_.attempt_starts();
     return backend_.attempt(req_, deadline, &state_);
   }
   void wait(steady_time until, const std::stop_token& stop) override { state_.wait(until, stop); }
+  std::optional<steady_time> arm(steady_time until, waker wake) override {
+    return state_.arm(until, std::move(wake));
+  }
+  void disarm() noexcept override { state_.disarm(); }
   void cancel() noexcept override { state_.end(); }
 
  private:

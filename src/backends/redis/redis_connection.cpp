@@ -317,6 +317,7 @@ interest::interest(std::shared_ptr<wait_registry> reg, std::string key)
 
 interest::~interest() {
   std::lock_guard g(reg_->m);
+  w_->wakers.erase(this);
   if (--w_->count == 0) {
     auto it = reg_->waiters.find(key_);
     if (it != reg_->waiters.end() && it->second == w_) reg_->waiters.erase(it);
@@ -334,25 +335,55 @@ void interest::wait(steady_time until, const std::stop_token& stop) {
   w_->cv.wait_until(lk, stop, until, [&] { return w_->gen != gen_ || reg_->stop; });
 }
 
+void interest::attempt_starts() {
+  std::lock_guard g(reg_->m);
+  seen_ = w_->gen;
+}
+
+interest::armed interest::arm(std::function<void()> wake) {
+  std::lock_guard g(reg_->m);
+  if (reg_->stop || w_->gen != seen_) return armed::heard;
+  if (reg_->ready == 0) return armed::cannot;
+  w_->wakers[this] = std::move(wake);
+  return armed::wake_armed;
+}
+
+void interest::disarm() noexcept {
+  std::lock_guard g(reg_->m);
+  w_->wakers.erase(this);
+}
+
+namespace {
+// Bumps `w`'s generation; its armed wake-ups move to `out` (called after the lock is let go).
+void bump(wait_registry::waiter& w, std::vector<std::function<void()>>& out) {
+  ++w.gen;
+  w.cv.notify_all();
+  for (auto& [key, wake] : w.wakers) out.push_back(std::move(wake));
+  w.wakers.clear();
+}
+}  // namespace
+
 void subscriber::on_message(std::string_view channel) {
   if (channel.size() < head_.size() + tail_.size() || channel.substr(0, head_.size()) != head_ ||
       channel.substr(channel.size() - tail_.size()) != tail_)
     return;
   std::string key(channel.substr(head_.size(), channel.size() - head_.size() - tail_.size()));
-  std::lock_guard g(reg_->m);
-  auto it = reg_->waiters.find(key);
-  if (it != reg_->waiters.end()) {
-    ++it->second->gen;
-    it->second->cv.notify_all();
+  std::vector<std::function<void()>> woken;
+  {
+    std::lock_guard g(reg_->m);
+    auto it = reg_->waiters.find(key);
+    if (it != reg_->waiters.end()) bump(*it->second, woken);
   }
+  for (auto& wake : woken) wake();
 }
 
 void subscriber::bump_all() {
-  std::lock_guard g(reg_->m);
-  for (auto& [k, w] : reg_->waiters) {
-    ++w->gen;
-    w->cv.notify_all();
+  std::vector<std::function<void()>> woken;
+  {
+    std::lock_guard g(reg_->m);
+    for (auto& [k, w] : reg_->waiters) bump(*w, woken);
   }
+  for (auto& wake : woken) wake();
 }
 
 bool subscriber::subscribe(link& l) {

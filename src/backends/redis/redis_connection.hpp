@@ -7,6 +7,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -150,6 +152,8 @@ struct wait_registry {
     std::condition_variable_any cv;  ///< notified when gen changes
     std::uint64_t gen = 0;           ///< bumped by every release message of this lock
     int count = 0;                   ///< registrations holding this entry
+    /// Armed asynchronous waits (interest::arm), called once at the next bump of `gen`.
+    std::map<const void*, std::function<void()>> wakers;
   };
   std::mutex m;                          ///< guards everything below
   std::condition_variable_any ready_cv;  ///< notified when `ready` or `stop` change
@@ -172,6 +176,16 @@ class interest {
   /// Waits until a release of the lock arrived since registration, a resubscription happened,
   /// `until` or `stop`. When no subscription stood at registration, returns as soon as one does.
   void wait(steady_time until, const std::stop_token& stop);
+  /// Called at the start of every attempt: arm() looks for releases from then on.
+  void attempt_starts();
+  /// What arm() found.
+  enum class armed { wake_armed, heard, cannot };
+  /// The non-blocking form of wait() (acquisition::arm): `heard` when a release (or a
+  /// resubscription) arrived since the last attempt started; `cannot` while no subscription
+  /// stands (the caller backs off); else keeps `wake`, called once at the next release.
+  armed arm(std::function<void()> wake);
+  /// Drops the wake-up of arm().
+  void disarm() noexcept;
   /// The registry this interest belongs to.
   const wait_registry* registry() const { return reg_.get(); }
   /// The encoded name.
@@ -182,6 +196,7 @@ class interest {
   std::string key_;
   std::shared_ptr<wait_registry::waiter> w_;
   std::uint64_t gen_ = 0;
+  std::uint64_t seen_ = 0;  // gen when the last attempt started (arm())
   bool was_ready_ = false;
 };
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -56,6 +57,32 @@ class redis_wait final {
     if (expires_in >= 0) until = std::min<steady_time>(until, seen + milliseconds(expires_in + 1));
     watching_->wait(until, stop);
   }
+
+  /// Called at the start of every attempt (arm() looks for releases from then on).
+  void attempt_starts() { watching_->attempt_starts(); }
+
+  /// The non-blocking form of wait() (acquisition::arm): when to try again if no release
+  /// message wakes `wake` first; empty while no subscription stands (the core backs off).
+  std::optional<steady_time> arm(steady_time until, std::function<void()> wake) {
+    const auto now = std::chrono::steady_clock::now();
+    if (until <= now) return now;
+    if (split) {
+      split = false;
+      return std::min<steady_time>(until, now + milliseconds(5 + jitter(30)));
+    }
+    if (expires_in >= 0) until = std::min<steady_time>(until, seen + milliseconds(expires_in + 1));
+    switch (watching_->arm(std::move(wake))) {
+      case interest::armed::heard:
+        return now;
+      case interest::armed::cannot:
+        return std::nullopt;
+      case interest::armed::wake_armed:
+        break;
+    }
+    return until;
+  }
+  /// Drops the wake-up of arm().
+  void disarm() noexcept { watching_->disarm(); }
 
  private:
   std::unique_ptr<interest> watching_;

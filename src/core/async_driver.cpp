@@ -1,0 +1,278 @@
+// The asynchronous acquire driver (async_driver.hpp): a queue of ready steps and a timer heap
+// served by a few threads. One step of an acquisition makes one attempt and then arms its
+// wake-up and a timer; a wake-up, the timer or a stop puts it back in the queue. A step of
+// one acquisition runs on one thread at a time; wake-ups of an older wait are ignored.
+#include "async_driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "sql/process_instance.hpp"
+#include "sqlock/backend/waiting.hpp"
+#include "sqlock/errors.hpp"
+
+namespace sqlock::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// One acquisition being driven.
+struct op : std::enable_shared_from_this<op> {
+  op(std::unique_ptr<acquisition> acq, lock_request r, steady_time d, wait_policy p, acquired_fn fn)
+      : a(std::move(acq)),
+        req(std::move(r)),
+        deadline(d),
+        policy(std::move(p)),
+        done(std::move(fn)) {}
+
+  std::unique_ptr<acquisition> a;
+  const lock_request req;
+  const steady_time deadline;
+  const wait_policy policy;
+  acquired_fn done;
+  std::unique_ptr<std::stop_callback<std::function<void()>>> on_stop;
+
+  // Used by the one step running at a time:
+  unsigned busy = 0;      // busy attempts so far
+  unsigned failures = 0;  // consecutive attempts whose outcome was unknown
+  unsigned pauses = 0;    // backoff pauses without a notification
+  steady_time failing_since{};
+  std::exception_ptr last_failure;  // of the last attempt, while failures > 0
+  bool armed = false;
+
+  // Under m:
+  std::mutex m;
+  std::uint64_t seq = 0;  // the current wait: wake-ups and timers of an older one are ignored
+  bool queued = false;    // in the ready queue
+  bool running = false;   // a step runs now
+  bool again = false;     // woken while a step ran: queue it again after
+  bool finished = false;
+};
+
+class engine {
+ public:
+  // The process's engine: never destroyed (a client destroyed during static destruction may
+  // still end its requests), and a fresh one in a child after fork() (threads do not survive
+  // it).
+  static engine& get() { return sql::process_instance<engine>(); }
+
+  engine() {
+    for (unsigned i = 0, n = async_driver::thread_count(); i < n; ++i)
+      threads_.emplace_back([this] { loop(); });
+  }
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  void start(const std::shared_ptr<op>& o) {
+    {
+      std::lock_guard g(m_);
+      live_.insert(o);  // kept until it ends: its wake-ups and timers keep weak references
+    }
+    {
+      // Queued before the stop callback exists: a stop already requested (which runs the
+      // callback at once, on this thread) finds it queued and adds nothing.
+      std::lock_guard g(o->m);
+      o->queued = true;
+    }
+    o->on_stop = std::make_unique<std::stop_callback<std::function<void()>>>(
+        o->req.stop, std::function<void()>([w = o->weak_from_this()] {
+          if (auto p = w.lock()) get().schedule(p, std::nullopt);
+        }));
+    push([this, o] { step(o); });
+  }
+
+  // Queues a step of `o`, for its wait `seq` (any when empty: a stop).
+  void schedule(const std::shared_ptr<op>& o, std::optional<std::uint64_t> seq) {
+    {
+      std::lock_guard g(o->m);
+      if (o->finished || (seq && *seq != o->seq)) return;
+      if (o->running) {
+        o->again = true;
+        return;
+      }
+      if (o->queued) return;
+      o->queued = true;
+    }
+    push([this, o] { step(o); });
+  }
+
+  void push(std::function<void()> fn) {
+    {
+      std::lock_guard g(m_);
+      ready_.push_back(std::move(fn));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  struct timer {
+    steady_time t;
+    std::uint64_t seq;
+    std::weak_ptr<op> o;
+    bool operator>(const timer& x) const { return t > x.t; }
+  };
+
+  void at(steady_time t, const std::shared_ptr<op>& o, std::uint64_t seq) {
+    bool earliest;
+    {
+      std::lock_guard g(m_);
+      earliest = timers_.empty() || t < timers_.top().t;
+      timers_.push({t, seq, o});
+    }
+    if (earliest) cv_.notify_one();
+  }
+
+  void loop() {
+    std::unique_lock lk(m_);
+    for (;;) {
+      if (!timers_.empty() && timers_.top().t <= clock::now()) {
+        auto t = timers_.top();
+        timers_.pop();
+        lk.unlock();
+        if (auto p = t.o.lock()) schedule(p, t.seq);
+        lk.lock();
+      } else if (!ready_.empty()) {
+        auto fn = std::move(ready_.front());
+        ready_.pop_front();
+        lk.unlock();
+        fn();
+        lk.lock();
+      } else if (timers_.empty()) {
+        cv_.wait(lk);
+      } else {
+        cv_.wait_until(lk, timers_.top().t);
+      }
+    }
+  }
+
+  void step(const std::shared_ptr<op>& o) {
+    std::uint64_t seq;
+    {
+      std::lock_guard g(o->m);
+      o->queued = false;
+      o->running = true;
+      o->again = false;
+      seq = ++o->seq;
+    }
+    if (std::exchange(o->armed, false)) o->a->disarm();
+    auto next = advance(*o, seq);
+    if (!next) return;  // finished
+    at(*next, o, seq);
+    std::lock_guard g(o->m);
+    o->running = false;
+    if (o->again) {
+      o->again = false;
+      o->queued = true;
+      push([this, o] { step(o); });
+    }
+  }
+
+  // One attempt of `o` and what follows it: when to look again (empty: it ended).
+  std::optional<steady_time> advance(op& o, std::uint64_t seq) {
+    if (o.req.stop.stop_requested()) {
+      // Stopped in a pause after a failed attempt: its outcome is unknown, so this ends as
+      // the blocking loop does (the caller releases what it may hold, then tells of the stop).
+      finish(o, o.failures > 0 ? o.last_failure : nullptr, std::nullopt);
+      return std::nullopt;
+    }
+    const auto sent = clock::now();
+    std::optional<lease_info> l;
+    try {
+      l = o.a->attempt(std::max(o.deadline, sent + o.policy.min_attempt));
+      o.failures = 0;
+      o.last_failure = nullptr;
+    } catch (const connection_error& ex) {
+      auto now = clock::now();
+      if (o.failures == 0) o.failing_since = sent;
+      if (now >= o.deadline || now - o.failing_since >= o.policy.retry_for) {
+        finish(o, std::current_exception(), std::nullopt);
+        return std::nullopt;
+      }
+      o.last_failure = std::current_exception();
+      if (o.policy.on_retry) o.policy.on_retry(o.req.name, ex.what());
+      auto delay = backoff_delay(o.failures++, o.policy.initial * 10, o.policy.retry_cap);
+      return std::min<steady_time>(now + delay, o.deadline);
+    } catch (...) {
+      finish(o, std::current_exception(), std::nullopt);
+      return std::nullopt;
+    }
+    if (l) {
+      l->waited = l->waited || o.busy > 0;
+      if (l->sent == steady_time{}) l->sent = sent;
+      finish(o, nullptr, std::move(l));
+      return std::nullopt;
+    }
+    auto now = clock::now();
+    if (now >= o.deadline || o.req.stop.stop_requested()) {
+      finish(o, nullptr, std::nullopt);
+      return std::nullopt;
+    }
+    ++o.busy;
+    const auto until = std::min<steady_time>(now + o.policy.notify_recheck, o.deadline);
+    auto wake = [w = o.weak_from_this(), seq] {
+      if (auto p = w.lock()) get().schedule(p, seq);
+    };
+    if (auto t = o.a->arm(until, std::move(wake))) {
+      o.armed = true;
+      return std::min(*t, until);
+    }
+    return std::min<steady_time>(now + backoff_delay(o.pauses++, o.policy.initial, o.policy.cap),
+                                 until);
+  }
+
+  // Ends `o`: cancels an acquisition without a hold, then tells its caller.
+  void finish(op& o, std::exception_ptr e, std::optional<lease_info> l) {
+    {
+      std::lock_guard g(o.m);
+      o.finished = true;
+    }
+    o.on_stop.reset();  // waits for a stop callback running now (it takes no lock of ours)
+    if (std::exchange(o.armed, false)) o.a->disarm();
+    if (!l) o.a->cancel();
+    o.a.reset();
+    auto done = std::move(o.done);
+    auto self = o.shared_from_this();  // the step's own reference keeps it until it returns
+    {
+      std::lock_guard g(m_);
+      live_.erase(self);
+    }
+    try {
+      done(std::move(e), std::move(l));
+    } catch (...) {
+      // A completion's failure must not stop a driver thread (the core's never throw).
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> ready_;
+  std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
+  std::unordered_set<std::shared_ptr<op>> live_;  // every acquisition not ended yet
+  std::vector<std::thread> threads_;  // never joined: the engine lives as long as the process
+};
+
+}  // namespace
+
+unsigned async_driver::thread_count() {
+  return std::clamp(std::thread::hardware_concurrency(), 2u, max_threads);
+}
+
+void async_driver::start(std::unique_ptr<acquisition> a, lock_request req, steady_time deadline,
+                         wait_policy policy, acquired_fn done) {
+  engine::get().start(std::make_shared<op>(std::move(a), std::move(req), deadline,
+                                           std::move(policy), std::move(done)));
+}
+
+void async_driver::post(std::function<void()> fn) {
+  engine::get().push(std::move(fn));
+}
+
+}  // namespace sqlock::detail

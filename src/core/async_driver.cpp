@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "sql/process_instance.hpp"
+#include "core/process_instance.hpp"
 #include "sqlock/backend/waiting.hpp"
 #include "sqlock/errors.hpp"
 
@@ -62,7 +62,7 @@ class engine {
   // The process's engine: never destroyed (a client destroyed during static destruction may
   // still end its requests), and a fresh one in a child after fork() (threads do not survive
   // it).
-  static engine& get() { return sql::process_instance<engine>(); }
+  static engine& get() { return process_instance<engine>(); }
 
   engine() {
     for (unsigned i = 0, n = async_driver::thread_count(); i < n; ++i)

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "sql/process_instance.hpp"
+#include "core/process_instance.hpp"
 
 namespace sqlock::sql {
 

@@ -3,7 +3,7 @@
 
 #include <sys/socket.h>
 
-#include "process_instance.hpp"
+#include "core/process_instance.hpp"
 
 namespace sqlock::sql {
 

@@ -1,9 +1,13 @@
-// Migrations (sql_engine.hpp): the embedded bundle's files and versions, the schema version a
-// database records, refusing a schema installed out of order, migrate() and the printed script.
+// Migrations (migrations.hpp, bundle.hpp): the embedded bundle's files and versions, the schema
+// version a database records, refusing a schema installed out of order, migrate() and the printed
+// script.
 #include <charconv>
 #include <set>
 
-#include "sql_engine.hpp"
+#include "bundle.hpp"
+#include "migrations.hpp"
+#include "rows.hpp"
+#include "sqlock/errors.hpp"
 
 namespace sqlock::sql {
 

@@ -26,7 +26,8 @@
 #include <string>
 #include <thread>
 
-#include "sql/sql_engine.hpp"
+#include "sql/connection.hpp"
+#include "sql/sql_errors.hpp"
 #include "sqlock/backend.hpp"
 
 namespace sqlock::sql {

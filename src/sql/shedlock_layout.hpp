@@ -14,7 +14,8 @@
 #include <functional>
 #include <string>
 
-#include "sql/sql_engine.hpp"
+#include "sql/rows.hpp"
+#include "sql/sql_dialect.hpp"
 
 namespace sqlock::sql {
 

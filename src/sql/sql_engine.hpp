@@ -15,9 +15,8 @@
 // No vendor header is included here.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
-#include <cstdint>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -28,244 +27,20 @@
 #include <string_view>
 #include <vector>
 
+#include "bundle.hpp"
+#include "connection.hpp"
+#include "connection_counter.hpp"
 #include "engine_acquisition.hpp"
+#include "migrations.hpp"
+#include "params.hpp"
+#include "rows.hpp"
+#include "sql_dialect.hpp"
+#include "sql_errors.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
+#include "statements.hpp"
 
 namespace sqlock::sql {
-
-/// A result row as text (NULL = nullopt); drivers convert numbers and times to text.
-using row = std::vector<std::optional<std::string>>;
-/// Rows of a result.
-using rows = std::vector<row>;
-
-/// The parameters an operation may use, bound by name (":name" in statement text).
-struct params {
-  std::string name;                ///< :name — lock name, verbatim
-  std::string owner;               ///< :owner — owner token
-  std::int64_t lease_ms = 0;       ///< :lease_ms — lease in milliseconds
-  std::string holder;              ///< :holder — holder description
-  std::int64_t fence = 0;          ///< :fence — fencing token (fence_check)
-  std::string prefix;              ///< :prefix — name prefix (list)
-  std::int64_t limit = 0;          ///< :limit — batch size (sweep)
-  std::string mode;                ///< :mode — backend mode name
-  std::string kind = "exclusive";  ///< :kind — "exclusive", "shared" or "permit"
-  std::int64_t permits = 0;        ///< :permits — a permit request's number of permits (else 0)
-  std::string holds;               ///< :holds — a JSON array of holds to record (advisory)
-  std::int64_t mark_ms = 0;        ///< :mark_ms — lifetime of the writer mark a busy exclusive
-                             ///< attempt leaves (0 = leave none: a try_lock() that will not wait)
-  /// :key — the name's advisory-lock key, for a backend that computes it in the client
-  /// (PostgreSQL advisory mode); a statement that uses :key with none set is refused
-  std::optional<std::int64_t> key;
-};
-
-/// A bound value: integer or text.
-struct value {
-  bool is_int = false;  ///< true: use `i`; false: use `s`
-  std::int64_t i = 0;   ///< integer value
-  std::string_view s;   ///< text value (points into params)
-};
-
-/// Looks up a named parameter (without the colon); config_error for an unknown name.
-value lookup(const params& p, std::string_view key);
-
-/// Placeholder styles for compile().
-enum class placeholder { dollar /* $1 */, question /* ? */, colon_name /* :p1 */ };
-
-/// A statement rewritten for a driver: text with native placeholders + parameter names in order.
-struct compiled {
-  std::string text;                ///< statement text with native placeholders
-  std::vector<std::string> names;  ///< parameter name for each placeholder, in order
-};
-
-/// Rewrites ":name" parameters to a native placeholder style. Skips string literals, quoted
-/// identifiers, comments and "::" casts.
-compiled compile(std::string_view statement, placeholder style);
-
-/// The index just past the string literal or quoted identifier that opens at `s[open]` (a ', "
-/// or ` character), or s.size() when it is not closed. A doubled quote character stands for
-/// itself; a backslash escapes the next character inside the quote characters listed in
-/// `backslash_quotes`. Shared by compile() ("'") and the MySQL script splitter ("'\"").
-std::size_t quoted_end(std::string_view s, std::size_t open, std::string_view backslash_quotes);
-
-/// One lock operation: one or more statements run atomically; the rows of the last one count.
-struct operation {
-  std::string key;                      ///< stable id ("acquire"), for statement caching
-  std::vector<std::string> statements;  ///< statement texts with :name parameters
-};
-
-/// Marks an error the engine should retry (deadlock, serialization failure, busy database).
-class transient_error : public backend_error {
- public:
-  using backend_error::backend_error;
-};
-
-/// Every connection of a bounded pool stayed busy until the caller's deadline (or stop): nothing
-/// was sent. An acquire attempt counts it as busy; anywhere else it is a connection_error.
-class pool_busy : public connection_error {
- public:
-  using connection_error::connection_error;
-};
-
-/// The server refused a new connection because it has too many clients (PostgreSQL SQLSTATE
-/// 53300: max_connections, or a role's or database's CONNECTION LIMIT). Transient: the engine
-/// tries again with capped jittered backoff until the call's deadline, then throws it.
-class server_full : public connection_error {
- public:
-  using connection_error::connection_error;
-};
-
-/// Counts the connections of one backend object, of every kind (statement pool, lock
-/// sessions, listener): what backend::connections() reports. Thread-safe. With a limit (the
-/// client's connection budget), a driver whose closed connections count until the server has
-/// ended their sessions (closing_sessions.hpp) reserves a place before it connects, so the
-/// server never sees more sessions of the client than the budget.
-class connection_counter {
- public:
-  /// `limit`: the most connections open at once that reserve() allows (0: no limit).
-  explicit connection_counter(std::size_t limit = 0) : limit_(limit) {}
-  /// A connection was made.
-  void opened() noexcept;
-  /// Counts one more connection open once fewer than the limit are, waiting for that until
-  /// `deadline`; false then. Before a connect: connected() after it succeeded, closed() after
-  /// it failed (or once the connection's session ended).
-  bool reserve(steady_time deadline);
-  /// The connection reserve() counted was made.
-  void connected() noexcept;
-  /// A connection counted by opened() or reserve() was closed.
-  void closed() noexcept;
-  /// The counts so far.
-  connection_stats get() const noexcept;
-
- private:
-  void count_open() noexcept;
-
-  const std::size_t limit_;
-  std::mutex m_;  // reserve() waits under it for closed()
-  std::condition_variable cv_;
-  std::atomic<std::uint64_t> opened_{0};
-  std::atomic<std::size_t> open_{0};
-  std::atomic<std::size_t> peak_{0};
-};
-
-/// Runs `fn`, retrying transient_error with capped jittered backoff until `budget` has passed
-/// (then the last transient_error is thrown). For work outside run(): opening, migrating.
-void retry_transient(const std::function<void()>& fn, milliseconds budget = milliseconds(10000));
-
-/// One database connection. Not thread-safe: the engine hands it to one thread at a time.
-class connection {
- public:
-  virtual ~connection() = default;
-  /// Runs `op` atomically (a transaction when it has several statements) and returns the rows
-  /// of its last statement, by `deadline` (else connection_error, and the connection is not
-  /// used again). Throws transient_error, connection_error or backend_error.
-  virtual rows run(const operation& op, const params& p, steady_time deadline) = 0;
-  /// Runs a script of several statements (a migration or routine file) as the DBA would.
-  virtual void execute_script(std::string_view script) = 0;
-  /// migrate() calls these around all it does (the version check, the scripts): a store that
-  /// several processes may migrate at once serializes them here (a named lock of the database,
-  /// a write transaction), so that each later one finds the version the earlier one left.
-  /// end_migration() is called on every path: `completed` false after a failure (it must not
-  /// throw then); true after success, when it may throw if the work did not take effect (a
-  /// transaction that did not commit). Default: nothing.
-  virtual void begin_migration() {}
-  virtual void end_migration(bool completed) { (void)completed; }
-  /// Plain query without parameters (schema checks); rows as text. Returns by `deadline` or
-  /// the driver's I/O timeout, whichever comes first (else connection_error).
-  virtual rows query(std::string_view sql, steady_time deadline) = 0;
-  /// query() bounded by the driver's I/O timeout only.
-  rows query(std::string_view sql) { return query(sql, steady_time::max()); }
-};
-
-/// An embedded SQL file.
-struct sql_file {
-  std::string_view name;  ///< file name ("V001__locks.sql")
-  std::string_view text;  ///< file contents
-};
-
-/// The SQL files of one database, embedded at build time from migrations/<db>/ and sql/<db>/.
-struct bundle {
-  std::string_view db;               ///< "sqlite", "postgresql", "mysql"
-  std::vector<sql_file> migrations;  ///< migrations/<db>/V*.sql, in version order
-  std::vector<sql_file> routines;    ///< sql/<db>/*.sql, in name order
-  /// A file of `routines` by name; config_error when absent.
-  std::string_view routine(std::string_view file_name) const;
-};
-
-/// Version number of a migration file name "V012__x.sql" (12); config_error when malformed.
-int migration_version(std::string_view file_name);
-
-/// What a backend tells the engine about its database.
-struct dialect {
-  std::string kind;   ///< "sqlite", "postgresql", "mysql"
-  std::string mode;   ///< "pessimistic", "optimistic", "advisory"
-  operation acquire;  ///< rows: [fence|NULL, status?]; NULL fence = busy; status "retry" = CAS
-                      ///< lost; status "mismatch:<kind>:<permits>" = the name's live holders
-                      ///< are of another kind or number of permits (config_error)
-  operation renew;    ///< rows: [truthy] = renewed
-  operation release;  ///< rows: [truthy] = released
-  operation list;     ///< rows: name, owner, fence, acquired_at, expires_at, mode, holder
-  operation force_release;    ///< rows: [truthy] = something released
-  operation sweep;            ///< rows: [count]
-  operation fence_check;      ///< rows: [truthy] = :fence is the current holder's token
-  operation events;           ///< rows: at, event, name, owner, fence, mode, holder, actor, detail
-                              ///< (:prefix, :limit), newest first; no statements = no audit trail
-  std::string version_query;  ///< one row, one column: current schema version; no row/NULL = 0
-  std::string version_table_query;  ///< one row when the version table exists, none otherwise
-  std::string versions_query;  ///< every recorded version, one per row (migrate() runs it as the
-                               ///< installer, who may read the version table itself)
-  std::vector<std::string> install_routines;  ///< routine files migrate() installs, in order
-  /// Rewrites a file before it is run or printed (schema name substitution); identity if empty.
-  std::function<std::string(std::string_view)> render;
-  std::int64_t sweep_batch = 1000;  ///< :limit for sweep()
-  bool notify = false;              ///< set when the backend offers a release_watch
-
-  /// Shared and permit holds (row modes); `kinds` false = the backend offers exclusive only.
-  bool kinds = false;
-  operation acquire_shared;  ///< a shared (:kind 'shared') or permit (:kind 'permit', :permits)
-                             ///< hold; rows as `acquire`
-  operation renew_shared;    ///< rows: [truthy] = renewed; empty = `renew` covers them
-  operation release_shared;  ///< rows: [truthy] = released
-  operation clear_mark;      ///< removes the writer mark of (:name, :owner); rows ignored
-  /// Run after `force_release` / `sweep` when those do not cover the shared holds themselves
-  /// (SQLite's statement scripts count one table per operation); empty = not needed.
-  operation force_release_shared;
-  operation sweep_shared;  ///< see force_release_shared
-
-  /// A peer's table layout (URL `compat=`, e.g. ShedLock's table) instead of sqlock's schema:
-  /// migrate() runs `layout_ddl` (creating the table when absent, no version table) and
-  /// migration_script() prints it; verify() runs `layout_check` (a row when the table exists,
-  /// config_error otherwise). Such a layout stores no fencing token and keeps its rows (caps():
-  /// no fencing, no sweep). Empty = sqlock's own schema.
-  std::string layout_ddl;
-  std::string layout_check;  ///< see layout_ddl
-  std::string layout_table;  ///< the layout's table, named in messages
-  /// Names longer than this many characters are refused with config_error before anything is
-  /// sent (a peer's column width); 0 = no limit.
-  std::size_t max_name_chars = 0;
-};
-
-/// Throws config_error unless `table` is a plain table name, optionally schema-qualified:
-/// [A-Za-z_][A-Za-z0-9_]* (at most 63 characters) or two of them joined by '.'. `option`
-/// names the URL option it came from. (It is spliced into SQL: a peer's table, compat=.)
-void check_table_name(const std::string& table, std::string_view option);
-
-/// Throws the config_error for a request whose kind or permits differ from the name's live
-/// holders' (`status` is "mismatch:<kind>:<permits>", as an acquire operation returned it).
-[[noreturn]] void kind_mismatch(const lock_request& req, std::string_view status);
-
-/// Opens a new connection; throws connection_error when the server cannot be reached.
-using connector = std::function<std::unique_ptr<connection>()>;
-
-/// Applies the migrations newer than the database's version and then the dialect's routine
-/// files, between c.begin_migration() and c.end_migration(). Returns the version afterwards.
-int migrate(connection& c, const bundle& b, const dialect& d);
-/// The whole install script (migrations + routines) as `sqlock migrate --print` shows it.
-std::string migration_script(const bundle& b, const dialect& d);
-/// The database's schema version (0 when the version table is missing), by `deadline`.
-int schema_version(connection& c, const dialect& d, steady_time deadline = steady_time::max());
-/// The newest migration version of a bundle.
-int latest_version(const bundle& b);
 
 /// Backend built from a dialect and a driver, with the store's admin and schema. Subclasses add
 /// notification (watch_releases()), session-bound modes and anything else the database has
@@ -385,14 +160,5 @@ class engine_backend : public backend, public store_admin, public schema_owner {
   bool auto_migrate_ = false;
   milliseconds io_timeout_{5000};
 };
-
-/// True for "1", "t", "true", "yes" (any case); false for NULL and anything else.
-bool truthy(const std::optional<std::string>& v);
-/// True when the first column of the first row is truthy: the answer of renew, release,
-/// force_release and fence_check routines.
-bool says_true(const rows& r);
-/// A fencing token (or count) as the database printed it; backend_error naming `what` when it
-/// is NULL or not a decimal number.
-std::uint64_t decode_u64(const std::optional<std::string>& v, const char* what);
 
 }  // namespace sqlock::sql

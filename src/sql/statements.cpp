@@ -1,9 +1,12 @@
-// The statement side of the engine (sql_engine.hpp): named parameters looked up and compiled to
-// a driver's native placeholders (:name -> $1 or ?), skipping literals, comments and casts.
+// The statement side of the engine (params.hpp, statements.hpp): named parameters looked up and
+// compiled to a driver's native placeholders (:name -> $1 or ?), skipping literals, comments and
+// casts.
 #include <cctype>
 #include <map>
 
-#include "sql_engine.hpp"
+#include "params.hpp"
+#include "sqlock/errors.hpp"
+#include "statements.hpp"
 
 namespace sqlock::sql {
 

@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "sql/sql_engine.hpp"
+#include "sql/params.hpp"
+#include "sql/statements.hpp"
 #include "sqlock/errors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

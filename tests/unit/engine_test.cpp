@@ -1,6 +1,12 @@
+// Unit tests of the SQL engine parts that need no server: parameters, the statement compiler,
+// migration file versions, the row decoders.
 #include <gtest/gtest.h>
 
-#include "sql/sql_engine.hpp"
+#include "sql/bundle.hpp"
+#include "sql/params.hpp"
+#include "sql/rows.hpp"
+#include "sql/statements.hpp"
+#include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
 
 using namespace sqlock;

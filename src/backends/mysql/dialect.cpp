@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "dialect.hpp"
+#include "sqlock/errors.hpp"
 
 namespace sqlock {
 namespace sql {

@@ -9,7 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sql/sql_engine.hpp"
+#include "sql/bundle.hpp"
+#include "sql/sql_dialect.hpp"
 
 namespace sqlock::mysql {
 

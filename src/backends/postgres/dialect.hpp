@@ -11,7 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "sql/sql_engine.hpp"
+#include "sql/bundle.hpp"
+#include "sql/sql_dialect.hpp"
 
 namespace sqlock::postgres {
 

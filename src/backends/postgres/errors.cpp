@@ -3,7 +3,7 @@
 
 #include <pqxx/except>
 
-#include "sql/sql_engine.hpp"
+#include "sql/sql_errors.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "conninfo.hpp"
-#include "sql/sql_engine.hpp"
+#include "sql/rows.hpp"
 #include "sqlock/backend.hpp"
 
 namespace sqlock::postgres {

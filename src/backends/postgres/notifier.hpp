@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sql/sql_engine.hpp"
+#include "sql/connection_counter.hpp"
 #include "sqlock/backend.hpp"
 
 namespace sqlock::postgres {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "libpq_connection.hpp"
+#include "sql/connection_counter.hpp"
 #include "sql/session_pool.hpp"
 #include "statement_stopper.hpp"
 

@@ -1,6 +1,8 @@
 // The SQLite dialect: the engine's operations over the embedded sql/sqlite/ files.
 #include "dialect.hpp"
 
+#include "sqlock/errors.hpp"
+
 namespace sqlock::sqlite {
 
 sql::dialect make_dialect(const std::string& mode) {

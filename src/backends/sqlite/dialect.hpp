@@ -8,7 +8,8 @@
 
 #include <string>
 
-#include "sql/sql_engine.hpp"
+#include "sql/bundle.hpp"
+#include "sql/sql_dialect.hpp"
 
 struct sqlite3;
 

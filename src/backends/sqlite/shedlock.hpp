@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sql/sql_engine.hpp"
+#include "sql/sql_dialect.hpp"
 
 namespace sqlock::sqlite {
 

@@ -4,7 +4,6 @@
 
 #include "conformance.hpp"
 #include "soci_env.hpp"
-#include "sql/sql_engine.hpp"
 #include "sqlock/soci/soci.hpp"
 
 namespace sqlock::test {

@@ -20,7 +20,6 @@
 #include <thread>
 
 #include "soci_env.hpp"
-#include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/soci/soci.hpp"
 

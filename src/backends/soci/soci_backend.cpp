@@ -3,7 +3,7 @@
 // registration of the soci+<db> URL schemes.
 #include <thread>
 
-#include "soci_detail.hpp"
+#include "soci_connection.hpp"
 #include "sql/connection_budget.hpp"
 #include "sqlock/random.hpp"
 
@@ -102,27 +102,8 @@ using namespace detail;
 
 std::shared_ptr<backend> open(const std::string& url_text) {
   auto u = url::parse(url_text);
-  if (u.scheme.rfind("soci+", 0) != 0)
-    throw config_error(
-        "a SOCI URL starts with soci+sqlite3:, soci+postgresql:// or soci+mysql:// (got '" +
-        u.redacted() + "')");
-  const flavor& f = flavor_named(u.scheme.substr(5));
-  std::vector<std::string> allowed = {"mode",    "max_connections", "pool",          "migrate",
-                                      "timeout", "compat",          "shedlock_table"};
-  for (auto& p : f.driver_params()) allowed.push_back(p);
-  u.check_params(allowed);
-  options o;
-  // advisory is named so that the flavor explains why SOCI cannot run it.
-  o.mode = u.choice_param("mode", {"pessimistic", "optimistic", "advisory"}).value_or(o.mode);
-  if (auto v = u.count_param("max_connections", 1, 1024))
-    o.max_connections = static_cast<std::size_t>(*v);
-  if (auto v = u.count_param("pool", 1, 1024)) o.pool = static_cast<std::size_t>(*v);
-  o.auto_migrate = u.choice_param("migrate", {"auto", "off"}).value_or("off") == "auto";
-  o.io_timeout =
-      u.duration_param("timeout", milliseconds(1), std::chrono::hours(1)).value_or(o.io_timeout);
-  o.compat = u.choice_param("compat", {"shedlock"}).value_or("");
-  if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
-  f.apply_params(u, o);
+  const flavor& f = flavor_of_url(u);
+  options o = options_from_url(u, f);
   std::string connect = f.connect_string(u, o);
   auto counter = std::make_shared<sql::connection_counter>();
   auto b = std::make_shared<soci_backend>(

@@ -7,7 +7,7 @@
 
 #include <utf8.h>
 
-#include "soci_detail.hpp"
+#include "soci_connection.hpp"
 #include "sql/socket_watchdog.hpp"
 
 namespace sqlock::soci::detail {

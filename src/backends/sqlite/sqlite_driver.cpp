@@ -1,26 +1,19 @@
-// SQLite backend: a driver for the shared SQL engine plus inotify-based waiting.
-#include <poll.h>
-#include <sqlite3.h>
-#include <sys/inotify.h>
-#include <unistd.h>
+// The SQLite driver of the shared SQL engine: one connection to the database file (WAL, busy
+// timeout bounded by the call's deadline), statements prepared once per connection, an
+// operation run in one BEGIN IMMEDIATE transaction.
+#include "sqlite_driver.hpp"
 
-#include <cerrno>
-#include <cstdlib>
-#include <filesystem>
+#include <sqlite3.h>
+
+#include <algorithm>
 #include <map>
-#include <thread>
+#include <vector>
 
 #include "dialect.hpp"
-#include "shedlock.hpp"
-#include "sql/connection_budget.hpp"
-#include "sql/sql_engine.hpp"
-#include "sqlite_diagnostics.hpp"
-#include "sqlock/random.hpp"
-#include "sqlock/sqlite/sqlite.hpp"
-#include "sqlock/url.hpp"
+#include "sql/sql_errors.hpp"
+#include "sqlock/errors.hpp"
 
-namespace sqlock {
-namespace sqlite {
+namespace sqlock::sqlite::detail {
 namespace {
 
 using sql::rows;
@@ -231,160 +224,11 @@ class sqlite_connection final : public sql::connection {
   std::map<std::string, std::vector<sqlite3_stmt*>, std::less<>> cache_;
 };
 
-// One acquire() call's wait: any commit appends to the WAL file, so an inotify watch on it
-// wakes on every release after the watch was set. The watch is set by the first wait() (after
-// the first busy attempt), which returns at once so that the core's next attempt runs with the
-// watch in place: a release is never missed, and an acquisition that succeeds at once creates
-// no inotify instance (closing one waits for the kernel's SRCU grace period, 7-22 ms, which
-// `sqlock run` would otherwise pay on every lock). The watch is re-checked at a bounded
-// interval: the WAL file may not exist yet (no commit since the database was opened) or be
-// reset after a checkpoint.
-class wal_watch final : public sql::release_watch {
- public:
-  explicit wal_watch(std::string path) : path_(std::move(path)) {}
-  ~wal_watch() override {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  wal_watch(const wal_watch&) = delete;
-  wal_watch& operator=(const wal_watch&) = delete;
-
-  void wait(steady_time until, const std::stop_token& stop) override {
-    if (!opened_) {  // first busy attempt: watch from now on, then let the core try again
-      opened_ = true;
-      fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-      arm();
-      return;
-    }
-    auto now = std::chrono::steady_clock::now();
-    auto limit = std::min<steady_time>(until, now + (armed_ ? recheck_armed : recheck_unarmed));
-    if (!armed_ || fd_ < 0) {
-      sleep_until(limit, stop);
-      arm();
-      return;
-    }
-    auto ms = std::chrono::ceil<milliseconds>(limit - now).count();
-    stop_fd stopped(stop);  // a stop wakes the poll
-    pollfd pfd[2] = {{fd_, POLLIN, 0}, {stopped.fd(), POLLIN, 0}};
-    if (ms > 0) ::poll(pfd, 2, static_cast<int>(ms));
-    char buf[4096];
-    while (::read(fd_, buf, sizeof buf) > 0) {
-    }
-  }
-
- private:
-  static constexpr milliseconds recheck_armed{250};   // in case the WAL file was replaced
-  static constexpr milliseconds recheck_unarmed{20};  // no WAL file to watch yet
-
-  void arm() {
-    if (fd_ >= 0 && !armed_) armed_ = ::inotify_add_watch(fd_, path_.c_str(), IN_MODIFY) >= 0;
-  }
-
-  std::string path_;
-  bool opened_ = false;
-  int fd_ = -1;
-  bool armed_ = false;
-};
-
-// sqlock's schema in `o.mode`, or the peer's layout `o.compat` (the only one: ShedLock's table).
-sql::dialect layout_dialect(const options& o) {
-  if (o.compat.empty()) return make_dialect(o.mode);
-  if (o.compat != "shedlock")
-    throw config_error("SQLite compat must be shedlock (got '" + o.compat + "')");
-  if (o.mode != "pessimistic")
-    throw config_error("compat=shedlock keeps ShedLock's rows and rules; mode=" + o.mode +
-                       " cannot carry them (leave mode out)");
-  return shedlock_dialect(o.shedlock_table);
-}
-
-class sqlite_backend final : public sql::engine_backend {
- public:
-  // The budget is the statement pool: every connection is one to the file, kept once open
-  // (bounded: a call that finds all busy waits for one within its deadline).
-  sqlite_backend(const std::string& path, const options& o,
-                 std::shared_ptr<sql::connection_counter> counter =
-                     std::make_shared<sql::connection_counter>())
-      : engine_backend(
-            sql::bundle_sqlite(), layout_dialect(o),
-            [path, t = o.busy_timeout, counter] {
-              return std::make_unique<sqlite_connection>(path, t, counter);
-            },
-            "sqlite:" + path, sql::split_budget("SQLite", o.max_connections, o.pool, {}).statements,
-            true, counter),
-        wal_path_(path + "-wal"),
-        diagnostics_(*this, path) {
-    migrate();  // the schema (or the peer's table) is created on first use: the file is the
-                // caller's own
-  }
-
-  // The constructor has opened the file and brought its schema up to date just before.
-  void verify(steady_time) override {}
-  store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
-
-  capabilities caps() const noexcept override {
-    auto c = engine_backend::caps();
-    c.notify = true;
-    return c;
-  }
-
- protected:
-  std::unique_ptr<sql::release_watch> watch_releases(const lock_request&) override {
-    return std::make_unique<wal_watch>(wal_path_);
-  }
-
- private:
-  std::string wal_path_;
-  detail::sqlite_diagnostics diagnostics_;
-};
-
 }  // namespace
 
-std::string default_path() {
-  const char* xdg = std::getenv("XDG_STATE_HOME");
-  std::filesystem::path base;
-  if (xdg && *xdg) {
-    base = xdg;
-  } else {
-    const char* home = std::getenv("HOME");
-    if (!home || !*home)
-      throw config_error("neither XDG_STATE_HOME nor HOME is set: give sqlite:PATH");
-    base = std::filesystem::path(home) / ".local" / "state";
-  }
-  return (base / "sqlock" / "locks.db").string();
+std::unique_ptr<sql::connection> connect(const std::string& path, milliseconds busy_timeout,
+                                         std::shared_ptr<sql::connection_counter> counter) {
+  return std::make_unique<sqlite_connection>(path, busy_timeout, std::move(counter));
 }
 
-std::shared_ptr<backend> open(const std::string& path, const options& opts) {
-  if (path.empty()) throw config_error("SQLite path must not be empty");
-  if (opts.busy_timeout.count() <= 0) throw config_error("SQLite busy_timeout must be > 0");
-  return std::make_shared<sqlite_backend>(path, opts);
-}
-
-}  // namespace sqlite
-
-namespace backends {
-void register_sqlite() {
-  register_backend("sqlite", [](const url& u) -> std::shared_ptr<backend> {
-    u.check_params({"mode", "busy_timeout", "max_connections", "pool", "compat", "shedlock_table"});
-    if (!u.hosts.empty())
-      throw config_error("SQLite URL takes a path, not a host: sqlite:/path/to/file.db (got '" +
-                         u.redacted() + "')");
-    sqlite::options o;
-    o.mode = u.choice_param("mode", {"pessimistic", "optimistic"}).value_or("pessimistic");
-    o.busy_timeout = u.duration_param("busy_timeout", milliseconds(1)).value_or(o.busy_timeout);
-    if (auto v = u.count_param("max_connections", 1, 1000))
-      o.max_connections = static_cast<std::size_t>(*v);
-    if (auto v = u.count_param("pool", 1, 1000)) o.pool = static_cast<std::size_t>(*v);
-    o.compat = u.choice_param("compat", {"shedlock"}).value_or("");
-    if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
-    std::string path = u.path;
-    if (path.empty()) {
-      path = sqlite::default_path();
-      std::error_code ec;
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-      if (ec) throw config_error("cannot create directory for " + path + ": " + ec.message());
-    }
-    return sqlite::open(path, o);
-  });
-}
-}  // namespace backends
-
-}  // namespace sqlock
+}  // namespace sqlock::sqlite::detail

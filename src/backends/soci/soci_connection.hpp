@@ -123,6 +123,11 @@ sql::dialect dialect_of(const flavor& f, const options& o);
 
 /// The flavor of a SOCI backend name ("sqlite3", ...); config_error when not built in.
 const flavor& flavor_named(const std::string& soci_name);
+/// The flavor a soci+<db> URL names; config_error for another scheme (soci_url.cpp).
+const flavor& flavor_of_url(const url& u);
+/// The options a soci+<db> URL of flavor `f` gives (the flavor's own parameters included);
+/// config_error for a parameter neither knows (soci_url.cpp).
+options options_from_url(const url& u, const flavor& f);
 /// The flavor of a session (by its backend name).
 const flavor& flavor_of(::soci::session& s);
 

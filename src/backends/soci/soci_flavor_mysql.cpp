@@ -7,7 +7,7 @@
 
 #include "backends/mysql/dialect.hpp"
 #include "backends/mysql/shedlock.hpp"
-#include "soci_detail.hpp"
+#include "soci_connection.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::soci::detail {

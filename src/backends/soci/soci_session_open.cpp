@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "soci_detail.hpp"
+#include "soci_connection.hpp"
 
 namespace sqlock::soci::detail {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "backends/postgres/dialect.hpp"
 #include "backends/postgres/shedlock.hpp"
-#include "soci_detail.hpp"
+#include "soci_connection.hpp"
 
 namespace sqlock::soci::detail {
 namespace {

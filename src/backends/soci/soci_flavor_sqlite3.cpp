@@ -7,7 +7,7 @@
 
 #include "backends/sqlite/dialect.hpp"
 #include "backends/sqlite/shedlock.hpp"
-#include "soci_detail.hpp"
+#include "soci_connection.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::soci::detail {

@@ -52,8 +52,11 @@ class SQLOCK_API shared_mutex {
   }
   /// Waits until a steady_clock time point for an exclusive hold.
   bool try_lock_until_steady(steady_time deadline, std::stop_token stop = {});
-  /// Releases this thread's exclusive hold (never throws; misuse is kept in last_error()).
-  void unlock() noexcept;
+  /// Releases this thread's exclusive hold. A failed release never throws (it is kept in
+  /// last_error()), nor does an unlock() when this thread holds no exclusive hold (noted there).
+  /// Called from a thread that holds nothing while another thread holds the lock, it throws
+  /// usage_error and the holds stay, as mutex::unlock() does.
+  void unlock();
 
   /// Blocks until held shared (or `stop`: interrupted).
   void lock_shared(std::stop_token stop = {});
@@ -72,8 +75,9 @@ class SQLOCK_API shared_mutex {
   }
   /// Waits until a steady_clock time point for a shared hold.
   bool try_lock_shared_until_steady(steady_time deadline, std::stop_token stop = {});
-  /// Releases this thread's shared hold (never throws; misuse is kept in last_error()).
-  void unlock_shared() noexcept;
+  /// Releases this thread's shared hold; never throws but as unlock() does (usage_error from a
+  /// thread that holds nothing while another thread holds the lock).
+  void unlock_shared();
 
   // Holds not bound to a thread: each form returns a movable sqlock::hold (empty when not
   // obtained in time) with its own fence and loss signal, released from any thread. They are
@@ -149,7 +153,7 @@ class SQLOCK_API shared_mutex {
   }
   bool acquire(lock_kind kind, steady_time deadline, bool wait, const std::stop_token& stop);
   hold take(lock_kind kind, steady_time deadline, bool wait, const std::stop_token& stop);
-  void drop(lock_kind kind) noexcept;
+  void drop(lock_kind kind);
 
   std::shared_ptr<state> st_;
 };

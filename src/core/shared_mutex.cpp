@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <algorithm>
 #include <thread>
 
 #include "hold_maker.hpp"
@@ -65,7 +66,7 @@ bool shared_mutex::try_lock() {
 bool shared_mutex::try_lock_until_steady(steady_time deadline, std::stop_token stop) {
   return acquire(lock_kind::exclusive, deadline, true, stop);
 }
-void shared_mutex::unlock() noexcept {
+void shared_mutex::unlock() {
   drop(lock_kind::exclusive);
 }
 void shared_mutex::lock_shared(std::stop_token stop) {
@@ -77,7 +78,7 @@ bool shared_mutex::try_lock_shared() {
 bool shared_mutex::try_lock_shared_until_steady(steady_time deadline, std::stop_token stop) {
   return acquire(lock_kind::shared, deadline, true, stop);
 }
-void shared_mutex::unlock_shared() noexcept {
+void shared_mutex::unlock_shared() {
   drop(lock_kind::shared);
 }
 
@@ -138,16 +139,24 @@ bool shared_mutex::acquire(lock_kind kind, steady_time deadline, bool wait,
   return true;
 }
 
-void shared_mutex::drop(lock_kind kind) noexcept {
+void shared_mutex::drop(lock_kind kind) {
   if (!st_) return;
   auto& st = *st_;
+  const auto me = std::this_thread::get_id();
+  const char* what = kind == lock_kind::shared ? "unlock_shared()" : "unlock()";
   hold h;
   {
     std::lock_guard g(st.m);
-    auto it = st.threads.find(std::this_thread::get_id());
-    if (it == st.threads.end() || !it->second.h || it->second.kind != kind) {
-      st.last_error = std::string(kind == lock_kind::shared ? "unlock_shared()" : "unlock()") +
-                      " of shared_mutex '" + st.name + "' not held that way by this thread";
+    auto it = st.threads.find(me);
+    const bool mine = it != st.threads.end() && it->second.h;
+    if (!mine && std::any_of(st.threads.begin(), st.threads.end(),
+                             [&](const auto& t) { return t.first != me && t.second.h; }))
+      throw usage_error(std::string(what) + " of shared_mutex '" + st.name +
+                        "' from a thread that does not hold it (another thread locked it; a hold "
+                        "that changes threads is a sqlock::hold: shared_mutex::acquire())");
+    if (!mine || it->second.kind != kind) {
+      st.last_error =
+          std::string(what) + " of shared_mutex '" + st.name + "' not held that way by this thread";
       return;
     }
     h = std::move(it->second.h);

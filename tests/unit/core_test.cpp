@@ -10,6 +10,7 @@
 #include "sqlock/doctor.hpp"
 #include "sqlock/memory.hpp"
 #include "sqlock/random.hpp"
+#include "sqlock/shared_mutex.hpp"
 
 using namespace sqlock;
 using namespace std::chrono_literals;
@@ -170,6 +171,30 @@ TEST(core, unlock_from_another_thread_leaves_the_hold) {
   std::thread([&] { l.reset(); }).join();
   EXPECT_TRUE(lb.try_lock());
   lb.unlock();
+}
+
+// The same for shared_mutex: unlock() and unlock_shared() from a thread that holds nothing
+// while another holds the lock are a usage_error that leaves the holds as they were.
+TEST(core, shared_mutex_unlock_from_another_thread_leaves_the_hold) {
+  store s;
+  auto a = s.connect();
+  auto b = s.connect();
+  auto other = b.make_shared_mutex("rw");
+  auto m = a.make_shared_mutex("rw");
+  m.lock();
+  std::thread([&] { EXPECT_THROW(m.unlock(), usage_error); }).join();
+  EXPECT_TRUE(m.owns_lock());
+  EXPECT_FALSE(other.try_lock_shared());
+  m.unlock();
+  m.lock_shared();
+  std::thread([&] { EXPECT_THROW(m.unlock_shared(), usage_error); }).join();
+  EXPECT_TRUE(m.owns_shared());
+  EXPECT_FALSE(other.try_lock());
+  m.unlock_shared();
+  m.unlock_shared();  // held by nobody now: noted, not thrown
+  EXPECT_FALSE(m.last_error().empty());
+  EXPECT_TRUE(other.try_lock());
+  other.unlock();
 }
 
 TEST(core, moved_handle_keeps_the_hold) {

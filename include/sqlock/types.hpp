@@ -56,8 +56,10 @@ struct lock_event {
 };
 
 /// What a backend can do. Every flag defaults to false: a backend claims only what it says.
-/// `list` and `schema` are not declared by the backend but follow from what it implements
-/// (client::caps() and capabilities_of() fill them in).
+/// The last five are not declared by the backend but follow from what it implements
+/// (capabilities_of() fills them in; client::caps() is that): `list` when it has a store admin,
+/// `force_release`, `events` and `sweep` when that admin has the call, `schema` when it owns a
+/// schema. A backend's own caps() leaves them false.
 struct capabilities {
   bool fencing = false;        ///< fence tokens strictly rise across holders of a name
   bool fencing_safe = false;   ///< tokens stay monotonic across server failover
@@ -74,9 +76,9 @@ struct capabilities {
                                ///< stays until its lease ends even after its holder is gone
                                ///< (run_exclusive's at_least); false when holds die with
                                ///< their session
-  bool force_release = false;  ///< the store's admin can release a hold regardless of owner
-  bool sweep = false;          ///< the store's admin deletes expired rows (sweep())
-  bool events = false;         ///< the store's admin reads an audit trail the store keeps
+  bool force_release = false;  ///< follows from the backend: its admin has a breaker()
+  bool sweep = false;          ///< follows from the backend: its admin has a sweeper()
+  bool events = false;         ///< follows from the backend: its admin has an audit()
   bool list = false;           ///< follows from the backend: it has a store admin (list())
   bool schema = false;         ///< follows from the backend: it owns a schema (migrate())
 };

@@ -61,7 +61,11 @@ void polling_acquisition::wait(steady_time until, const std::stop_token& stop) {
 
 capabilities capabilities_of(backend& b) noexcept {
   auto c = b.caps();
-  c.list = b.admin() != nullptr;
+  auto* a = b.admin();
+  c.list = a != nullptr;
+  c.force_release = a && a->breaker();
+  c.events = a && a->audit();
+  c.sweep = a && a->sweeper();
   c.schema = b.schema() != nullptr;
   return c;
 }
@@ -76,8 +80,19 @@ schema_owner& schema_of(backend& b) {
   throw unsupported(b.kind() + " keeps no schema: nothing to migrate");
 }
 
-std::vector<lock_event> store_admin::events(std::string_view, std::size_t) {
+bool store_admin::force_release(std::string_view name) {
+  if (auto* b = breaker()) return b->force_release(name);
+  throw unsupported("this store cannot release a hold regardless of its owner");
+}
+
+std::vector<lock_event> store_admin::events(std::string_view prefix, std::size_t limit) {
+  if (auto* a = audit()) return a->events(prefix, limit);
   throw unsupported("this store keeps no audit trail of lock events");
+}
+
+std::size_t store_admin::sweep() {
+  auto* s = sweeper();
+  return s ? s->sweep() : 0;
 }
 
 void backend::renew_all(std::vector<renewal>& batch) noexcept {

@@ -29,14 +29,19 @@ std::vector<lock_status> client::list(std::string_view prefix) const {
 }
 bool client::force_release(std::string_view name) const {
   if (name.empty()) throw config_error("lock name must not be empty");
-  return admin_of(impl_->b(), "force a release").force_release(name);
+  auto& b = impl_->b();
+  auto* breaker = admin_of(b, "force a release").breaker();
+  if (!breaker)
+    throw unsupported(b.kind() + " backend cannot release a hold regardless of its owner");
+  return breaker->force_release(name);
 }
 
 std::vector<lock_event> client::events(std::string_view prefix, std::size_t limit) const {
   auto& b = impl_->b();
-  if (!b.caps().events || !b.admin())
+  auto* a = b.admin();
+  if (!a || !a->audit())
     throw unsupported(b.kind() + " backend keeps no audit trail of lock events");
-  return b.admin()->events(prefix, limit);
+  return a->audit()->events(prefix, limit);
 }
 std::size_t client::sweep() const {
   auto* a = impl_->b().admin();

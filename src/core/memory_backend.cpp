@@ -108,6 +108,8 @@ bool admits(const std::vector<holding>& hs, const lock_request& req, bool writer
 
 class memory_backend final : public backend,
                              public store_admin,
+                             public hold_breaker,
+                             public expiry_sweeper,
                              public std::enable_shared_from_this<memory_backend> {
  public:
   memory_backend(std::shared_ptr<store> s, std::string name)
@@ -186,6 +188,8 @@ class memory_backend final : public backend,
   }
 
   store_admin* admin() noexcept override { return this; }
+  hold_breaker* breaker() noexcept override { return this; }
+  expiry_sweeper* sweeper() noexcept override { return this; }
 
   std::vector<lock_status> list(std::string_view prefix) override {
     std::lock_guard g(s_->m);
@@ -240,8 +244,6 @@ class memory_backend final : public backend,
     c.holder_text = true;
     c.linger = true;
     c.notify = true;
-    c.force_release = true;
-    c.sweep = true;
     c.cross_process = false;
     c.shared = true;
     c.permits = true;

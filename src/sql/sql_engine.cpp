@@ -257,7 +257,6 @@ bool engine_backend::force_release(std::string_view name) {
 }
 
 std::vector<lock_event> engine_backend::events(std::string_view prefix, std::size_t limit) {
-  if (dialect_.events.statements.empty()) return store_admin::events(prefix, limit);
   params p;
   p.prefix = std::string(prefix);
   p.limit = static_cast<std::int64_t>(limit);
@@ -331,15 +330,11 @@ capabilities engine_backend::caps() const noexcept {
   c.holder_text = true;
   c.cross_process = true;
   c.linger = true;
-  c.force_release = true;
   c.notify = dialect_.notify;
-  c.sweep = true;
-  c.events = !dialect_.events.statements.empty();
   c.shared = dialect_.kinds;
   c.permits = dialect_.kinds;
   if (!dialect_.layout_ddl.empty()) {  // a peer's table: no token stored, rows kept
     c.fencing = c.fencing_safe = false;
-    c.sweep = false;
   }
   return c;
 }

@@ -45,7 +45,12 @@ namespace sqlock::sql {
 /// Backend built from a dialect and a driver, with the store's admin and schema. Subclasses add
 /// notification (watch_releases()), session-bound modes and anything else the database has
 /// beyond the engine.
-class engine_backend : public backend, public store_admin, public schema_owner {
+class engine_backend : public backend,
+                       public store_admin,
+                       public hold_breaker,
+                       public audit_trail,
+                       public expiry_sweeper,
+                       public schema_owner {
  public:
   /// `pool_size` bounds idle connections kept (more are opened under load) unless
   /// `bounded`: then it bounds every connection of the pool, all of them are kept, and a call
@@ -84,6 +89,16 @@ class engine_backend : public backend, public store_admin, public schema_owner {
   std::string mode() const override { return dialect_.mode; }
   std::optional<connection_stats> connections() const override;
   store_admin* admin() noexcept override { return this; }
+  /// The admin calls the dialect has statements for.
+  hold_breaker* breaker() noexcept override {
+    return dialect_.force_release.statements.empty() ? nullptr : this;
+  }
+  audit_trail* audit() noexcept override {
+    return dialect_.events.statements.empty() ? nullptr : this;
+  }
+  expiry_sweeper* sweeper() noexcept override {
+    return dialect_.sweep.statements.empty() ? nullptr : this;
+  }
   schema_owner* schema() noexcept override { return this; }
 
   /// True when `fence` is the token of the current hold of `name` (fenced writes).

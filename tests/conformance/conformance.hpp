@@ -530,6 +530,31 @@ TYPED_TEST_P(conformance, list_and_force_release) {
   lb.unlock();
 }
 
+// The optional admin calls are what the backend implements (capabilities_of() derives
+// force_release, events and sweep from its store admin): a store with an audit trail records a
+// forced release there, one without throws unsupported; sweep() answers 0 without a sweeper.
+TYPED_TEST_P(conformance, admin_calls_are_what_the_backend_implements) {
+  auto a = this->connect_new();
+  const auto caps = a.caps();
+  auto n = this->name("trail");
+  if (!caps.events) {
+    EXPECT_THROW(a.events(n, 10), unsupported);
+  } else if (caps.force_release) {
+    auto l = a.make_lock(n);
+    ASSERT_TRUE(l.try_lock());
+    EXPECT_TRUE(a.force_release(n));
+    auto events = a.events(n, 10);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].event, "force_release");
+    EXPECT_EQ(events[0].name, n);
+    l.unlock();
+  }
+  if (!caps.sweep)
+    EXPECT_EQ(a.sweep(), 0u);
+  else
+    EXPECT_NO_THROW(a.sweep());
+}
+
 }  // namespace sqlock::test
 
 #include "conformance_interrupt.hpp"
@@ -544,6 +569,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     release_is_idempotent, try_lock_for_gives_up_at_its_deadline, reentrant_per_thread,
     fencing_tokens_strictly_rise, threads_and_processes_keep_an_exact_counter,
     odd_names_are_stored_verbatim, invalid_input_is_a_config_error, list_and_force_release,
+    admin_calls_are_what_the_backend_implements,
     shared_and_exclusive_exclude_each_other_across_processes, many_shared_holders_at_once,
     waiting_writer_is_not_starved_by_arriving_readers, one_shared_holders_expiry_leaves_the_others,
     shared_timeouts_end_on_time, permits_are_never_exceeded_across_threads_and_processes,

@@ -1,5 +1,6 @@
 // The optional interfaces of a backend beside the lock itself: administration of the store
-// (list, audit trail, forced release, sweep) and ownership of a schema (check, migrate, script).
+// (list, and optionally forced release, audit trail, sweep) and ownership of a schema (check,
+// migrate, script).
 // A backend offers one by returning it from backend::admin() / backend::schema() (null by
 // default): the CLI, the client and the conformance suite act on what is offered and report
 // `unsupported` for the rest. Part of the backend-author API.
@@ -15,22 +16,54 @@
 
 namespace sqlock {
 
+/// Releases a store's holds regardless of owner (`sqlock release --force`, the admin page).
+class SQLOCK_API hold_breaker {
+ public:
+  virtual ~hold_breaker() = default;
+  /// Administrative release of `name` regardless of owner; false when nothing was held.
+  virtual bool force_release(std::string_view name) = 0;
+};
+
+/// The audit trail a store keeps of its lock events (`sqlock events`).
+class SQLOCK_API audit_trail {
+ public:
+  virtual ~audit_trail() = default;
+  /// The newest `limit` events of names starting with `prefix`, newest first.
+  virtual std::vector<lock_event> events(std::string_view prefix, std::size_t limit) = 0;
+};
+
+/// Deletes the expired holds a store keeps (rows that do not go by themselves).
+class SQLOCK_API expiry_sweeper {
+ public:
+  virtual ~expiry_sweeper() = default;
+  /// Deletes expired holds; returns how many.
+  virtual std::size_t sweep() = 0;
+};
+
 /// Administration of a store: what `sqlock list`, `release --force`, the admin page and a
-/// client's sweeps use. Every member may be called from several threads at once; each call is
+/// client's sweeps use. `list()` is what every store admin has; the other calls are optional
+/// interfaces it returns when the store has them (null by default), and capabilities_of()
+/// reports exactly those (`force_release`, `events`, `sweep`): a store cannot claim a call it
+/// does not implement. Every member may be called from several threads at once; each call is
 /// bounded by the backend's I/O timeout.
 class SQLOCK_API store_admin {
  public:
   virtual ~store_admin() = default;
   /// Locks whose name starts with `prefix`.
   virtual std::vector<lock_status> list(std::string_view prefix) = 0;
-  /// Administrative release regardless of owner; false when nothing was held. A store that
-  /// cannot (caps().force_release false) throws unsupported saying why.
-  virtual bool force_release(std::string_view name) = 0;
-  /// The newest `limit` events of the store's audit trail of names starting with `prefix`,
-  /// newest first. Default (caps().events false) throws unsupported.
-  virtual std::vector<lock_event> events(std::string_view prefix, std::size_t limit);
-  /// Deletes expired holds; returns how many. Default: 0 (holds expire by themselves).
-  virtual std::size_t sweep() { return 0; }
+  /// The store's forced release; null when it cannot release a hold regardless of owner.
+  virtual hold_breaker* breaker() noexcept { return nullptr; }
+  /// The store's audit trail; null when it keeps none.
+  virtual audit_trail* audit() noexcept { return nullptr; }
+  /// The store's sweep of expired holds; null when holds go by themselves.
+  virtual expiry_sweeper* sweeper() noexcept { return nullptr; }
+
+  /// breaker()->force_release(), or unsupported when the store has no breaker.
+  bool force_release(std::string_view name);
+  /// audit()->events(), or unsupported when the store keeps no audit trail.
+  std::vector<lock_event> events(std::string_view prefix, std::size_t limit);
+  /// sweeper()->sweep(), or 0 when holds go by themselves.
+  std::size_t sweep();
 };
 
 /// A store's schema: what `sqlock migrate` applies and prints, and the check connect() makes.

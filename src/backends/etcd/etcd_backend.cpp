@@ -45,6 +45,7 @@ struct state {
 
 class etcd_backend final : public backend,
                            public store_admin,
+                           public hold_breaker,
                            public std::enable_shared_from_this<etcd_backend> {
  public:
   explicit etcd_backend(const options& o)
@@ -132,13 +133,13 @@ class etcd_backend final : public backend,
   }
 
   store_admin* admin() noexcept override { return this; }
+  hold_breaker* breaker() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;
     c.fencing = true;
     c.holder_text = true;
     c.cross_process = true;
-    c.force_release = true;
     c.fair = true;
     c.linger = false;       // an etcd lease cannot be shortened once granted
     c.fencing_safe = true;  // create revisions are raft-ordered: they rise across leader changes

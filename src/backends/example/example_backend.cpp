@@ -50,7 +50,7 @@ std::shared_ptr<store> store_named(const std::string& name) {
 }
 
 // 2. The backend: the seam's required methods, and the optional admin.
-class example_backend final : public backend, public store_admin {
+class example_backend final : public backend, public store_admin, public hold_breaker {
  public:
   example_backend(std::string name, milliseconds latency)
       : name_(std::move(name)), latency_(latency), store_(store_named(name_)) {}
@@ -96,20 +96,23 @@ class example_backend final : public backend, public store_admin {
     return live;
   }
 
-  // Declare only what the store does: every flag defaults to false.
+  // Declare only what the store does: every flag defaults to false. The admin's capabilities
+  // (list, force_release, events, sweep) are not declared: they follow from admin() below.
   capabilities caps() const noexcept override {
     capabilities c;
     c.fencing = true;
     c.holder_text = true;
     c.linger = true;  // a lease may be shortened, and an unreleased hold stays until it ends
-    c.force_release = true;
     return c;
   }
   std::string describe() const override { return "example:" + name_; }
   std::string kind() const override { return "example"; }
 
-  // The optional admin: `sqlock list`, `release --force`, the admin page.
+  // The optional admin: `sqlock list` (list()), and `release --force` (force_release(), which
+  // breaker() offers); the capabilities `list` and `force_release` follow from these two. A
+  // store with an audit trail or rows to sweep would return them from audit() / sweeper().
   store_admin* admin() noexcept override { return this; }
+  hold_breaker* breaker() noexcept override { return this; }
   std::vector<lock_status> list(std::string_view prefix) override {
     std::lock_guard g(store_->m);
     std::vector<lock_status> out;

@@ -106,12 +106,11 @@ class peer_get_lock final : public sql::engine_backend {
     return out;
   }
 
-  bool force_release(std::string_view) override {
-    throw unsupported("compat=" + dialect_.mode +
-                      " holds are the peer's session locks: KILL the holding connection to "
-                      "free one");
-  }
-  std::size_t sweep() override { return 0; }
+  // No forced release (the holds are the peer's session locks: KILL the holding connection to
+  // free one), no audit trail, nothing to sweep.
+  hold_breaker* breaker() noexcept override { return nullptr; }
+  audit_trail* audit() noexcept override { return nullptr; }
+  expiry_sweeper* sweeper() noexcept override { return nullptr; }
   void verify(steady_time deadline) override {
     refuse_galera(*this, where_, "compat=" + dialect_.mode, deadline);
   }

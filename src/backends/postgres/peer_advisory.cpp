@@ -157,13 +157,6 @@ std::vector<lock_status> peer_advisory_backend::list(std::string_view prefix) {
   return out;
 }
 
-bool peer_advisory_backend::force_release(std::string_view name) {
-  (void)name;
-  throw unsupported("compat=" + dialect_.mode +
-                    " holds are the peer's session locks: end the holding session "
-                    "(pg_terminate_backend) to free one");
-}
-
 capabilities peer_advisory_backend::caps() const noexcept {
   auto c = pg_backend::caps();
   c.fencing = c.fencing_safe = false;  // the peer keeps no token
@@ -171,9 +164,6 @@ capabilities peer_advisory_backend::caps() const noexcept {
   c.linger = false;  // the hold ends with its session
   c.shared = true;   // pg_advisory_lock_shared, as PostgresDistributedReaderWriterLock takes
   c.permits = false;
-  c.force_release = false;
-  c.sweep = false;
-  c.events = false;
   return c;
 }
 

@@ -26,8 +26,11 @@ class peer_advisory_backend final : public pg_backend {
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
-  bool force_release(std::string_view name) override;
-  std::size_t sweep() override { return 0; }
+  /// No forced release (the holds are the peer's session locks: end the holding session with
+  /// pg_terminate_backend to free one), no audit trail, nothing to sweep.
+  hold_breaker* breaker() noexcept override { return nullptr; }
+  audit_trail* audit() noexcept override { return nullptr; }
+  expiry_sweeper* sweeper() noexcept override { return nullptr; }
   capabilities caps() const noexcept override;
   /// No schema to check: the first lock session is opened (bounded by the I/O timeout).
   void verify(steady_time deadline) override;

@@ -44,7 +44,7 @@ std::optional<std::string> mismatch(const reply_ptr& r) {
   return text.substr(at + tag.size());
 }
 
-class redis_backend final : public backend, public store_admin {
+class redis_backend final : public backend, public store_admin, public hold_breaker {
  public:
   explicit redis_backend(const options& o) : redlock_(o.redlock), prefix_(o.prefix), srv_(o) {
     diagnostics_ =
@@ -191,19 +191,17 @@ class redis_backend final : public backend, public store_admin {
 
   void verify(steady_time deadline) override { srv_.ping(deadline); }
   store_admin* admin() noexcept override { return this; }
+  hold_breaker* breaker() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;
     c.holder_text = true;
     c.linger = true;
-    c.force_release = true;
     c.fencing = true;
     c.fencing_safe = false;  // counters live in memory of asynchronously replicated servers
     c.notify = true;
     c.fair = false;
     c.session_bound = false;
-    c.force_release = true;
-    c.sweep = false;  // keys expire by themselves
     c.cross_process = true;
     // Redlock: a permit granted by a majority of servers that each admit N holders can be
     // granted to up to 5N/3 holders at once, so semaphores are refused there; shared locks

@@ -72,7 +72,7 @@ std::vector<lock_status> list_plain(node& nd, std::string_view prefix, const std
   return out;
 }
 
-class plain_store final : public backend, public store_admin {
+class plain_store final : public backend, public store_admin, public hold_breaker {
  public:
   explicit plain_store(const options& o) : srv_(o) {}
 
@@ -150,6 +150,7 @@ class plain_store final : public backend, public store_admin {
 
   void verify(steady_time deadline) override { srv_.ping(deadline); }
   store_admin* admin() noexcept override { return this; }
+  hold_breaker* breaker() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;
@@ -159,8 +160,6 @@ class plain_store final : public backend, public store_admin {
     c.fair = false;
     c.session_bound = false;
     c.holder_text = false;  // the value is the token alone
-    c.force_release = true;
-    c.sweep = false;  // keys expire by themselves
     c.cross_process = true;
     c.shared = false;
     c.permits = false;

@@ -38,7 +38,7 @@ struct loss_queue {
   }
 };
 
-class zk_backend final : public backend, public store_admin {
+class zk_backend final : public backend, public store_admin, public hold_breaker {
  public:
   explicit zk_backend(options o)
       : opts_(checked(std::move(o))),
@@ -290,6 +290,7 @@ class zk_backend final : public backend, public store_admin {
   }
 
   store_admin* admin() noexcept override { return this; }
+  hold_breaker* breaker() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;
@@ -300,8 +301,6 @@ class zk_backend final : public backend, public store_admin {
     c.session_bound = true;
     c.linger = false;  // an ephemeral node ends with its session
     c.holder_text = true;
-    c.force_release = true;
-    c.sweep = false;
     c.cross_process = true;
     c.shared = layout_->shared();
     c.permits = layout_->permits();

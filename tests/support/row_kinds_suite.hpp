@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/acquire.hpp"
+#include "acquire_loop.hpp"
 #include "kinds_checks.hpp"
 #include "sql/sql_engine.hpp"
 #include "sqlock/backend.hpp"

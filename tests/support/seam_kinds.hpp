@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/acquire.hpp"
+#include "acquire_loop.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"

@@ -7,7 +7,7 @@
 #include <future>
 #include <thread>
 
-#include "core/acquire.hpp"
+#include "acquire_loop.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/memory.hpp"

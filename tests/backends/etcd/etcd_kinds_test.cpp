@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/acquire.hpp"
+#include "acquire_loop.hpp"
 #include "etcd_env.hpp"
 #include "seam_kinds.hpp"
 #include "sqlock/client.hpp"

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/acquire.hpp"
+#include "acquire_loop.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/acquire.hpp"
+#include "acquire_loop.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"

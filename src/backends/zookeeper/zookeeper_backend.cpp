@@ -14,6 +14,7 @@
 #include "zookeeper_keeper.hpp"
 #include "zookeeper_layout.hpp"
 #include "zookeeper_queue.hpp"
+#include "zookeeper_url.hpp"
 
 namespace sqlock {
 namespace zookeeper {
@@ -41,8 +42,8 @@ struct loss_queue {
 class zk_backend final : public backend, public store_admin, public hold_breaker {
  public:
   explicit zk_backend(options o)
-      : opts_(checked(std::move(o))),
-        root_(normalize_root(opts_.root)),
+      : opts_(checked_options(std::move(o))),
+        root_(normalized_root(opts_.root)),
         layout_(make_layout(opts_.compat, root_)),
         losses_(std::make_shared<loss_queue>()),
         sessions_(
@@ -344,34 +345,6 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
   }
 
  private:
-  static options checked(options o) {
-    if (o.hosts.empty()) throw config_error("ZooKeeper hosts must not be empty");
-    if (o.session_timeout.count() <= 0) throw config_error("ZooKeeper session_timeout must be > 0");
-    if (o.connect_timeout.count() < 0) throw config_error("ZooKeeper connect_timeout must be >= 0");
-    if (o.timeout.count() <= 0) throw config_error("ZooKeeper timeout must be > 0");
-    if (o.creator_acl && o.user.empty())
-      throw config_error("ZooKeeper acl=creator needs a user:password in the URL");
-    if (!o.user.empty() && o.user.find(':') != std::string::npos)
-      throw config_error("ZooKeeper digest user must not contain ':'");
-    return o;
-  }
-
-  static std::string normalize_root(std::string r) {
-    if (r.empty()) r = "/sqlock";
-    if (r.front() != '/') throw config_error("ZooKeeper root must start with '/'");
-    while (r.size() > 1 && r.back() == '/') r.pop_back();
-    std::size_t i = 1;
-    while (r.size() > 1 && i <= r.size()) {
-      auto j = r.find('/', i);
-      if (j == std::string::npos) j = r.size();
-      auto part = r.substr(i, j - i);
-      if (part.empty() || part == "." || part == ".." || (i == 1 && part == "zookeeper"))
-        throw config_error("ZooKeeper root '" + r + "' has an invalid component '" + part + "'");
-      i = j + 1;
-    }
-    return r;
-  }
-
   void check_request(const lock_request& req) const {
     layout_->check_name(req.name);
     if ((req.kind == lock_kind::shared && !layout_->shared()) ||

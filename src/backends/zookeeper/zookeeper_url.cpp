@@ -1,10 +1,45 @@
-// The zookeeper:// URL factory: hosts, root and options read with the typed URL readers.
+// The zookeeper:// URL factory: hosts, root and options read with the typed URL readers; the
+// checks of a backend's options and root path (zookeeper_url.hpp).
+#include "zookeeper_url.hpp"
+
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
 #include "sqlock/zookeeper/zookeeper.hpp"
 #include "zookeeper_layout.hpp"
 
 namespace sqlock {
+
+namespace zookeeper::detail {
+
+options checked_options(options o) {
+  if (o.hosts.empty()) throw config_error("ZooKeeper hosts must not be empty");
+  if (o.session_timeout.count() <= 0) throw config_error("ZooKeeper session_timeout must be > 0");
+  if (o.connect_timeout.count() < 0) throw config_error("ZooKeeper connect_timeout must be >= 0");
+  if (o.timeout.count() <= 0) throw config_error("ZooKeeper timeout must be > 0");
+  if (o.creator_acl && o.user.empty())
+    throw config_error("ZooKeeper acl=creator needs a user:password in the URL");
+  if (!o.user.empty() && o.user.find(':') != std::string::npos)
+    throw config_error("ZooKeeper digest user must not contain ':'");
+  return o;
+}
+
+std::string normalized_root(std::string r) {
+  if (r.empty()) r = "/sqlock";
+  if (r.front() != '/') throw config_error("ZooKeeper root must start with '/'");
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  std::size_t i = 1;
+  while (r.size() > 1 && i <= r.size()) {
+    auto j = r.find('/', i);
+    if (j == std::string::npos) j = r.size();
+    auto part = r.substr(i, j - i);
+    if (part.empty() || part == "." || part == ".." || (i == 1 && part == "zookeeper"))
+      throw config_error("ZooKeeper root '" + r + "' has an invalid component '" + part + "'");
+    i = j + 1;
+  }
+  return r;
+}
+
+}  // namespace zookeeper::detail
 
 namespace backends {
 void register_zookeeper() {

@@ -69,8 +69,9 @@ class SQLOCK_API backend {
   /// connection_error when the outcome is unknown (then the lease ends on the server).
   virtual bool release(const lease_info& lease, steady_time deadline) = 0;
 
-  /// Declared capabilities (list and schema follow from admin() and schema(): see
-  /// capabilities_of()).
+  /// Declared capabilities of the lock itself (fencing, kinds, notify, ...). The admin and
+  /// schema ones (list, force_release, events, sweep, schema) are not declared here: they
+  /// follow from admin() and schema() (see capabilities_of()).
   virtual capabilities caps() const noexcept = 0;
 
   /// Short description for logs and bench output: "sqlite:/path (pessimistic)". Never shows
@@ -122,6 +123,7 @@ class SQLOCK_API backend {
 };
 
 /// caps() with what follows from the backend's interfaces: `list` when it has an admin(),
+/// `force_release`, `events`, `sweep` when that admin has a breaker(), audit(), sweeper(),
 /// `schema` when it has a schema(). What the client, the CLI and the conformance suite read.
 SQLOCK_API capabilities capabilities_of(backend& b) noexcept;
 

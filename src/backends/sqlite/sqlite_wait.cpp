@@ -15,7 +15,7 @@ wal_watch::~wal_watch() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void wal_watch::wait(steady_time until, const std::stop_token& stop) override {
+void wal_watch::wait(steady_time until, const std::stop_token& stop) {
   if (!opened_) {  // first busy attempt: watch from now on, then let the core try again
     opened_ = true;
     fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);

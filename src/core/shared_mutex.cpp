@@ -3,9 +3,9 @@
 // of them (lock_handle.hpp).
 #include "sqlock/shared_mutex.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
-#include <algorithm>
 #include <thread>
 
 #include "hold_maker.hpp"

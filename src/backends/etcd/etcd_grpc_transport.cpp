@@ -4,9 +4,8 @@
 // stream (a request, its reply) with that deadline; the watch is a Watch stream read by its own
 // thread. Every call sends the "hasleader" metadata (etcd's require-leader) and, with
 // authentication, the "token" metadata. Messages are converted from and to the JSON the
-// gateway speaks (etcd_transport.hpp) with protobuf's JSON mapping, on the client. A process
+// gateway speaks (etcd_transport.hpp) by protobuf reflection (etcd_proto_json.hpp). A process
 // forked after gRPC started here gets the gateway instead (make_transport).
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "etcd_api.grpc.pb.h"
+#include "etcd_proto_json.hpp"
 #include "etcd_transport.hpp"
 
 namespace sqlock::etcd::detail {
@@ -114,18 +114,12 @@ std::chrono::system_clock::time_point wall(steady_time deadline) {
 
 template <class M>
 void from_json(const json& body, M& msg, std::string_view method) {
-  google::protobuf::util::JsonParseOptions opts;
-  if (!google::protobuf::util::JsonStringToMessage(body.dump(), &msg, opts).ok())
-    throw backend_error("etcd: the client built a malformed " + std::string(method) + " request");
-}
-
-json to_json(const google::protobuf::Message& msg) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  std::string text;
-  if (!google::protobuf::util::MessageToJsonString(msg, &text, opts).ok())
-    throw backend_error("etcd: a reply could not be read");
-  return json::parse(text);
+  try {
+    json_to_message(body, msg);
+  } catch (const backend_error& e) {
+    throw backend_error("etcd: the client built a malformed " + std::string(method) +
+                        " request: " + e.what());
+  }
 }
 
 // One member: its channel and the stubs on it.
@@ -152,7 +146,7 @@ json unary(const member& m, Stub& stub,
   Resp resp;
   const auto st = (stub.*fn)(&ctx, req, &resp);
   if (!st.ok()) throw_status(m.e, method, st);
-  return to_json(resp);
+  return message_to_json(resp);
 }
 
 // One keep-alive: a LeaseKeepAlive stream of one request and its reply.
@@ -167,7 +161,7 @@ json keep_alive(const member& m, const json& body, const std::string& token, ste
   const bool got = call->Write(req, grpc::WriteOptions().set_last_message()) && call->Read(&resp);
   const auto st = call->Finish();
   if (!got) throw_status(m.e, "lease/keepalive", st.ok() ? grpc::Status::CANCELLED : st);
-  return to_json(resp);
+  return message_to_json(resp);
 }
 
 // The watch: a Watch stream whose first message is `create`, read by its own thread. The
@@ -228,7 +222,7 @@ class grpc_watch final : public stream {
         }
         s.cv.notify_all();
         try {
-          s.on_message(to_json(resp));
+          s.on_message(message_to_json(resp));
         } catch (...) {
           break;  // an error ends the call
         }

@@ -40,36 +40,34 @@ const gp::EnumValueDescriptor* enum_value(const json& v, const FD& f) {
   return e;
 }
 
+// `x` into field `f` of `msg`: set, or added when the field is repeated.
+template <class T>
+void store(gp::Message& msg, const FD& f, T x,
+           void (gp::Reflection::*set)(gp::Message*, const FD*, T) const,
+           void (gp::Reflection::*add)(gp::Message*, const FD*, T) const) {
+  (msg.GetReflection()->*(f.is_repeated() ? add : set))(&msg, &f, x);
+}
+
 // One value of field `f` (an element when it is repeated) into `msg`.
 void set_value(gp::Message& msg, const FD& f, const json& v) {
   const auto* r = msg.GetReflection();
   const bool rep = f.is_repeated();
   switch (f.cpp_type()) {
-    case FD::CPPTYPE_INT64: {
-      auto x = integer<std::int64_t>(v, f);
-      rep ? r->AddInt64(&msg, &f, x) : r->SetInt64(&msg, &f, x);
-      break;
-    }
-    case FD::CPPTYPE_UINT64: {
-      auto x = integer<std::uint64_t>(v, f);
-      rep ? r->AddUInt64(&msg, &f, x) : r->SetUInt64(&msg, &f, x);
-      break;
-    }
-    case FD::CPPTYPE_INT32: {
-      auto x = integer<std::int32_t>(v, f);
-      rep ? r->AddInt32(&msg, &f, x) : r->SetInt32(&msg, &f, x);
-      break;
-    }
-    case FD::CPPTYPE_UINT32: {
-      auto x = integer<std::uint32_t>(v, f);
-      rep ? r->AddUInt32(&msg, &f, x) : r->SetUInt32(&msg, &f, x);
-      break;
-    }
-    case FD::CPPTYPE_BOOL: {
+    case FD::CPPTYPE_INT64:
+      return store(msg, f, integer<std::int64_t>(v, f), &gp::Reflection::SetInt64,
+                   &gp::Reflection::AddInt64);
+    case FD::CPPTYPE_UINT64:
+      return store(msg, f, integer<std::uint64_t>(v, f), &gp::Reflection::SetUInt64,
+                   &gp::Reflection::AddUInt64);
+    case FD::CPPTYPE_INT32:
+      return store(msg, f, integer<std::int32_t>(v, f), &gp::Reflection::SetInt32,
+                   &gp::Reflection::AddInt32);
+    case FD::CPPTYPE_UINT32:
+      return store(msg, f, integer<std::uint32_t>(v, f), &gp::Reflection::SetUInt32,
+                   &gp::Reflection::AddUInt32);
+    case FD::CPPTYPE_BOOL:
       if (!v.is_boolean()) bad(f);
-      rep ? r->AddBool(&msg, &f, v.get<bool>()) : r->SetBool(&msg, &f, v.get<bool>());
-      break;
-    }
+      return store(msg, f, v.get<bool>(), &gp::Reflection::SetBool, &gp::Reflection::AddBool);
     case FD::CPPTYPE_STRING: {
       if (!v.is_string()) bad(f);
       std::string x = f.type() == FD::TYPE_BYTES ? unb64(v.get_ref<const std::string&>())

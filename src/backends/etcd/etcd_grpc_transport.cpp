@@ -123,7 +123,7 @@ void from_json(const json& body, M& msg, std::string_view method) {
 }
 
 // One member: its channel and the stubs on it.
-struct member {
+struct channel_member {
   endpoint e;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::KV::Stub> kv;
@@ -134,7 +134,7 @@ struct member {
 };
 
 template <class Stub, class Req, class Resp>
-json unary(const member& m, Stub& stub,
+json unary(const channel_member& m, Stub& stub,
            grpc::Status (Stub::*fn)(grpc::ClientContext*, const Req&, Resp*),
            std::string_view method, const json& body, const std::string& token,
            steady_time deadline) {
@@ -150,7 +150,8 @@ json unary(const member& m, Stub& stub,
 }
 
 // One keep-alive: a LeaseKeepAlive stream of one request and its reply.
-json keep_alive(const member& m, const json& body, const std::string& token, steady_time deadline) {
+json keep_alive(const channel_member& m, const json& body, const std::string& token,
+                steady_time deadline) {
   pb::LeaseKeepAliveRequest req;
   from_json(body, req, "lease/keepalive");
   grpc::ClientContext ctx;
@@ -169,7 +170,7 @@ json keep_alive(const member& m, const json& body, const std::string& token, ste
 // thread detached) outlives its owner safely.
 class grpc_watch final : public stream {
  public:
-  grpc_watch(const member& m, pb::WatchRequest create, const std::string& token,
+  grpc_watch(const channel_member& m, pb::WatchRequest create, const std::string& token,
              std::function<void(const json&)> on_message, std::function<void()> on_end)
       : s_(std::make_shared<state>()) {
     prepare(s_->ctx, token);
@@ -246,7 +247,7 @@ class grpc_transport final : public transport {
  public:
   explicit grpc_transport(const options& o) {
     for (const auto& e : o.endpoints) {
-      auto m = std::make_unique<member>();
+      auto m = std::make_unique<channel_member>();
       m->e = e;
       m->channel = make_channel(o, e);
       m->kv = pb::KV::NewStub(m->channel);
@@ -260,7 +261,7 @@ class grpc_transport final : public transport {
 
   json call(std::size_t member_index, std::string_view method, const json& body,
             const std::string& token, steady_time deadline) override {
-    const member& m = *members_.at(member_index);
+    const channel_member& m = *members_.at(member_index);
     if (method == "kv/txn")
       return unary(m, *m.kv, &pb::KV::Stub::Txn, method, body, token, deadline);
     if (method == "kv/range")
@@ -299,7 +300,7 @@ class grpc_transport final : public transport {
   }
 
  private:
-  std::vector<std::unique_ptr<member>> members_;
+  std::vector<std::unique_ptr<channel_member>> members_;
 };
 
 }  // namespace

@@ -15,18 +15,18 @@ namespace {
 namespace gp = google::protobuf;
 using FD = gp::FieldDescriptor;
 
-[[noreturn]] void bad(const FD& f) {
+[[noreturn]] void bad_value(const FD& f) {
   throw backend_error("etcd: a bad value for field '" + f.full_name() + "'");
 }
 
 template <class T>
 T integer(const json& v, const FD& f) {
   if (v.is_number_integer()) return v.get<T>();
-  if (!v.is_string()) bad(f);
+  if (!v.is_string()) bad_value(f);
   const auto& s = v.get_ref<const std::string&>();
   T out{};
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  if (ec != std::errc() || p != s.data() + s.size()) bad(f);
+  if (ec != std::errc() || p != s.data() + s.size()) bad_value(f);
   return out;
 }
 
@@ -36,7 +36,7 @@ const gp::EnumValueDescriptor* enum_value(const json& v, const FD& f) {
     e = f.enum_type()->FindValueByName(v.get<std::string>());
   else if (v.is_number_integer())
     e = f.enum_type()->FindValueByNumber(v.get<int>());
-  if (!e) bad(f);
+  if (!e) bad_value(f);
   return e;
 }
 
@@ -66,10 +66,10 @@ void set_value(gp::Message& msg, const FD& f, const json& v) {
       return store(msg, f, integer<std::uint32_t>(v, f), &gp::Reflection::SetUInt32,
                    &gp::Reflection::AddUInt32);
     case FD::CPPTYPE_BOOL:
-      if (!v.is_boolean()) bad(f);
+      if (!v.is_boolean()) bad_value(f);
       return store(msg, f, v.get<bool>(), &gp::Reflection::SetBool, &gp::Reflection::AddBool);
     case FD::CPPTYPE_STRING: {
-      if (!v.is_string()) bad(f);
+      if (!v.is_string()) bad_value(f);
       std::string x = f.type() == FD::TYPE_BYTES ? unb64(v.get_ref<const std::string&>())
                                                  : v.get<std::string>();
       rep ? r->AddString(&msg, &f, std::move(x)) : r->SetString(&msg, &f, std::move(x));
@@ -84,7 +84,7 @@ void set_value(gp::Message& msg, const FD& f, const json& v) {
       json_to_message(v, rep ? *r->AddMessage(&msg, &f) : *r->MutableMessage(&msg, &f));
       break;
     default:
-      bad(f);  // etcd's messages have no floating point fields
+      bad_value(f);  // etcd's messages have no floating point fields
   }
 }
 
@@ -112,7 +112,7 @@ json get_value(const gp::Message& msg, const FD& f, int i) {
     case FD::CPPTYPE_MESSAGE:
       return message_to_json(rep ? r->GetRepeatedMessage(msg, &f, i) : r->GetMessage(msg, &f));
     default:
-      bad(f);
+      bad_value(f);
   }
 }
 
@@ -129,7 +129,7 @@ void json_to_message(const json& j, gp::Message& msg) {
       set_value(msg, *f, v);
       continue;
     }
-    if (!v.is_array()) bad(*f);
+    if (!v.is_array()) bad_value(*f);
     for (const auto& e : v) set_value(msg, *f, e);
   }
 }

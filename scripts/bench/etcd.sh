@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks of the etcd backend beside its ceilings, in one run, on the test member
 # ($SQLOCK_TEST_ETCD_URL):
-#  1. `sqlock bench` (1 thread; 2 and 4 threads contending for one lock: handoff)
+#  1. `sqlock bench` (1 thread; 2 and 4 threads contending for one lock: handoff), over gRPC
+#     (the default wire) and over the JSON gateway (transport=json)
 #  2. the handoff's raw ceiling: delete -> watch event of a bare client (gateway; gateway with
 #     a concurrent put, as in a contended handoff; gRPC), tests/benchmarks/etcd_handoff_ceiling.py
 #  3. python3-etcd3 over gRPC: the raw operations of one try_lock/unlock (lease grant, txn,
@@ -18,10 +19,14 @@ hostport=${url#etcd://}
 hostport=${hostport%%/*}
 py=/usr/bin/python3
 echo "## etcd: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
-for args in "--threads 1" "--threads 2 --contended" "--threads 4 --contended"; do
-  echo "\$ sqlock bench --url \$ETCD $args --duration 5s --json"
-  # shellcheck disable=SC2086
-  "$sqlock" bench --url "$url" $args --duration 5s --json 2>/dev/null
+sep='?'
+[[ $url == *\?* ]] && sep='&'
+for wire in grpc json; do
+  for args in "--threads 1" "--threads 2 --contended" "--threads 4 --contended"; do
+    echo "\$ sqlock bench --url \$ETCD${sep}transport=$wire $args --duration 5s --json"
+    # shellcheck disable=SC2086
+    "$sqlock" bench --url "$url${sep}transport=$wire" $args --duration 5s --json 2>/dev/null
+  done
 done
 for what in gateway busy grpc; do
   echo "\$ etcd_handoff_ceiling.py $what 500"

@@ -4,8 +4,8 @@
 // an etcd lease the client keeps alive; the holder is the key with the lowest create revision
 // under `<prefix>/<encoded name>/`, a waiter watches the key created just before its own (fair,
 // FIFO by revision, no herd), and the fence is the hold's create revision, which rises across
-// leader changes. The client speaks etcd's v3 API through the JSON gateway etcd serves under
-// /v3/ on its client port (see docs/backends/etcd.md for why not gRPC).
+// leader changes. The client speaks etcd's v3 API over gRPC (one HTTP/2 channel per member), or
+// through the JSON gateway etcd serves under /v3/ on its client port (`transport=json`).
 #pragma once
 
 #include <memory>
@@ -24,6 +24,12 @@ struct endpoint {
   int port = 2379;                 ///< client port
 };
 
+/// How the client talks to the members.
+enum class transport_kind {
+  grpc,  ///< etcd's gRPC API over HTTP/2: one channel per member, calls and streams on it
+  json,  ///< the v3 JSON gateway over HTTP/1.1 (for members that expose only the gateway)
+};
+
 /// Options of an etcd store (an aggregate: use designated initialisers).
 struct options {
   std::vector<endpoint> endpoints{};  ///< members to try in order (failover); empty = config_error
@@ -35,6 +41,7 @@ struct options {
   std::string ca_file{};              ///< TLS: CA bundle that signed the members' certificates
   std::string cert_file{};            ///< TLS: client certificate (mutual TLS), "" = none
   std::string key_file{};             ///< TLS: the client certificate's private key
+  transport_kind transport = transport_kind::grpc;  ///< the wire (URL `transport=`)
 };
 
 /// Opens a store. Throws config_error for bad options; connects lazily.

@@ -1,12 +1,8 @@
 #include "etcd_connection.hpp"
 
-#include <httplib.h>
 #include <openssl/evp.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include <charconv>
-#include <condition_variable>
 #include <cstdint>
 #include <thread>
 
@@ -19,51 +15,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// A pooled keep-alive connection that the member had closed: nothing was read from it.
-struct stale_connection {};
-
-// OpenSSL writes with write(2), not send(MSG_NOSIGNAL): a write to a connection the member has
-// closed raises SIGPIPE, which would end the application. For the duration of a request the
-// calling thread blocks SIGPIPE and consumes one it caused, so the write fails with EPIPE
-// instead; the application's own disposition of SIGPIPE is left alone.
-class sigpipe_guard {
- public:
-  sigpipe_guard() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~sigpipe_guard() {
-    if (!was_pending_) {
-      timespec zero{0, 0};
-      while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-
- private:
-  sigset_t pipe_{}, old_{};
-  bool was_pending_ = false;
-};
-
-// gRPC status codes the gateway reports in `code`.
-constexpr int grpc_canceled = 1;  // a stopping member's gateway: "the client connection is closing"
-constexpr int grpc_invalid_argument = 3;
-constexpr int grpc_permission_denied = 7;
-constexpr int grpc_unavailable = 14;
-constexpr int grpc_unauthenticated = 16;
-
-// etcd's require-leader (the "hasleader" gRPC metadata, which the gateway forwards from this
-// header), sent with every call and stream: a member without a leader (cut off from its peers,
-// or its peers stopped) refuses at once with "no leader" (unavailable), so the client moves to
-// a member that has one, instead of waiting on it until etcd's own request timeout.
-constexpr const char* require_leader = "Grpc-Metadata-hasleader";
 // While some member said "no leader" (an election in progress), every member is tried again
 // after a jittered pause doubling from the first to the cap, for up to one request's timeout.
 constexpr auto no_leader_pause_first = std::chrono::milliseconds(20);
@@ -78,143 +29,11 @@ constexpr auto no_leader_pause_cap = std::chrono::milliseconds(500);
 // the whole deadline.
 constexpr auto member_attempt_floor = std::chrono::milliseconds(500);
 
-// An idle watch stream is not a hung call: its read timeout only bounds a dead connection that
-// the kernel never reports; stop() ends it at once.
-constexpr auto stream_read_timeout = std::chrono::hours(24);
+}  // namespace
 
 std::string where(const endpoint& e) {
   return e.host + ":" + std::to_string(e.port);
 }
-
-// What is left until `deadline`, at least 1 ms (httplib treats 0 as "no timeout").
-std::chrono::microseconds left(steady_time deadline) {
-  auto d = std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now());
-  return std::max(d, std::chrono::microseconds(1000));
-}
-
-// etcd's error reply as an exception: auth failures become auth_error, the rest etcd_error.
-[[noreturn]] void throw_reply(const endpoint& e, int status, const std::string& body) {
-  std::string message = "HTTP " + std::to_string(status);
-  int code = 0;
-  try {
-    auto j = json::parse(body);
-    // A streaming method (lease/keepalive, watch) reports its error as a stream chunk,
-    // {"error": {"grpc_code": 14, "message": "etcdserver: no leader", ...}}; a unary one as
-    // {"error": "...", "message": "...", "code": 14}.
-    auto err = j.find("error");
-    if (err != j.end() && err->is_object()) {
-      message = err->value("message", message);
-      code = err->value("grpc_code", 0);
-    } else {
-      message = j.value("message", j.value("error", message));
-      code = j.value("code", 0);
-    }
-  } catch (const json::exception&) {
-    // Not JSON (a proxy's page): keep the HTTP status.
-  }
-  if (message.find("user name is empty") != std::string::npos)
-    throw auth_error("etcd at " + where(e) +
-                     " requires authentication: give user:password in "
-                     "the URL");
-  if (code == grpc_permission_denied)
-    throw auth_error("etcd at " + where(e) + " refused the operation: " + message);
-  if (status == 404 && code == 0)
-    throw config_error("etcd at " + where(e) +
-                       " has no v3 JSON gateway (etcd 3.4 or newer "
-                       "serves it under /v3/ on the client port)");
-  throw etcd_error("etcd at " + where(e) + ": " + message, code);
-}
-
-class http_stream final : public stream {
- public:
-  http_stream(std::unique_ptr<httplib::Client> cli, std::string path, std::string body,
-              httplib::Headers headers, std::function<void(const json&)> on_message,
-              std::function<void()> on_end)
-      : cli_(std::move(cli)), on_message_(std::move(on_message)), on_end_(std::move(on_end)) {
-    th_ = std::thread([this, path = std::move(path), body = std::move(body),
-                       headers = std::move(headers)] { run(path, body, headers); });
-  }
-  ~http_stream() override { stop(); }
-  http_stream(const http_stream&) = delete;
-  http_stream& operator=(const http_stream&) = delete;
-
-  void stop() override {
-    stopping_ = true;
-    if (!th_.joinable()) return;
-    if (th_.get_id() == std::this_thread::get_id()) {
-      th_.detach();  // stopped from its own callback: the thread ends after it returns
-      return;
-    }
-    // Closing the connection ends a call in progress; a call still connecting has no socket
-    // to close yet, so close again until the reader is done.
-    std::unique_lock lk(m_);
-    while (!ended_) {
-      lk.unlock();
-      cli_->stop();
-      lk.lock();
-      cv_.wait_for(lk, std::chrono::milliseconds(2), [&] { return ended_.load(); });
-    }
-    lk.unlock();
-    th_.join();
-  }
-  bool ended() const override { return ended_; }
-
-  bool wait_started(steady_time deadline) override {
-    std::unique_lock lk(m_);
-    return cv_.wait_until(lk, deadline, [&] { return started_ || ended_; }) && started_;
-  }
-
- private:
-  void run(const std::string& path, const std::string& body, const httplib::Headers& headers) {
-    sigpipe_guard quiet;
-    httplib::Request req;
-    req.method = "POST";
-    req.path = path;
-    req.headers = headers;
-    req.body = body;
-    req.content_receiver = [this](const char* data, size_t n, uint64_t, uint64_t) {
-      buffer_.append(data, n);
-      for (auto nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n')) {
-        std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        if (line.empty()) continue;
-        json j = json::parse(line, nullptr, false);
-        if (j.is_discarded() || !j.contains("result")) return false;  // an error ends the call
-        {
-          std::lock_guard g(m_);
-          started_ = true;
-        }
-        cv_.notify_all();
-        try {
-          on_message_(j["result"]);
-        } catch (...) {
-          return false;
-        }
-      }
-      return !stopping_;
-    };
-    cli_->send(req);
-    {
-      std::lock_guard g(m_);
-      ended_ = true;
-    }
-    cv_.notify_all();
-    if (!stopping_ && on_end_) on_end_();
-  }
-
-  std::unique_ptr<httplib::Client> cli_;
-  std::function<void(const json&)> on_message_;
-  std::function<void()> on_end_;
-  std::string buffer_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> ended_{false};
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool started_ = false;
-  std::thread th_;
-};
-
-}  // namespace
 
 std::string b64(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
@@ -268,119 +87,12 @@ std::int64_t num(const json& j, const char* key) {
   return v;
 }
 
-struct gateway::member {
-  endpoint e;
-  std::mutex m;
-  std::vector<std::unique_ptr<httplib::Client>> idle;
-};
-
-gateway::gateway(const options& o) : opts_(o) {
-  for (const auto& e : o.endpoints) {
-    auto m = std::make_unique<member>();
-    m->e = e;
-    members_.push_back(std::move(m));
-  }
-}
+gateway::gateway(const options& o) : opts_(o), wire_(make_transport(o)) {}
 
 gateway::~gateway() = default;
 
-std::unique_ptr<httplib::Client> gateway::make_client(const endpoint& e) const {
-  std::string base = std::string(opts_.tls ? "https://" : "http://") +
-                     (e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host) + ":" +
-                     std::to_string(e.port);
-  auto cli = opts_.cert_file.empty()
-                 ? std::make_unique<httplib::Client>(base)
-                 : std::make_unique<httplib::Client>(base, opts_.cert_file, opts_.key_file);
-  if (opts_.tls) {
-    if (!opts_.ca_file.empty()) cli->set_ca_cert_path(opts_.ca_file);
-    cli->enable_server_certificate_verification(true);
-  }
-  cli->set_keep_alive(true);
-  cli->set_tcp_nodelay(true);
-  return cli;
-}
-
-json gateway::call_member(member& m, std::string_view path, const std::string& body,
-                          steady_time deadline) {
-  for (bool pooled = true; pooled;) {
-    std::unique_ptr<httplib::Client> cli;
-    {
-      std::lock_guard g(m.m);
-      if (!m.idle.empty()) {
-        cli = std::move(m.idle.back());
-        m.idle.pop_back();
-      }
-    }
-    pooled = cli != nullptr;
-    if (!cli) cli = make_client(m.e);
-    try {
-      return exchange(m, std::move(cli), path, body, deadline);
-    } catch (const stale_connection&) {
-      // A kept-alive connection the member had closed: nothing was read from it. Once more on
-      // a new connection (the retry of a fresh one is the caller's).
-      if (!pooled || clock::now() >= deadline)
-        throw connection_error("etcd at " + where(m.e) + " did not answer " + std::string(path));
-    }
-  }
-  throw connection_error("etcd at " + where(m.e) + " did not answer " + std::string(path));
-}
-
-json gateway::exchange(member& m, std::unique_ptr<httplib::Client> cli, std::string_view path,
-                       const std::string& body, steady_time deadline) {
-  httplib::Headers headers;
-  if (!opts_.user.empty() && path != "/v3/auth/authenticate")
-    headers.emplace("Authorization", token(deadline, false));
-  auto t = left(deadline);
-  cli->set_connection_timeout(t);
-  cli->set_read_timeout(t);
-  cli->set_write_timeout(t);
-  // The gateway ends its error replies with an HTTP trailer (Grpc-Trailer-Content-Type), which
-  // cpp-httplib 0.11 cannot parse: it reports a read error after the whole body has arrived.
-  // So the status and body are collected as they come, and such a reply is still used (its
-  // connection is not reused).
-  httplib::Request req;
-  req.method = "POST";
-  req.path = std::string(path);
-  req.headers = std::move(headers);
-  req.headers.emplace("Content-Type", "application/json");
-  req.headers.emplace(require_leader, "true");
-  req.body = body;
-  int status = 0;
-  std::string reply;
-  req.response_handler = [&](const httplib::Response& r) {
-    status = r.status;
-    return true;
-  };
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    reply.append(data, n);
-    return true;
-  };
-  httplib::Result res = [&] {
-    sigpipe_guard quiet;
-    return cli->send(req);
-  }();
-  bool complete = static_cast<bool>(res);
-  if (!complete && status == 0 && reply.empty() && res.error() != httplib::Error::Connection &&
-      clock::now() < deadline)
-    throw stale_connection();
-  if (!complete && (status == 0 || !json::accept(reply)))
-    throw connection_error("etcd at " + where(m.e) + " did not answer " + std::string(path) + ": " +
-                           httplib::to_string(res.error()));
-  if (complete) {
-    std::lock_guard g(m.m);
-    m.idle.push_back(std::move(cli));
-  }
-  if (status != 200) throw_reply(m.e, status, reply);
-  json j = json::parse(reply, nullptr, false);
-  if (j.is_discarded()) throw backend_error("etcd at " + where(m.e) + " sent malformed JSON");
-  if (j.contains("error")) throw_reply(m.e, 500, reply);
-  return j;
-}
-
 json gateway::call(std::string_view path, const json& body, steady_time deadline) {
-  const std::string text = body.dump();
-  const std::string full = "/v3/" + std::string(path);
-  const std::size_t n = members_.size();
+  const std::size_t n = opts_.endpoints.size();
   const std::size_t first = preferred_.load();
   bool refreshed = false;
   bool leaderless = false;  // a member had no leader in this round
@@ -405,7 +117,7 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
                : std::min(deadline, clock::now() + std::max<std::chrono::milliseconds>(
                                                        member_attempt_floor, opts_.timeout / 5));
     try {
-      auto r = call_member(*members_[idx], full, text, attempt_end);
+      auto r = wire_->call(idx, path, body, current_token(deadline), attempt_end);
       preferred_ = idx;
       return r;
     } catch (const etcd_error& e) {
@@ -426,7 +138,7 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
     ++i;
   }
   if (last) std::rethrow_exception(last);
-  throw connection_error("etcd: no member answered " + full + " in time");
+  throw connection_error("etcd: no member answered " + std::string(path) + " in time");
 }
 
 std::string gateway::token(steady_time deadline, bool refresh) {
@@ -434,9 +146,9 @@ std::string gateway::token(steady_time deadline, bool refresh) {
   if (!token_.empty() && !refresh) return token_;
   json body = {{"name", opts_.user}, {"password", opts_.password}};
   std::exception_ptr last;
-  for (auto& m : members_) {
+  for (std::size_t idx = 0; idx < opts_.endpoints.size(); ++idx) {
     try {
-      auto r = call_member(*m, "/v3/auth/authenticate", body.dump(), deadline);
+      auto r = wire_->call(idx, "auth/authenticate", body, "", deadline);
       token_ = r.value("token", "");
       return token_;
     } catch (const etcd_error& e) {
@@ -445,7 +157,7 @@ std::string gateway::token(steady_time deadline, bool refresh) {
         continue;
       }
       if (e.grpc_code() == grpc_invalid_argument || e.grpc_code() == grpc_unauthenticated ||
-          e.grpc_code() == 9 /* failed precondition: authentication is not enabled */)
+          e.grpc_code() == grpc_failed_precondition /* authentication is not enabled */)
         throw auth_error("etcd authentication of user '" + opts_.user + "' failed: " + e.what());
       throw;
     } catch (const connection_error&) {
@@ -456,25 +168,19 @@ std::string gateway::token(steady_time deadline, bool refresh) {
   throw connection_error("etcd: no member to authenticate with");
 }
 
+std::string gateway::current_token(steady_time deadline) {
+  return opts_.user.empty() ? std::string() : token(deadline, false);
+}
+
 std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& body,
                                              std::function<void(const json&)> on_message,
                                              std::function<void()> on_end, steady_time deadline,
                                              bool confirm) {
-  const std::size_t n = members_.size();
+  const std::size_t n = opts_.endpoints.size();
   const std::size_t first = preferred_.load();
   for (std::size_t i = 0; i < n && clock::now() < deadline; ++i) {
-    auto& m = *members_[(first + i) % n];
-    auto cli = make_client(m.e);
-    auto t = left(deadline);
-    cli->set_connection_timeout(t);
-    cli->set_write_timeout(t);
-    cli->set_read_timeout(stream_read_timeout);
-    // require-leader: a member without a leader refuses the stream, and ends it once it has
-    // had none for three election timeouts, instead of keeping it open and silent.
-    httplib::Headers headers{{"Content-Type", "application/json"}, {require_leader, "true"}};
-    if (!opts_.user.empty()) headers.emplace("Authorization", token(deadline, false));
-    auto s = std::make_unique<http_stream>(std::move(cli), "/v3/" + std::string(path), body.dump(),
-                                           std::move(headers), on_message, on_end);
+    auto s = wire_->open_stream((first + i) % n, path, body, current_token(deadline), on_message,
+                                on_end, deadline);
     if (!confirm || s->wait_started(deadline)) return s;
     s->stop();
   }

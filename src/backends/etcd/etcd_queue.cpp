@@ -360,9 +360,7 @@ queue::look queue::look_kind(const std::string& pfx, const hold& h, const std::s
 }
 
 bool queue::keep_alive(const hold& h, steady_time deadline) {
-  auto r = gw_.call("lease/keepalive", {{"ID", str(h.lease)}}, deadline);
-  auto res = r.find("result");
-  return res != r.end() && num(*res, "TTL") > 0;
+  return num(gw_.call("lease/keepalive", {{"ID", str(h.lease)}}, deadline), "TTL") > 0;
 }
 
 bool queue::still_holds(const hold& h, steady_time deadline) {

@@ -9,7 +9,7 @@ namespace sqlock::etcd {
 
 /// Options from an etcd:// (or etcds://, TLS) URL.
 options options_from_url(const url& u) {
-  u.check_params({"timeout", "cacert", "cert", "key", "tls"});
+  u.check_params({"timeout", "cacert", "cert", "key", "tls", "transport"});
   options o;
   if (u.hosts.empty())
     throw config_error("etcd URL needs at least one host: etcd://h1:2379,h2:2379/prefix");
@@ -35,6 +35,8 @@ options options_from_url(const url& u) {
     throw config_error("etcd URL sets TLS files but not TLS: use etcds:// or tls=on");
   if (o.cert_file.empty() != o.key_file.empty())
     throw config_error("etcd URL needs both cert= and key= for a client certificate");
+  if (u.choice_param("transport", {"grpc", "json"}).value_or("grpc") == "json")
+    o.transport = transport_kind::json;
   return o;
 }
 

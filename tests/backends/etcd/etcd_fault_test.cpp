@@ -226,17 +226,22 @@ TEST(etcd_tls, a_member_that_requires_client_certificates) {
   private_etcd server(22699, true, true);
   ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
   ASSERT_NE(server.etcdctl("endpoint health 2>&1").find("is healthy"), std::string::npos);
-  auto c = sqlock::connect(server.url());
-  auto l = c.make_lock("tls");
-  ASSERT_TRUE(l.try_lock());
-  EXPECT_FALSE(sqlock::connect(server.url()).make_lock("tls").try_lock());
-  l.unlock();
-  // Without the client certificate, or without the CA to check the member against: refused.
-  auto d = server.dir().string();
-  EXPECT_THROW(sqlock::connect("etcds://127.0.0.1:22699/private?cacert=" + d + "/ca.crt"), error);
-  EXPECT_THROW(sqlock::connect("etcds://127.0.0.1:22699/private?cert=" + d +
-                               "/client.crt&key=" + d + "/client.key"),
-               error);
+  // Both wires: gRPC (the default) and the JSON gateway.
+  for (const std::string wire : {"", "&transport=json"}) {
+    SCOPED_TRACE(wire);
+    auto c = sqlock::connect(server.url() + wire);
+    auto l = c.make_lock("tls");
+    ASSERT_TRUE(l.try_lock());
+    EXPECT_FALSE(sqlock::connect(server.url() + wire).make_lock("tls").try_lock());
+    l.unlock();
+    // Without the client certificate, or without the CA to check the member against: refused.
+    auto d = server.dir().string();
+    EXPECT_THROW(sqlock::connect("etcds://127.0.0.1:22699/private?cacert=" + d + "/ca.crt" + wire),
+                 error);
+    EXPECT_THROW(sqlock::connect("etcds://127.0.0.1:22699/private?cert=" + d +
+                                 "/client.crt&key=" + d + "/client.key" + wire),
+                 error);
+  }
 }
 
 TEST(etcd_tls, a_member_with_authentication) {
@@ -276,25 +281,29 @@ TEST(etcd_tls, a_member_with_tls_and_authentication) {
   ASSERT_NE(server.etcdctl("auth enable 2>&1").find("Authentication Enabled"), std::string::npos);
   const auto good = server.url("root:r00t-s3cr3t@");
   ASSERT_EQ(good.rfind("etcds://", 0), 0u);
-  auto c = sqlock::connect(good);
-  auto l = c.make_lock("tls-auth");
-  ASSERT_TRUE(l.try_lock());
-  EXPECT_FALSE(sqlock::connect(good).make_lock("tls-auth").try_lock());
-  EXPECT_EQ(c.list("").size(), 1u);
-  l.unlock();
-  // The key went through TLS with the token: etcdctl (as root) sees nothing left.
-  EXPECT_EQ(server.etcdctl("--user=root:r00t-s3cr3t get --prefix private/ --keys-only 2>&1"), "");
   const auto bad = server.url("root:wr0ng-pa55@");
-  try {
-    sqlock::connect(bad).make_lock("tls-auth").try_lock();
-    ADD_FAILURE() << "a wrong password was accepted";
-  } catch (const auth_error& e) {
-    std::string what = e.what();
-    EXPECT_NE(what.find("authentication"), std::string::npos) << what;
-    EXPECT_EQ(what.find("wr0ng-pa55"), std::string::npos) << what;
+  // Both wires: gRPC (the default, the token in the call's metadata) and the JSON gateway.
+  for (const std::string wire : {"", "&transport=json"}) {
+    SCOPED_TRACE(wire);
+    auto c = sqlock::connect(good + wire);
+    auto l = c.make_lock("tls-auth");
+    ASSERT_TRUE(l.try_lock());
+    EXPECT_FALSE(sqlock::connect(good + wire).make_lock("tls-auth").try_lock());
+    EXPECT_EQ(c.list("").size(), 1u);
+    l.unlock();
+    // The key went through TLS with the token: etcdctl (as root) sees nothing left.
+    EXPECT_EQ(server.etcdctl("--user=root:r00t-s3cr3t get --prefix private/ --keys-only 2>&1"), "");
+    try {
+      sqlock::connect(bad + wire).make_lock("tls-auth").try_lock();
+      ADD_FAILURE() << "a wrong password was accepted";
+    } catch (const auth_error& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("authentication"), std::string::npos) << what;
+      EXPECT_EQ(what.find("wr0ng-pa55"), std::string::npos) << what;
+    }
+    // No password at all on this member: refused as auth_error too.
+    EXPECT_THROW(sqlock::connect(server.url() + wire).make_lock("tls-auth").try_lock(), auth_error);
   }
-  // No password at all on this member: refused as auth_error too.
-  EXPECT_THROW(sqlock::connect(server.url()).make_lock("tls-auth").try_lock(), auth_error);
   // The command line: the right password works, a wrong one fails clearly, neither is shown.
   const std::string cli = SQLOCK_CLI_PATH;
   auto ok = sh(cli + " run --url '" + good + "' tls-auth -- echo held 2>&1; echo \"exit $?\"");

@@ -148,10 +148,10 @@ class sqlite_connection final : public sql::connection {
   void exec_simple(const char* sql_text) {
     auto& s = cache_[sql_text];
     if (s.empty()) {
-      sqlite3_stmt* st = nullptr;
-      int rc = sqlite3_prepare_v2(db_, sql_text, -1, &st, nullptr);
+      sqlite3_stmt* stmt = nullptr;
+      int rc = sqlite3_prepare_v2(db_, sql_text, -1, &stmt, nullptr);
       if (rc != SQLITE_OK) fail(db_, rc, std::string("SQLite prepare of ") + sql_text + " failed");
-      s.push_back(st);
+      s.push_back(stmt);
     }
     step_all(s[0], nullptr);
   }
@@ -164,15 +164,15 @@ class sqlite_connection final : public sql::connection {
       const char* tail = text.c_str();
       const char* end = text.c_str() + text.size();
       while (tail < end) {
-        sqlite3_stmt* st = nullptr;
+        sqlite3_stmt* stmt = nullptr;
         int rc = sqlite3_prepare_v3(db_, tail, static_cast<int>(end - tail),
-                                    SQLITE_PREPARE_PERSISTENT, &st, &tail);
+                                    SQLITE_PREPARE_PERSISTENT, &stmt, &tail);
         if (rc != SQLITE_OK) {
           for (auto* x : list) sqlite3_finalize(x);
           list.clear();
           fail(db_, rc, "SQLite prepare of operation '" + op.key + "' failed");
         }
-        if (st) list.push_back(st);  // null for trailing comments/whitespace
+        if (stmt) list.push_back(stmt);  // null for trailing comments/whitespace
       }
     }
     return list;

@@ -64,15 +64,11 @@ per_pair() {  # URL ACQUIRE RELEASE
             FROM information_schema.SESSION_STATUS
            WHERE VARIABLE_NAME LIKE 'COM\\_%' OR VARIABLE_NAME LIKE 'HANDLER\\_%';"
     for _ in $(seq 1 200); do echo "$2;"; echo "$3;"; done
-    # Handler_write also counted the rows of the snapshot itself (written after it was read).
-    echo "SELECT COUNT(*) INTO @sqlock_bench_rows FROM sqlock_bench_s0;
-          SELECT '=', GROUP_CONCAT(CONCAT(LOWER(d.n), ' ', ROUND(d.v / 200, 2))
-                                   ORDER BY d.n SEPARATOR ', ')
-            FROM (SELECT s.VARIABLE_NAME n, s.VARIABLE_VALUE - s0.v
-                         - IF(s.VARIABLE_NAME = 'HANDLER_WRITE', @sqlock_bench_rows, 0) v
-                    FROM information_schema.SESSION_STATUS s
-                    JOIN sqlock_bench_s0 s0 ON s0.n = s.VARIABLE_NAME) d
-           WHERE d.v >= 100 AND d.n NOT IN ('HANDLER_READ_RND_NEXT', 'HANDLER_TMP_WRITE');"
+    echo "SELECT '=', GROUP_CONCAT(CONCAT(LOWER(s.VARIABLE_NAME), ' ',
+                   ROUND((s.VARIABLE_VALUE - s0.v) / 200, 2)) ORDER BY s.VARIABLE_NAME SEPARATOR ', ')
+            FROM information_schema.SESSION_STATUS s JOIN sqlock_bench_s0 s0 ON s0.n = s.VARIABLE_NAME
+           WHERE s.VARIABLE_VALUE - s0.v >= 100
+             AND s.VARIABLE_NAME NOT IN ('HANDLER_READ_RND_NEXT', 'HANDLER_TMP_WRITE');"
   } | mariadb "${c[@]}" -N 2>&1 | sed -n 's/^=\t//p'
 }
 echo "### per pair, counted by the server (one session, 200 pairs)"

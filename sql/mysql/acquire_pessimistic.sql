@@ -16,18 +16,10 @@ CREATE PROCEDURE sqlock_acquire_exclusive_pessimistic(
   IN p_mark_ms BIGINT)
 MODIFIES SQL DATA SQL SECURITY DEFINER
 main: BEGIN
-  -- Lean since schema version 6: the helpers this acquire called on every pair are inline
-  -- expressions here (a stored function call or CALL costs MariaDB ~15-30 us each, more than
-  -- the statements they run); the checks and their order are those of before.
-  -- sqlock_key(p_name) (00_functions.sql), inline.
-  DECLARE v_key VARBINARY(255) DEFAULT
-    IF(LENGTH(p_name) <= 255 AND LEFT(CAST(p_name AS BINARY), 1) <> X'00', CAST(p_name AS BINARY),
-       CONCAT(X'00', UNHEX(SHA2(p_name, 256))));
+  DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
   DECLARE v_now DATETIME(6);
   DECLARE v_found INT DEFAULT 1;
   DECLARE v_dup INT DEFAULT 0;
-  DECLARE v_epoch BIGINT UNSIGNED;
-  DECLARE v_seen INT;
   DECLARE v_owner VARBINARY(64);
   DECLARE v_fence BIGINT UNSIGNED;
   DECLARE v_expires DATETIME(6);
@@ -37,21 +29,13 @@ main: BEGIN
   IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'sqlock: lease must be > 0 ms';
   END IF;
-  -- Outside the transaction: the tests of sqlock_fence_epoch_ready (it may commit an epoch
-  -- raise) and of sqlock_row_name_seen (before the look at the GET_LOCK lock: 01_holders.sql)
-  -- in one statement; each is called only when its test says it has work.
-  -- v_epoch: the live fence epoch on MariaDB (NULL: none since the server started), 0 on MySQL.
-  SELECT IF(@@version LIKE '%MariaDB%',
-            (SELECT epoch FROM sqlock_fence_epoch_live WHERE id = 1), 0),
-         EXISTS (SELECT 1 FROM sqlock_row_names WHERE name_key = v_key)
-    INTO v_epoch, v_seen;
-  IF v_epoch IS NULL THEN CALL sqlock_fence_epoch_ready(); END IF;
-  IF NOT v_seen THEN CALL sqlock_row_name_seen(v_key); END IF;
+  CALL sqlock_fence_epoch_ready();  -- outside the transaction: it may commit an epoch raise
+  CALL sqlock_row_name_seen(v_key);  -- before the look at the GET_LOCK lock (01_holders.sql)
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SELECT owner, fence, expires_at INTO v_owner, v_fence, v_expires
     FROM sqlock_locks WHERE name_key = v_key FOR UPDATE;
-  SET v_now = UTC_TIMESTAMP(6);  -- sqlock_now()
+  SET v_now = sqlock_now();
   IF v_found = 1 AND v_owner = p_owner AND v_expires > v_now THEN
     COMMIT;
     SELECT v_fence AS fence, 'ok' AS status;
@@ -59,9 +43,7 @@ main: BEGIN
   END IF;
   IF (v_found = 1 AND v_owner <> '' AND v_expires > v_now)
      OR EXISTS (SELECT 1 FROM sqlock_holders WHERE name_key = v_key AND expires_at > v_now) THEN
-    IF COALESCE(p_mark_ms, 0) > 0 THEN  -- only a waiting request leaves a mark
-      CALL sqlock_writer_mark(v_key, p_owner, p_mark_ms, 0);
-    END IF;
+    CALL sqlock_writer_mark(v_key, p_owner, p_mark_ms, 0);
     COMMIT;
     SELECT NULL AS fence, 'busy' AS status;
     LEAVE main;
@@ -76,35 +58,20 @@ main: BEGIN
     END IF;
   END IF;
   -- The row is locked (or just inserted) by this transaction: an advisory-mode holder of the
-  -- name makes this attempt busy (sqlock_advisory_has in 01_holders.sql, inline: the GET_LOCK
-  -- name is sqlock_lock_name(p_name) of 00_functions.sql).
-  IF IS_USED_LOCK(IF(p_name REGEXP '^[a-z0-9_.:/-]{1,57}\\z',
-                     CONCAT('sqlock:', CAST(p_name AS CHAR CHARACTER SET ascii)),
-                     CONCAT('sqlock#', LEFT(SHA2(p_name, 256), 57)))) IS NOT NULL THEN
+  -- name makes this attempt busy (sqlock_advisory_has in 01_holders.sql).
+  IF sqlock_advisory_has(p_name) THEN
     ROLLBACK;
     SELECT NULL AS fence, 'busy' AS status;
     LEAVE main;
   END IF;
-  -- sqlock_next_fence, its MariaDB path inline: the live epoch read now, as there (two raises
-  -- right after a start can move it on); MySQL (v_epoch 0), a Galera node or a server without
-  -- an epoch call it.
-  SET v_fence = NULL;
-  IF v_epoch > 0 THEN
-    IF @@global.wsrep_on = 0 THEN  -- nested: MySQL 8 has no wsrep_on
-      SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
-                       FROM sqlock_fence_epoch_live e WHERE e.id = 1);
-    END IF;
-  END IF;
-  IF v_fence IS NULL THEN CALL sqlock_next_fence(v_fence); END IF;
-  SET v_now = UTC_TIMESTAMP(6);  -- the lease starts now, after any wait for the counter row
+  CALL sqlock_next_fence(v_fence);
+  SET v_now = sqlock_now();  -- the lease starts now, after any wait for the counter row
   UPDATE sqlock_locks
      SET name = p_name, owner = p_owner, fence = v_fence, version = version + 1,
          acquired_at = v_now, expires_at = v_now + INTERVAL p_lease_ms * 1000 MICROSECOND,
          mode = 'pessimistic', holder = LEFT(COALESCE(p_holder, ''), 255)
    WHERE name_key = v_key;
-  IF COALESCE(p_mark_ms, 0) > 0 THEN  -- only a waiting request has a mark to remove
-    DELETE FROM sqlock_writer_marks WHERE name_key = v_key AND owner = p_owner;
-  END IF;
+  CALL sqlock_writer_mark(v_key, p_owner, p_mark_ms, 1);
   COMMIT;
   SELECT v_fence AS fence, 'ok' AS status;
 END$$

@@ -7,12 +7,7 @@ CREATE PROCEDURE sqlock_release_pessimistic(
   IN p_owner VARBINARY(64))
 MODIFIES SQL DATA SQL SECURITY DEFINER
 BEGIN
-  -- sqlock_key(p_name) (00_functions.sql) and sqlock_now() inline since schema version 6: a
-  -- stored function call costs more than the statement.
-  DECLARE v_key VARBINARY(255) DEFAULT
-    IF(LENGTH(p_name) <= 255 AND LEFT(CAST(p_name AS BINARY), 1) <> X'00', CAST(p_name AS BINARY),
-       CONCAT(X'00', UNHEX(SHA2(p_name, 256))));
-  DELETE FROM sqlock_locks WHERE name_key = v_key AND owner = p_owner AND owner <> '';
+  DELETE FROM sqlock_locks WHERE name_key = sqlock_key(p_name) AND owner = p_owner AND owner <> '';
   SELECT ROW_COUNT() > 0 AS released;
 END$$
 DELIMITER ;

@@ -415,8 +415,7 @@ TEST_F(mysql_server, deadlock_victim_is_a_transient_error_and_retried) {
             "FROM seq_1_to_300");
         // The writer mark the library's acquire deletes once it holds the name's row (on
         // MariaDB its fence takes no row lock since schema version 5; the counter row on MySQL
-        // 8 is not needed for the cycle). Since schema version 6 only a waiting request
-        // (mark_ms > 0, below) touches its mark.
+        // 8 is not needed for the cycle).
         c.query(
             "INSERT INTO sqlock_writer_marks (name_key, owner, expires_at) VALUES (sqlock_key('" +
             name + "'), '" + owner + "', UTC_TIMESTAMP(6))");
@@ -447,7 +446,6 @@ TEST_F(mysql_server, deadlock_victim_is_a_transient_error_and_retried) {
   p.owner = owner;
   p.lease_ms = 10000;
   p.holder = "t";
-  p.mark_ms = 5000;  // a waiting request's attempt: it removes its mark when it acquires
   auto direct = std::async(std::launch::async, [&]() -> std::string {
     try {
       lib->with_connection(

@@ -102,7 +102,7 @@ TEST(mysql_upgrade, Version4HoldsStayExclusiveAcrossModesThroughTheMigration) {
             "1");
   query(*holder, "DO GET_LOCK(CONCAT('sqlock!', " + std::to_string(adv_fence) + "), 0)");
 
-  EXPECT_EQ(b->migrate(), sql::latest_version(bundle));  // to the latest version, the holds live
+  EXPECT_EQ(b->migrate(), sql::latest_version(bundle));  // to version 5, the holds live
   std::uint64_t highest = std::max(row_fence, adv_fence);
   for (const char* mode : {"pessimistic", "optimistic", "advisory"}) {
     SCOPED_TRACE(mode);

@@ -31,7 +31,7 @@ namespace sqlock {
 /// The completion signature of every operation of this header.
 using acquire_signature = void(std::exception_ptr, hold);
 
-namespace asio_detail {
+namespace detail {
 
 // The state of one operation between its start and its completion: the handler, a work guard
 // on its executor, the stop source its cancellation slot requests.
@@ -76,21 +76,21 @@ auto initiate(Token&& token, async_wait w, Start start) {
       token, std::move(w));
 }
 
-}  // namespace asio_detail
+}  // namespace detail
 
 /// Locks `m` (a sqlock::mutex or a sqlock::shared_mutex, exclusively), waiting as long as it
 /// takes (or until cancelled).
 template <class Lock, class Token>
 auto async_lock(const Lock& m, Token&& token) {
-  return asio_detail::initiate(
-      std::forward<Token>(token), {},
-      [&m](acquire_handler h, async_wait w) { acquire_async(m, std::move(h), std::move(w)); });
+  return detail::initiate(std::forward<Token>(token), {}, [&m](acquire_handler h, async_wait w) {
+    acquire_async(m, std::move(h), std::move(w));
+  });
 }
 
 /// Locks `m` (exclusively), waiting at most `d`: an empty hold when not obtained by then.
 template <class Lock, class Rep, class Period, class Token>
 auto async_try_lock_for(const Lock& m, const std::chrono::duration<Rep, Period>& d, Token&& token) {
-  return asio_detail::initiate(
+  return detail::initiate(
       std::forward<Token>(token), async_wait::within(d),
       [&m](acquire_handler h, async_wait w) { acquire_async(m, std::move(h), std::move(w)); });
 }
@@ -98,35 +98,34 @@ auto async_try_lock_for(const Lock& m, const std::chrono::duration<Rep, Period>&
 /// Locks `m` shared.
 template <class Token>
 auto async_lock_shared(const shared_mutex& m, Token&& token) {
-  return asio_detail::initiate(std::forward<Token>(token), {},
-                               [&m](acquire_handler h, async_wait w) {
-                                 acquire_shared_async(m, std::move(h), std::move(w));
-                               });
+  return detail::initiate(std::forward<Token>(token), {}, [&m](acquire_handler h, async_wait w) {
+    acquire_shared_async(m, std::move(h), std::move(w));
+  });
 }
 
 /// Locks `m` shared, waiting at most `d`.
 template <class Rep, class Period, class Token>
 auto async_try_lock_shared_for(const shared_mutex& m, const std::chrono::duration<Rep, Period>& d,
                                Token&& token) {
-  return asio_detail::initiate(std::forward<Token>(token), async_wait::within(d),
-                               [&m](acquire_handler h, async_wait w) {
-                                 acquire_shared_async(m, std::move(h), std::move(w));
-                               });
+  return detail::initiate(std::forward<Token>(token), async_wait::within(d),
+                          [&m](acquire_handler h, async_wait w) {
+                            acquire_shared_async(m, std::move(h), std::move(w));
+                          });
 }
 
 /// Takes one permit of `s`.
 template <class Token>
 auto async_acquire(const semaphore& s, Token&& token) {
-  return asio_detail::initiate(
-      std::forward<Token>(token), {},
-      [&s](acquire_handler h, async_wait w) { acquire_async(s, std::move(h), std::move(w)); });
+  return detail::initiate(std::forward<Token>(token), {}, [&s](acquire_handler h, async_wait w) {
+    acquire_async(s, std::move(h), std::move(w));
+  });
 }
 
 /// Takes one permit of `s`, waiting at most `d`.
 template <class Rep, class Period, class Token>
 auto async_try_acquire_for(const semaphore& s, const std::chrono::duration<Rep, Period>& d,
                            Token&& token) {
-  return asio_detail::initiate(
+  return detail::initiate(
       std::forward<Token>(token), async_wait::within(d),
       [&s](acquire_handler h, async_wait w) { acquire_async(s, std::move(h), std::move(w)); });
 }
@@ -134,20 +133,20 @@ auto async_try_acquire_for(const semaphore& s, const std::chrono::duration<Rep, 
 /// Campaigns in `e` with `value` until elected: the hold is the term.
 template <class Token>
 auto async_lead(const election& e, std::string value, Token&& token) {
-  return asio_detail::initiate(std::forward<Token>(token), {},
-                               [&e, v = std::move(value)](acquire_handler h, async_wait w) {
-                                 lead_async(e, v, std::move(h), std::move(w));
-                               });
+  return detail::initiate(std::forward<Token>(token), {},
+                          [&e, v = std::move(value)](acquire_handler h, async_wait w) {
+                            lead_async(e, v, std::move(h), std::move(w));
+                          });
 }
 
 /// Campaigns in `e` with `value`, waiting at most `d` to be elected.
 template <class Rep, class Period, class Token>
 auto async_try_lead_for(const election& e, std::string value,
                         const std::chrono::duration<Rep, Period>& d, Token&& token) {
-  return asio_detail::initiate(std::forward<Token>(token), async_wait::within(d),
-                               [&e, v = std::move(value)](acquire_handler h, async_wait w) {
-                                 lead_async(e, v, std::move(h), std::move(w));
-                               });
+  return detail::initiate(std::forward<Token>(token), async_wait::within(d),
+                          [&e, v = std::move(value)](acquire_handler h, async_wait w) {
+                            lead_async(e, v, std::move(h), std::move(w));
+                          });
 }
 
 }  // namespace sqlock

@@ -41,11 +41,13 @@ for l in core sqlite; do
   [ -e "$slib/libsqlock_$l.so.0.1.0" ] || fail "libsqlock_$l.so.0.1.0 not installed"
 done
 exported=$(nm -DC --defined-only "$slib/libsqlock_core.so")
-echo "$exported" | grep -q 'sqlock::connect(' || fail "sqlock::connect is not exported"
-echo "$exported" | grep -q 'sqlock::url::parse(' || fail "sqlock::url::parse is not exported"
+# Here-strings, not `echo | grep -q`: grep -q stops at the first match, and under pipefail the
+# echo of a symbol list longer than a pipe's buffer then fails with SIGPIPE.
+grep -q 'sqlock::connect(' <<<"$exported" || fail "sqlock::connect is not exported"
+grep -q 'sqlock::url::parse(' <<<"$exported" || fail "sqlock::url::parse is not exported"
 internal='sqlock::detail::client_impl::|the_registry|run_pending|module_dirs|sqlock::sql::'
-! echo "$exported" | grep -qE "$internal" ||
-  fail "internal symbols are exported: $(echo "$exported" | grep -E "$internal" | head -3)"
+! grep -qE "$internal" <<<"$exported" ||
+  fail "internal symbols are exported: $(grep -E "$internal" <<<"$exported" | head -3)"
 echo "ok: shared build: versioned SONAMEs, internal symbols hidden"
 
 cmake -S "$src" -B "$tmp/shared-consumer" -DCMAKE_PREFIX_PATH="$sprefix" \

@@ -20,11 +20,12 @@ namespace {
 using json = nlohmann::json;
 using clock = std::chrono::steady_clock;
 
-// One GET of Patroni's REST API, bounded by `deadline`; the parsed body.
-json get(const std::string& base, const std::string& path, steady_time deadline) {
+// One GET of Patroni's REST API at `base` on `cli` (one kept-alive connection for the report's
+// requests), bounded by `deadline`; the parsed body.
+json get(httplib::Client& cli, const std::string& base, const std::string& path,
+         steady_time deadline) {
   const auto left =
       std::max<clock::duration>(deadline - clock::now(), std::chrono::milliseconds(1));
-  httplib::Client cli(base);
   cli.set_connection_timeout(left);
   cli.set_read_timeout(left);
   cli.set_write_timeout(left);
@@ -52,8 +53,10 @@ std::vector<finding> patroni_findings(const std::string& rest_url, const std::st
                                       steady_time deadline) {
   std::vector<finding> out;
   run_check(out, "patroni", [&] {
-    const auto cluster = get(rest_url, "/cluster", deadline);
-    const auto config = get(rest_url, "/config", deadline);
+    httplib::Client cli(rest_url);
+    cli.set_keep_alive(true);
+    const auto cluster = get(cli, rest_url, "/cluster", deadline);
+    const auto config = get(cli, rest_url, "/config", deadline);
     const bool sync_mode = config.value("synchronous_mode", false);
     // The URL's hosts, to tell which members a client of it can follow a failover to.
     std::set<std::string> listed;

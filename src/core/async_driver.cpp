@@ -15,9 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/acquire_steps.hpp"
 #include "core/process_instance.hpp"
-#include "sqlock/backend/waiting.hpp"
-#include "sqlock/errors.hpp"
 
 namespace sqlock::detail {
 namespace {
@@ -26,27 +25,21 @@ using clock = std::chrono::steady_clock;
 
 // One acquisition being driven.
 struct op : std::enable_shared_from_this<op> {
-  op(std::unique_ptr<acquisition> acq, lock_request r, steady_time d, wait_policy p, acquired_fn fn)
+  op(std::unique_ptr<acquisition> acq, lock_request r, steady_time deadline, wait_policy p,
+     acquired_fn fn)
       : a(std::move(acq)),
         req(std::move(r)),
-        deadline(d),
         policy(std::move(p)),
+        steps(*a, req, deadline, policy),
         done(std::move(fn)) {}
 
   std::unique_ptr<acquisition> a;
   const lock_request req;
-  const steady_time deadline;
   const wait_policy policy;
+  acquire_steps steps;  // used by the one step running at a time
   acquired_fn done;
   std::unique_ptr<std::stop_callback<std::function<void()>>> on_stop;
-
-  // Used by the one step running at a time:
-  unsigned busy = 0;      // busy attempts so far
-  unsigned failures = 0;  // consecutive attempts whose outcome was unknown
-  unsigned pauses = 0;    // backoff pauses without a notification
-  steady_time failing_since{};
-  std::exception_ptr last_failure;  // of the last attempt, while failures > 0
-  bool armed = false;
+  bool armed = false;  // used by the one step running at a time
 
   // Under m:
   std::mutex m;
@@ -175,57 +168,39 @@ class engine {
     }
   }
 
-  // One attempt of `o` and what follows it: when to look again (empty: it ended).
+  // One step of `o` (the rules of acquire_steps, as the blocking loop follows them) and when
+  // to look again (empty: it ended).
   std::optional<steady_time> advance(op& o, std::uint64_t seq) {
-    if (o.req.stop.stop_requested()) {
-      // Stopped in a pause after a failed attempt: its outcome is unknown, so this ends as
-      // the blocking loop does (the caller releases what it may hold, then tells of the stop).
-      finish(o, o.failures > 0 ? o.last_failure : nullptr, std::nullopt);
-      return std::nullopt;
-    }
-    const auto sent = clock::now();
-    std::optional<lease_info> l;
+    acquire_next next;
     try {
-      l = o.a->attempt(std::max(o.deadline, sent + o.policy.min_attempt));
-      o.failures = 0;
-      o.last_failure = nullptr;
-    } catch (const connection_error& ex) {
-      auto now = clock::now();
-      if (o.failures == 0) o.failing_since = sent;
-      if (now >= o.deadline || now - o.failing_since >= o.policy.retry_for) {
-        finish(o, std::current_exception(), std::nullopt);
-        return std::nullopt;
-      }
-      o.last_failure = std::current_exception();
-      if (o.policy.on_retry) o.policy.on_retry(o.req.name, ex.what());
-      auto delay = backoff_delay(o.failures++, o.policy.initial * 10, o.policy.retry_cap);
-      return std::min<steady_time>(now + delay, o.deadline);
+      next = o.steps.attempt();
     } catch (...) {
       finish(o, std::current_exception(), std::nullopt);
       return std::nullopt;
     }
-    if (l) {
-      l->waited = l->waited || o.busy > 0;
-      if (l->sent == steady_time{}) l->sent = sent;
-      finish(o, nullptr, std::move(l));
-      return std::nullopt;
+    switch (next.what) {
+      case acquire_next::kind::held:
+        finish(o, nullptr, std::move(next.hold));
+        return std::nullopt;
+      case acquire_next::kind::ended:
+        finish(o, nullptr, std::nullopt);
+        return std::nullopt;
+      case acquire_next::kind::failed:
+        finish(o, next.failure, std::nullopt);
+        return std::nullopt;
+      case acquire_next::kind::retry:
+        return next.until;
+      case acquire_next::kind::wait:
+        break;
     }
-    auto now = clock::now();
-    if (now >= o.deadline || o.req.stop.stop_requested()) {
-      finish(o, nullptr, std::nullopt);
-      return std::nullopt;
-    }
-    ++o.busy;
-    const auto until = std::min<steady_time>(now + o.policy.notify_recheck, o.deadline);
     auto wake = [w = o.weak_from_this(), seq] {
       if (auto p = w.lock()) get().schedule(p, seq);
     };
-    if (auto t = o.a->arm(until, std::move(wake))) {
+    if (auto t = o.a->arm(next.until, std::move(wake))) {
       o.armed = true;
-      return std::min(*t, until);
+      return std::min(*t, next.until);
     }
-    return std::min<steady_time>(now + backoff_delay(o.pauses++, o.policy.initial, o.policy.cap),
-                                 until);
+    return o.steps.backoff_until(next.until);
   }
 
   // Ends `o`: cancels an acquisition without a hold, then tells its caller.

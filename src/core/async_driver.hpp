@@ -1,9 +1,8 @@
 // The asynchronous acquire driver: a small fixed set of process-wide threads that run the
 // attempts of many acquisitions (sqlock/backend/acquisition.hpp) and, between them, arm their
 // one-shot wake-ups (acquisition::arm) or a timer, so that a waiting request holds no thread.
-// The asynchronous counterpart of run_acquisition() (acquire.hpp), with the same rules: first
-// attempt at once, re-checks every notify_recheck, connection errors retried for retry_for
-// within the deadline, cancel() of a request that ends without a hold. Internal to the core.
+// The asynchronous counterpart of run_acquisition() (acquire.hpp), following the same rules
+// (acquire_steps.hpp); cancel() of a request that ends without a hold. Internal to the core.
 #pragma once
 
 #include <exception>

@@ -1,6 +1,6 @@
 // One acquisition: what a backend keeps for one lock request between its attempts (a
 // subscription taken before the first attempt, a queue entry, a writer mark, what the last busy
-// attempt saw). The core's acquire loop (src/core/acquire.cpp) drives it: attempt, wait,
+// attempt saw). The core's acquire rules (src/core/acquire_steps.cpp) drive it: attempt, wait,
 // attempt, ... until a hold, the deadline or a stop, and cancel() when it ends without a hold.
 // Part of the backend-author API: a backend that can tell about releases, or that queues its
 // waiters, returns its own subclass from backend::make_acquisition(); the others get

@@ -1,4 +1,5 @@
-// `sqlock bench`: lock/unlock pairs per second, pair latency and (with --contended) handoff.
+// `sqlock bench`: lock/unlock pairs per second, pair latency and (with --contended) handoff,
+// through the blocking API or (--async) the asynchronous one's future form.
 #include <algorithm>
 #include <atomic>
 #include <iomanip>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "sqlock/async.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 
@@ -62,6 +64,7 @@ int bench_command(const bench_args& a) {
         std::vector<shared_mutex> shared;
         std::vector<semaphore> sems;
         permit held;
+        hold async_held;  // --async
         for (int k = 0; k < a.locks; ++k) {
           std::string name = a.contended ? tag + std::to_string(k)
                                          : tag + std::to_string(t) + ":" + std::to_string(k);
@@ -73,7 +76,12 @@ int bench_command(const bench_args& a) {
             locks.push_back(client_of(ti).make_lock(name, {.lease = lease}));
         }
         auto take = [&](std::size_t k) {
-          if (a.shared)
+          if (a.async_api) {
+            async_held = a.shared        ? acquire_shared_future(shared[k]).get()
+                         : a.permits > 0 ? acquire_future(sems[k]).get()
+                                         : acquire_future(locks[k]).get();
+            if (!async_held) throw std::runtime_error("an acquire without a deadline ended empty");
+          } else if (a.shared)
             shared[k].lock_shared();
           else if (a.permits > 0)
             held = sems[k].acquire();
@@ -81,7 +89,9 @@ int bench_command(const bench_args& a) {
             locks[k].lock();
         };
         auto give = [&](std::size_t k) {
-          if (a.shared)
+          if (a.async_api)
+            async_held.release();
+          else if (a.shared)
             shared[k].unlock_shared();
           else if (a.permits > 0)
             held.release();
@@ -155,6 +165,7 @@ int bench_command(const bench_args& a) {
                             : a.permits > 0 ? "permit"
                                             : "exclusive"},
                    {"permits", a.permits},
+                   {"api", a.async_api ? "async" : "blocking"},
                    {"duration_s", secs},
                    {"lease_ms", lease.count()},
                    {"pairs", pairs},
@@ -171,7 +182,8 @@ int bench_command(const bench_args& a) {
     std::cout << "backend " << b.describe() << ", " << a.threads << " thread(s), " << a.locks
               << " lock(s)" << (a.one_client ? ", one client" : "")
               << (a.contended ? ", contended" : "") << (a.shared ? ", shared" : "")
-              << (a.permits > 0 ? ", " + std::to_string(a.permits) + " permits" : "") << "\n"
+              << (a.permits > 0 ? ", " + std::to_string(a.permits) + " permits" : "")
+              << (a.async_api ? ", asynchronous API" : "") << "\n"
               << "pairs/s " << std::fixed << std::setprecision(0)
               << j["pairs_per_sec"].get<double>() << "  latency p50 " << std::setprecision(1)
               << j["latency_us"]["p50"].get<double>() << "us  p99 "

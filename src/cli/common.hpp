@@ -72,6 +72,7 @@ struct bench_args {
   bool one_client = false;  ///< --one-client: every thread on one client (its connection budget)
   bool shared = false;      ///< --shared: shared holds instead of exclusive ones
   unsigned permits = 0;     ///< --permits N: permits of N-permit semaphores; 0 = exclusive
+  bool async_api = false;   ///< --async: each hold through the asynchronous API's future form
 };
 int bench_command(const bench_args& a);
 

@@ -336,6 +336,9 @@ int main(int argc, char** argv) {
     bench->add_option("--permits", ba.permits, "permits of N-permit semaphores")
         ->check(CLI::Range(1u, 1000000u))
         ->excludes(bench_shared);
+    bench->add_flag("--async", ba.async_api,
+                    "each hold through the asynchronous API (acquire_future(...).get(), "
+                    "hold::release()) instead of lock()/unlock()");
   }
 
   serve_args sa;

@@ -185,6 +185,7 @@ class Mysql:
         env = read_env(os.path.join(run_dir, "env.sh"))
         self.url, self.admin_url = env["SQLOCK_TEST_MYSQL_EXEC_URL"], env["SQLOCK_TEST_MYSQL_URL"]
         self.dir = os.path.join(run_dir, "mysql")
+        self.proc = None  # the server restart() started (a child of this process)
 
     def pids(self):
         with open(os.path.join(self.dir, "mysqld.pid")) as f:
@@ -193,15 +194,26 @@ class Mysql:
     def restart(self):
         for p in self.pids():
             os.kill(p, signal.SIGKILL)
+        if self.proc:
+            self.proc.wait()
         time.sleep(0.5)
         binary = "mariadbd" if subprocess.run(["which", "mariadbd"], capture_output=True).returncode == 0 else "/usr/sbin/mariadbd"
-        subprocess.Popen([binary, f"--defaults-file={self.dir}/my.cnf"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([binary, f"--defaults-file={self.dir}/my.cnf"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until("MariaDB restart", 60, lambda: subprocess.run(
             ["mariadb", "--no-defaults", "--protocol=socket", f"--socket={self.dir}/mysqld.sock",
              "-uroot", "-e", "SELECT 1"], capture_output=True).returncode == 0)
 
     def stop(self):
+        if self.proc:
+            # A server restart() started is this process's child: ended and reaped here (left
+            # to servers.sh, its zombie looked alive until servers.sh gave up after 30 s).
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         servers_sh(self.run_dir, "stop", "mysql", {})
 
 

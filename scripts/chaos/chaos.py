@@ -68,6 +68,8 @@ NOTIFY_RECHECK_MS = 1000
 # How long past its run (and its last acquire's bound) a worker may take to end before it is
 # killed and the run fails as hung.
 HANG_GRACE_S = 120
+# The shortest pause after a fault before the next (the workers take the lock again meanwhile).
+MIN_PAUSE_S = 0.5
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
@@ -281,6 +283,16 @@ class Run:
             self.proxy_cmd("delay 0")
             self.log(kind, t, mono())
 
+    def expected_s(self, kind):
+        """About how long apply(kind) takes: its sleeps, and a second for a server (re)start."""
+        lease = self.a.lease_ms / 1000
+        sleeps = {"stop": 1.5, "freeze-short": 0.5, "freeze-long": 2, "minority": 2,
+                  "majority": 2, "member-kill": 2, "leader-kill": 2, "blackhole": 2,
+                  "lost-reply": 0.5, "delay": 1, "promote-lagging": 1}
+        starts = {"restart", "minority", "majority", "member-kill", "leader-kill", "promote",
+                  "promote-lagging"}
+        return lease * sleeps.get(kind, 0) + (1.0 if kind in starts else 0.0)
+
     # ---- the run ----
     def run(self):
         a = self.a
@@ -291,12 +303,22 @@ class Run:
         self.end_at = mono() + int(a.seconds * 1e9)
         if faults:
             time.sleep(min(2.0, a.seconds / 4))  # let the workers connect and contend
-            gap = a.seconds / (len(faults) * a.rounds + 1)
-            for kind in faults * a.rounds:
-                if mono() > self.end_at - 2e9 or not self.live():
+            plan = faults * a.rounds
+            last = self.end_at - 2e9  # no fault starts in the run's last 2 s
+            for i, kind in enumerate(plan):
+                if mono() > last or not self.live():
+                    # Said, so that a profile too short for its faults shows.
+                    print(f"chaos: not applied (the run ended first): {','.join(plan[i:])}")
                     break
                 self.apply(kind)
-                time.sleep(gap / 2)
+                # The time the remaining faults do not need is shared out evenly between the
+                # pauses after each of them (the last pause lets the run go on after the last
+                # fault): a fault that took longer than expected (a slow restart) shortens the
+                # pauses after it instead of pushing the last faults past the run's end.
+                rest = plan[i + 1:]
+                spare = (last - mono()) / 1e9 - sum(self.expected_s(k) for k in rest)
+                if rest:
+                    time.sleep(max(MIN_PAUSE_S, spare / (len(rest) + 1)))
         deadline = time.monotonic() + a.seconds + a.acquire_timeout_ms / 1000 + HANG_GRACE_S
         for p in self.procs:
             try:

@@ -27,8 +27,10 @@ void expect_stopped(steady_time until, Wait wait) {
     }
     returned = std::chrono::steady_clock::now();
   });
-  // Long enough for the wait to be queued in the store (not a time the test asserts).
-  std::this_thread::sleep_for(500ms);
+  // Long enough for the wait to be queued in the store (not a time the test asserts): a
+  // loopback store queues a waiter in milliseconds, so 250 ms leaves room for a machine many
+  // times slower than ours (a wait stopped before it reached the store would still pass).
+  std::this_thread::sleep_for(250ms);
   EXPECT_EQ(outcome.load(), 0) << "the wait ended before it was stopped";
   stop.request_stop();
   waiter.join();

@@ -1,7 +1,8 @@
 // The etcd backend under faults: a frozen member (SIGSTOP of a private etcd) never holds a
 // caller past its deadline, a waiter gets the lock after the member comes back, and in the
 // 3-member cluster a leader change grants no lock twice and keeps fences rising, while a lost
-// quorum makes renewals unknown and then the hold lost. Run serially (they stop shared members).
+// quorum makes renewals unknown and then the hold lost. etcd_cluster_test runs alone (it stops
+// members of the shared cluster); the others one at a time (tests/backends/etcd/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -304,6 +304,7 @@ class Run:
         if faults:
             time.sleep(min(2.0, a.seconds / 4))  # let the workers connect and contend
             plan = faults * a.rounds
+            gap = a.seconds / (len(plan) + 1)
             last = self.end_at - 2e9  # no fault starts in the run's last 2 s
             for i, kind in enumerate(plan):
                 if mono() > last or not self.live():
@@ -311,14 +312,16 @@ class Run:
                     print(f"chaos: not applied (the run ended first): {','.join(plan[i:])}")
                     break
                 self.apply(kind)
-                # The time the remaining faults do not need is shared out evenly between the
-                # pauses after each of them (the last pause lets the run go on after the last
-                # fault): a fault that took longer than expected (a slow restart) shortens the
-                # pauses after it instead of pushing the last faults past the run's end.
+                # A pause of half the run's share per fault (the long profile's runs end when
+                # their cycles do, so its faults come that often), but no longer than the time
+                # the remaining faults do not need, shared out evenly between the pauses after
+                # each of them and the end: a fault that took longer than expected (a slow
+                # restart) shortens the pauses after it instead of pushing the last faults past
+                # the run's end.
                 rest = plan[i + 1:]
                 spare = (last - mono()) / 1e9 - sum(self.expected_s(k) for k in rest)
                 if rest:
-                    time.sleep(max(MIN_PAUSE_S, spare / (len(rest) + 1)))
+                    time.sleep(max(MIN_PAUSE_S, min(gap / 2, spare / (len(rest) + 1))))
         deadline = time.monotonic() + a.seconds + a.acquire_timeout_ms / 1000 + HANG_GRACE_S
         for p in self.procs:
             try:

@@ -4,7 +4,9 @@ sanitizer builds, the clang fuzzing build, the shared-library build), one after 
 with its command and working directory as CTest would run it (their commands run them at idle
 CPU priority, SCHED_IDLE: only CPU time no other process wants). scripts/test.sh starts this in
 the background while CTest runs every test not labelled side_build, then runs the side_build
-tests: the same builds again (now up to date: seconds) and the programs they built. A build that
+tests: the same builds again (up to date: seconds) and the programs they built. Each build's
+command holds a lock file of its own (flock), so that CTest's run of a build that is still going
+on here waits for it, and the programs of the builds done so far run meanwhile. A build that
 fails here fails again there, with its output in the CTest log.
 
   ctest --test-dir BUILD -L side_build_setup --show-only=json-v1 >TESTS.json

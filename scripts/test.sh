@@ -38,8 +38,8 @@ export SQLOCK_TEST_REQUIRE_ALL=1
 # side_build_setup) start in the background at idle CPU priority, so that they take the CPU the
 # tests leave idle without holding one of CTest's two slots; meanwhile CTest runs every other
 # test, two at a time on two cores (three at a time made the tests with short deadlines fail now
-# and then). Then the side_build tests: the builds again (up to date by then, or finished now)
-# and the sanitized programs and fuzz targets they built.
+# and then). Then the side_build tests: the builds again (up to date by then, or waited for) and
+# the sanitized programs and fuzz targets they built.
 jobs=-j"${SQLOCK_TEST_JOBS:-2}"
 ctest --test-dir "$build" -L side_build_setup --show-only=json-v1 >"$build/side-builds.json"
 python3 scripts/side-builds.py "$build/side-builds.json" "$build/side-builds.log" &
@@ -47,8 +47,9 @@ side=$!
 status=0
 ctest --test-dir "$build" --output-on-failure "$jobs" --timeout 600 -LE side_build || status=1
 stage "testing (all but the side builds)"
-wait "$side" || echo "test.sh: a side build failed (its test below says why; log: $build/side-builds.log)"
-stage "the side builds"
+# A side build still going on in the background holds its lock file: CTest's run of it waits
+# for it (then finds it up to date), and the programs of the builds done so far run meanwhile.
 ctest --test-dir "$build" --output-on-failure "$jobs" --timeout 600 -L side_build || status=1
-stage "testing (the side builds' programs)"
+stage "testing (the side builds and their programs)"
+wait "$side" || echo "test.sh: a side build failed in the background (its test above says why; log: $build/side-builds.log)"
 exit $status

@@ -115,7 +115,9 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
 
   // The fair lock recipe: the first attempt queues the owner's node, each later one looks
   // where it stands; a wait watches the node it waits for (or the queue behind permits).
-  // Whatever way the request ends without the lock, its node leaves the queue (cancel()).
+  // Driven asynchronously (arm()), a busy attempt sets that watch itself and arm() hands its
+  // event the request's wake-up: no thread waits on it. Whatever way the request ends without
+  // the lock, its node leaves the queue (cancel()).
   class fair_acquisition final : public acquisition {
    public:
     fair_acquisition(zk_backend& b, lock_request req, const wait_policy& policy)
@@ -141,7 +143,11 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
           st_.slot.reset();
           session_ = s;
         }
-        auto got = b_.queue(*s).look(st_, req_, deadline, b_.opts_.timeout);
+        auto q = b_.queue(*s);
+        if (driven_) q.after_wake(st_);
+        auto got = q.look(st_, req_, deadline, b_.opts_.timeout);
+        // Driven asynchronously: the watch is set now, so that arm() needs no exchange.
+        if (!got && driven_) q.watch(st_, deadline, b_.opts_.timeout);
         threw_ = false;
         return got;
       } catch (const session_gone&) {
@@ -156,6 +162,17 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
       if (session_) b_.queue(*session_).await(st_, until, stop, b_.opts_.timeout);
     }
 
+    // The watch the last attempt set wakes the request; before the first such attempt (and
+    // when the queue changed as the watch was set) the next attempt comes at once.
+    std::optional<steady_time> arm(steady_time until, waker wake) override {
+      driven_ = true;
+      if (!session_ || !st_.slot || st_.slot->arm(std::move(wake))) return clock::now();
+      return std::min(until, st_.recheck_at);
+    }
+    void disarm() noexcept override {
+      if (st_.slot) st_.slot->disarm();
+    }
+
     void cancel() noexcept override {
       st_.slot.reset();
       // After an error a create's outcome may be unknown: purge the owner's nodes too.
@@ -168,7 +185,8 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
     milliseconds min_attempt_;
     std::shared_ptr<session> session_;  // of the last attempt
     detail::turn_state st_;
-    bool threw_ = false;  // the last attempt ended in an error
+    bool threw_ = false;   // the last attempt ended in an error
+    bool driven_ = false;  // driven asynchronously: attempts set the watch, arm() waits on it
   };
 
   std::unique_ptr<acquisition> make_acquisition(const lock_request& req,

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace sqlock::zookeeper::detail {
 
@@ -60,14 +62,27 @@ bool session::gone() {
   return expired || auth_failed || closing;
 }
 
+namespace {
+// Wakes every wait of `s` (its lock held): blocked threads at once, armed wake-ups into `out`,
+// to be called once the lock is let go.
+void wake_all(session& s, std::vector<std::function<void()>>& out) {
+  for (auto& [id, w] : s.waiters) {
+    w->cv.notify_all();
+    if (w->wake) out.push_back(std::exchange(w->wake, nullptr));
+  }
+}
+}  // namespace
+
 void session::begin_close() {
+  std::vector<std::function<void()>> wakes;
   {
     std::lock_guard g(m);
     closing = true;
     ++state_gen;
-    for (auto& [id, w] : waiters) w->cv.notify_all();
+    wake_all(*this, wakes);
   }
   cv.notify_all();
+  for (auto& wake : wakes) wake();
 }
 
 bool session::wait_connected(steady_time until) {
@@ -84,6 +99,7 @@ void session_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
   if (type != ZOO_SESSION_EVENT || !ctx) return;
   auto* s = static_cast<session*>(ctx);
   bool now_gone = false;
+  std::vector<std::function<void()>> wakes;
   {
     std::lock_guard g(s->m);
     bool was_gone = s->expired || s->auth_failed;
@@ -104,9 +120,10 @@ void session_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
     }
     now_gone = !was_gone && (s->expired || s->auth_failed);
     ++s->state_gen;
-    for (auto& [id, w] : s->waiters) w->cv.notify_all();
+    wake_all(*s, wakes);
   }
   s->cv.notify_all();
+  for (auto& wake : wakes) wake();
   if (now_gone && s->on_gone) s->on_gone(s->epoch);
 }
 
@@ -114,18 +131,24 @@ void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
   if (type == ZOO_SESSION_EVENT) return;  // the session watcher handles those
   auto* s = static_cast<session*>(const_cast<void*>(zoo_get_context(zh)));
   if (!s) return;
-  std::lock_guard g(s->m);
-  auto it = s->waiters.find(reinterpret_cast<std::uintptr_t>(ctx));
-  if (it == s->waiters.end()) return;  // its waiter gave up meanwhile
-  if (s->stats) s->stats->watch_events++;
-  it->second->fired = true;
-  it->second->deleted = type == ZOO_DELETED_EVENT;
-  it->second->cv.notify_all();
+  std::function<void()> wake;
+  {
+    std::lock_guard g(s->m);
+    auto it = s->waiters.find(reinterpret_cast<std::uintptr_t>(ctx));
+    if (it == s->waiters.end()) return;  // its waiter gave up meanwhile
+    if (s->stats) s->stats->watch_events++;
+    it->second->fired = true;
+    it->second->deleted = type == ZOO_DELETED_EVENT;
+    it->second->cv.notify_all();
+    wake = std::exchange(it->second->wake, nullptr);
+  }
+  if (wake) wake();  // an asynchronous request's next step (cheap, never blocks)
 }
 
 waiter_slot::waiter_slot(session& s) : s_(s) {
   std::lock_guard g(s_.m);
   id_ = s_.next_waiter++;
+  gen_ = s_.state_gen;
   s_.waiters[id_] = &w_;
 }
 
@@ -144,6 +167,33 @@ bool waiter_slot::wait(steady_time until, const std::stop_token& stop) {
 bool waiter_slot::deleted() {
   std::lock_guard g(s_.m);
   return w_.fired && w_.deleted;
+}
+
+bool waiter_slot::settled_locked() const {
+  return w_.fired || s_.state_gen != gen_ || s_.closing;
+}
+
+bool waiter_slot::settled() {
+  std::lock_guard g(s_.m);
+  return settled_locked();
+}
+
+bool waiter_slot::fired() {
+  std::lock_guard g(s_.m);
+  return w_.fired;
+}
+
+bool waiter_slot::arm(std::function<void()> wake) {
+  std::lock_guard g(s_.m);
+  if (settled_locked()) return true;
+  w_.wake = std::move(wake);
+  return false;
+}
+
+void waiter_slot::disarm() noexcept {
+  std::function<void()> dropped;  // destroyed after the lock is let go
+  std::lock_guard g(s_.m);
+  dropped = std::exchange(w_.wake, nullptr);
 }
 
 // ---- requests ----

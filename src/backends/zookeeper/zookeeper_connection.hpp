@@ -59,9 +59,11 @@ struct counters {
 
 struct auth_state;
 
-/// A thread blocked on a watch, registered in its session under an id (the watch context).
+/// A wait on a watch, registered in its session under an id (the watch context): a thread
+/// blocked on `cv`, or an asynchronous request's one-shot `wake` (acquisition::arm).
 struct waiter {
   std::condition_variable_any cv;  // also ends on the waiting caller's stop
+  std::function<void()> wake;      // taken and called (outside the session's lock) by any event
   bool fired = false;
   bool deleted = false;  // the watch fired because its node was deleted
 };
@@ -86,7 +88,7 @@ struct session {
   std::shared_ptr<auth_state> auth;  ///< the digest authentication's answer (null = none)
   steady_time disconnected_since = clock::now();  ///< when the connection was last lost
   std::uint64_t state_gen = 0;                    ///< counts state changes (wakes waiters)
-  std::map<std::uintptr_t, waiter*> waiters;      ///< threads blocked on a watch, by id
+  std::map<std::uintptr_t, waiter*> waiters;      ///< waits on a watch, by id
   std::uintptr_t next_waiter = 1;                 ///< the next waiter id
 
   session() = default;
@@ -123,11 +125,26 @@ class waiter_slot {
   bool wait(steady_time until, const std::stop_token& stop);
   /// The watch fired because its node was deleted (not changed, nor a watch removed).
   bool deleted();
+  /// The watch fired, or the session's state changed (or it began to close) since the slot was
+  /// made: the queue is to be read again.
+  bool settled();
+  /// The watch fired.
+  bool fired();
+  /// The non-blocking form of wait() (acquisition::arm): true when settled() already;
+  /// otherwise `wake` is called once, on the client's thread, when the watch fires or the
+  /// session's state changes.
+  bool arm(std::function<void()> wake);
+  /// Drops the wake-up of arm() if it was not called.
+  void disarm() noexcept;
 
  private:
+  // settled(), with the session's lock held.
+  bool settled_locked() const;
+
   session& s_;
   waiter w_;
   std::uintptr_t id_ = 0;
+  std::uint64_t gen_ = 0;  // the session's state_gen when the slot was made
 };
 
 // ---- requests, each bounded by `until` (deadline_passed when it came first) ----

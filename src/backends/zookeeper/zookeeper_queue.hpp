@@ -3,8 +3,8 @@
 // what a waiter watches: for an exclusive request, its immediate predecessor). Here: lock and owner
 // names as znode names, the backend's book of the nodes it created (per owner token), creating a
 // node idempotently (a create whose reply was lost is found again by the owner token in its name),
-// deleting it, and waiting for the turn (zookeeper_wait.cpp). Every request is bounded by the
-// caller's time (zookeeper_connection.hpp). Internal.
+// deleting it, and waiting for the turn, blocked or armed (zookeeper_wait.cpp). Every request is
+// bounded by the caller's time (zookeeper_connection.hpp). Internal.
 #pragma once
 
 #include <cstdint>
@@ -110,10 +110,19 @@ class lock_queue {
   std::optional<lease_info> look(turn_state& st, const lock_request& req, steady_time deadline,
                                  milliseconds io_timeout);
   /// Sets a watch on what the last look() waits for (the predecessor, or the whole queue behind
-  /// permits) unless one is set, then waits until it fires, `until` or a stop. Returns at once
-  /// when the queue changed meanwhile. Throws connection_error when the watch cannot be set.
+  /// permits) unless one is set (one exchange, bounded by `until`, at least a short while, and
+  /// `io_timeout`): true when it is set (st.slot), false when the next look is due at once
+  /// (the queue changed meanwhile, or there is nothing to watch). Throws connection_error
+  /// when the watch cannot be set.
+  bool watch(turn_state& st, steady_time until, milliseconds io_timeout);
+  /// watch(), then waits until it fires, `until` or a stop. Returns at once when the queue
+  /// changed meanwhile.
   void await(turn_state& st, steady_time until, const std::stop_token& stop,
              milliseconds io_timeout);
+  /// For a request driven asynchronously (st.slot armed instead of waited on): before its next
+  /// look, takes in what the watch saw, as await() does after its wait; nothing while the
+  /// watch has not fired and the session's state did not change.
+  void after_wake(turn_state& st);
 
   /// The lease of a node record (fence = czxid).
   static lease_info lease_of(const node_record& rec);

@@ -2,7 +2,9 @@
 // zookeeper_queue.hpp): the owner's node is created (or found again) and, while it does not
 // hold, its waiter watches the one node the queue rule names (or, a permit behind N permits,
 // the whole queue) and looks again when that watch fires. When the node watched was the
-// queue's first, its deletion decides the turn without listing the queue again.
+// queue's first, its deletion decides the turn without listing the queue again. A request
+// driven asynchronously sets the same watch in its attempt and arms it (waiter_slot::arm): the
+// watch event calls the request's wake-up, and no thread waits.
 #include <algorithm>
 
 #include "zookeeper_queue.hpp"
@@ -90,9 +92,8 @@ std::optional<lease_info> lock_queue::look(turn_state& st, const lock_request& r
   }
 }
 
-void lock_queue::await(turn_state& st, steady_time until, const std::stop_token& stop,
-                       milliseconds io_timeout) {
-  if (!st.rec || st.listing) return;  // nothing to wait for, or the next look is due now
+bool lock_queue::watch(turn_state& st, steady_time until, milliseconds io_timeout) {
+  if (!st.rec || st.listing) return false;  // nothing to wait for, or the next look is due now
   if (!st.slot) {
     st.waited = true;
     auto slot = std::make_unique<waiter_slot>(s_);
@@ -111,7 +112,7 @@ void lock_queue::await(turn_state& st, steady_time until, const std::stop_token&
       if (again == now.end() ||
           lay_.turn_of(now, static_cast<std::size_t>(again - now.begin())).holds) {
         st.listing = std::move(now);  // changed meanwhile: look again at once
-        return;
+        return false;
       }
     } else {
       const std::string pred = st.rec->parent + "/" + st.watch;
@@ -120,7 +121,7 @@ void lock_queue::await(turn_state& st, steady_time until, const std::stop_token&
       if (rc == ZNONODE) {  // the predecessor left already: look again
         st.watched_gone = true;
         st.gone_seen = watch_sent;  // the request that showed it
-        return;
+        return false;
       }
       if (rc != ZOK) fail(rc, "exists(" + pred + ")");
     }
@@ -129,6 +130,12 @@ void lock_queue::await(turn_state& st, steady_time until, const std::stop_token&
     // does not poll.
     st.recheck_at = clock::now() + watch_recheck;
   }
+  return true;
+}
+
+void lock_queue::await(turn_state& st, steady_time until, const std::stop_token& stop,
+                       milliseconds io_timeout) {
+  if (!watch(st, until, io_timeout)) return;
   stats_.waiting++;
   bool fired = st.slot->wait(std::min(until, st.recheck_at), stop);
   stats_.waiting--;
@@ -140,6 +147,17 @@ void lock_queue::await(turn_state& st, steady_time until, const std::stop_token&
   }
   if (fired || (clock::now() < std::min(until, st.recheck_at) && !stop.stop_requested()))
     st.slot.reset();
+  st.woken = fired;
+}
+
+void lock_queue::after_wake(turn_state& st) {
+  if (!st.slot || !st.slot->settled()) return;  // nothing moved: the look needs no read
+  const bool fired = st.slot->fired();
+  if (fired && st.slot->deleted()) {
+    st.watched_gone = true;
+    st.gone_seen = clock::now();  // the deletion came before the event
+  }
+  st.slot.reset();  // fired, or the session's state changed: the look reads the queue again
   st.woken = fired;
 }
 

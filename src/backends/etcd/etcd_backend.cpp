@@ -81,6 +81,11 @@ class etcd_backend final : public backend,
       return l;
     }
     void wait(steady_time until, const std::stop_token& stop) override { w_.wait(until, stop); }
+    // The deletion watch's delivery of the key waited for wakes the request: no thread waits.
+    std::optional<steady_time> arm(steady_time until, waker wake) override {
+      return w_.arm(until, std::move(wake));
+    }
+    void disarm() noexcept override { w_.disarm(); }
     void cancel() noexcept override { w_.cancel(); }
 
    private:

@@ -245,6 +245,11 @@ std::optional<taken> queue::waiter::join(steady_time deadline) {
 }
 
 std::optional<taken> queue::waiter::attempt(steady_time deadline) {
+  if (std::exchange(armed_, false) && h_ && !first_) {
+    // Woken, or the core's timer came first: what a blocked wait() would have concluded.
+    std::lock_guard lk(gone_.m);
+    settle();
+  }
   if (!h_) {
     try {
       if (auto t = join(deadline)) return t;
@@ -276,29 +281,53 @@ std::optional<taken> queue::waiter::attempt(steady_time deadline) {
   return std::nullopt;
 }
 
-void queue::waiter::wait(steady_time until, const std::stop_token& stop) {
-  if (first_ || !h_) return;
-  const auto& t = last_;
-  const std::string& key = h_->key;
-  std::unique_lock lk(gone_.m);
-  auto deleted = [&](const std::string& k) {  // since the read
-    auto it = gone_.keys.find(k);
-    return it != gone_.keys.end() && it->second > t.at;
-  };
-  auto moved = [&] {
-    return t.all ? std::all_of(t.watch.begin(), t.watch.end(), deleted)
-                 : std::any_of(t.watch.begin(), t.watch.end(), deleted);
-  };
-  gone_.cv.wait_until(lk, stop, std::min(until, next_keepalive_),
-                      [&] { return moved() || !q_.watch_.live(watch_at_.generation); });
+bool queue::waiter::deleted_since_read(const std::string& k) const {
+  auto it = gone_.keys.find(k);
+  return it != gone_.keys.end() && it->second > last_.at;
+}
+
+bool queue::waiter::moved() const {
+  const auto& w = last_.watch;
+  auto gone = [&](const std::string& k) { return deleted_since_read(k); };
+  return last_.all ? std::all_of(w.begin(), w.end(), gone) : std::any_of(w.begin(), w.end(), gone);
+}
+
+void queue::waiter::settle() {
   // Deletions arrive in revision order: when the head's (or every earlier key's) deletion is
   // seen and ours is not, no key precedes ours any more (later keys have later create
   // revisions).
-  if ((t.head || t.all) && moved() && !deleted(key)) {
+  if ((last_.head || last_.all) && moved() && !deleted_since_read(h_->key)) {
     first_ = true;
   } else if (!moved() && q_.watch_.live(watch_at_.generation) && clock::now() < next_keepalive_) {
     known_ = last_;  // nothing it waits for went: where it stands needs no read
   }
+}
+
+void queue::waiter::wait(steady_time until, const std::stop_token& stop) {
+  if (first_ || !h_) return;
+  std::unique_lock lk(gone_.m);
+  gone_.cv.wait_until(lk, stop, std::min(until, next_keepalive_),
+                      [&] { return moved() || !q_.watch_.live(watch_at_.generation); });
+  settle();
+}
+
+std::optional<steady_time> queue::waiter::arm(steady_time until, std::function<void()> wake) {
+  const auto now = clock::now();
+  if (first_ || !h_) return now;
+  std::lock_guard lk(gone_.m);
+  if (moved() || !q_.watch_.live(watch_at_.generation)) {
+    settle();
+    return now;
+  }
+  gone_.wake = std::move(wake);
+  armed_ = true;
+  return std::min(until, next_keepalive_);
+}
+
+void queue::waiter::disarm() noexcept {
+  std::function<void()> dropped;  // destroyed after the lock is let go
+  std::lock_guard lk(gone_.m);
+  dropped = std::exchange(gone_.wake, nullptr);
 }
 
 void queue::waiter::cancel() noexcept {

@@ -6,6 +6,7 @@
 // the client's deletion watch (etcd_wait.hpp).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -114,6 +115,12 @@ class queue::waiter {
   std::optional<taken> attempt(steady_time deadline);
   /// Until a key it waits for is deleted, its next keep-alive is due, `until` or a stop.
   void wait(steady_time until, const std::stop_token& stop);
+  /// The non-blocking form of wait() (acquisition::arm): when to attempt again if the deletion
+  /// watch does not call `wake` first (once, from its reader thread or the restarter): now
+  /// when a key it waits for went already, else at the next keep-alive or `until`.
+  std::optional<steady_time> arm(steady_time until, std::function<void()> wake);
+  /// Drops the wake-up of arm().
+  void disarm() noexcept;
   /// Leaves the queue: revokes the waiting key's lease.
   void cancel() noexcept;
   /// The request.
@@ -122,6 +129,13 @@ class queue::waiter {
  private:
   // Puts the key and reads the queue ahead of it in one transaction.
   std::optional<taken> join(steady_time deadline);
+  // With gone_.m held: key `k` was deleted after the last read.
+  bool deleted_since_read(const std::string& k) const;
+  // With gone_.m held: what the last read said to wait for went.
+  bool moved() const;
+  // With gone_.m held, after a wait: first_ when deletions made ours the first, known_ when
+  // nothing moved (the next attempt needs no read).
+  void settle();
 
   queue& q_;
   lock_request req_;
@@ -137,6 +151,7 @@ class queue::waiter {
   std::optional<look> known_;  // where the key stands, still true (no read needed)
   look last_{};                // what the last attempt saw
   bool first_ = false;         // deletions showed that no key precedes ours any more
+  bool armed_ = false;         // arm() handed gone_ a wake-up since the last attempt
 };
 
 }  // namespace sqlock::etcd::detail

@@ -1,6 +1,10 @@
+// The client's deletion watch (etcd_wait.hpp): its streams, their restarts, and the delivery of
+// deletions to waiters (blocked on their condition or armed with a wake-up).
 #include "etcd_wait.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "sqlock/random.hpp"
 
@@ -151,6 +155,7 @@ void deletion_watch::deliver(const json& msg, std::uint64_t generation) {
     if (kv == ev.end()) continue;
     const std::string key = unb64(kv->value("key", ""));
     const std::int64_t revision = num(*kv, "mod_revision");  // of a deletion: the deletion's
+    std::vector<std::function<void()>> wakes;
     {
       std::lock_guard g(subs_m_);
       for (auto& [pfx, into] : subs_) {
@@ -159,10 +164,12 @@ void deletion_watch::deliver(const json& msg, std::uint64_t generation) {
           std::lock_guard k(into->m);
           auto& at = into->keys[key];
           at = std::max(at, revision);
+          if (into->wake) wakes.push_back(std::exchange(into->wake, nullptr));
         }
         into->cv.notify_all();
       }
     }
+    for (auto& wake : wakes) wake();  // asynchronous waiters' next steps (cheap, never block)
     on_delete_(key);
   }
 }
@@ -182,11 +189,18 @@ void deletion_watch::ended(std::uint64_t generation) {
   // predicate: wake them all, so that they watch again (confirmed()) and read what they may have
   // missed.
   cv_.notify_all();
-  std::lock_guard g(subs_m_);
-  for (auto& [pfx, into] : subs_) {
-    { std::lock_guard k(into->m); }  // a waiter between its check and its wait sees the wake
-    into->cv.notify_all();
+  std::vector<std::function<void()>> wakes;
+  {
+    std::lock_guard g(subs_m_);
+    for (auto& [pfx, into] : subs_) {
+      {
+        std::lock_guard k(into->m);  // a waiter between its check and its wait sees the wake
+        if (into->wake) wakes.push_back(std::exchange(into->wake, nullptr));
+      }
+      into->cv.notify_all();
+    }
   }
+  for (auto& wake : wakes) wake();
 }
 
 void deletion_watch::restart_loop() {

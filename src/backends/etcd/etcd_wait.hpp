@@ -28,10 +28,13 @@ namespace sqlock::etcd::detail {
 /// them. A key name comes back (a lease reused for the next hold puts the same key again): a
 /// deletion tells about the key a read saw only when its revision is later than that read's.
 struct deletions {
-  std::mutex m;                              ///< guards keys
+  std::mutex m;                              ///< guards keys and wake
   std::condition_variable_any cv;            ///< notified on every delivery (a waiter's stop
                                              ///< ends its wait too)
   std::map<std::string, std::int64_t> keys;  ///< deleted key (full) -> its latest deletion
+  /// An asynchronous waiter's one-shot wake-up (acquisition::arm): taken and called, outside
+  /// the locks, by the next delivery or the end of the stream.
+  std::function<void()> wake;
 };
 
 /// The confirmed stream a caller relies on: deletions after `revision` are delivered while the

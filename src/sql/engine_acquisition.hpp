@@ -4,6 +4,7 @@
 // with notifications offers (or capped jittered backoff without one).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -20,6 +21,18 @@ class release_watch {
   virtual ~release_watch() = default;
   /// Until a release may have happened since the last call, `until` or a stop.
   virtual void wait(steady_time until, const std::stop_token& stop) = 0;
+  /// Called at the start of every attempt: a release after it wakes arm().
+  virtual void attempt_starts() {}
+  /// The non-blocking form of wait() (acquisition::arm): when to attempt again if `wake` is
+  /// not called first; empty (the default) when the watch cannot wake without a thread (the
+  /// acquisition backs off).
+  virtual std::optional<steady_time> arm(steady_time until, std::function<void()> wake) {
+    (void)until;
+    (void)wake;
+    return std::nullopt;
+  }
+  /// Drops the wake-up of arm().
+  virtual void disarm() noexcept {}
 };
 
 /// The engine's acquisition; a subclass adds what its backend keeps between attempts.
@@ -34,6 +47,9 @@ class engine_acquisition : public acquisition {
 
   std::optional<lease_info> attempt(steady_time deadline) override;
   void wait(steady_time until, const std::stop_token& stop) override;
+  /// The watch's arm() (empty without a watch: the core backs off).
+  std::optional<steady_time> arm(steady_time until, waker wake) override;
+  void disarm() noexcept override;
   /// Removes the request's writer mark at once rather than leaving it to its short expiry.
   void cancel() noexcept override;
 

@@ -58,7 +58,17 @@ engine_acquisition::~engine_acquisition() {
 }
 
 std::optional<lease_info> engine_acquisition::attempt(steady_time deadline) {
+  if (watch_) watch_->attempt_starts();
   return backend_.attempt(req_, deadline, this);
+}
+
+std::optional<steady_time> engine_acquisition::arm(steady_time until, waker wake) {
+  if (watch_) return watch_->arm(until, std::move(wake));
+  return std::nullopt;
+}
+
+void engine_acquisition::disarm() noexcept {
+  if (watch_) watch_->disarm();
 }
 
 void engine_acquisition::wait(steady_time until, const std::stop_token& stop) {

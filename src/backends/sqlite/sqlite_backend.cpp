@@ -58,11 +58,12 @@ class sqlite_backend final : public sql::engine_backend {
 
  protected:
   std::unique_ptr<sql::release_watch> watch_releases(const lock_request&) override {
-    return std::make_unique<detail::wal_watch>(wal_path_);
+    return std::make_unique<detail::wal_watch>(wal_path_, wal_notifier_);
   }
 
  private:
   std::string wal_path_;
+  detail::wal_notifier wal_notifier_{wal_path_};  // the asynchronous waiters' one watch
   detail::sqlite_diagnostics diagnostics_;
 };
 

@@ -1,11 +1,14 @@
-// The SQLite waiter's inotify watch on the WAL file (sqlite_wait.hpp).
+// The SQLite waiters' inotify watches on the WAL file (sqlite_wait.hpp): a blocked waiter's own,
+// and the client's one for its asynchronous waiters.
 #include "sqlite_wait.hpp"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "sqlock/backend/waiting.hpp"
 
@@ -40,6 +43,96 @@ void wal_watch::wait(steady_time until, const std::stop_token& stop) {
 
 void wal_watch::arm() {
   if (fd_ >= 0 && !armed_) armed_ = ::inotify_add_watch(fd_, path_.c_str(), IN_MODIFY) >= 0;
+}
+
+std::optional<steady_time> wal_watch::arm(steady_time until, std::function<void()> wake) {
+  const auto now = std::chrono::steady_clock::now();
+  switch (shared_.arm(since_, this, std::move(wake))) {
+    case wal_notifier::armed::heard:
+      return now;
+    case wal_notifier::armed::unwatched:
+      return std::min<steady_time>(until, now + recheck_unarmed);
+    case wal_notifier::armed::waiting:
+      break;
+  }
+  return until;
+}
+
+wal_notifier::~wal_notifier() {
+  {
+    std::lock_guard g(m_);
+    if (stop_fd_ >= 0) {
+      std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof one);
+    }
+  }
+  if (reader_.joinable()) reader_.join();
+  if (fd_ >= 0) ::close(fd_);
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+}
+
+bool wal_notifier::ensure_watch() {
+  if (fd_ < 0) {
+    fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd_ < 0) return false;
+    stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (stop_fd_ < 0) {
+      ::close(fd_);
+      fd_ = -1;
+      return false;
+    }
+    reader_ = std::thread([this] { run(); });
+  }
+  if (wd_ < 0) wd_ = ::inotify_add_watch(fd_, path_.c_str(), IN_MODIFY);
+  return wd_ >= 0;
+}
+
+wal_notifier::armed wal_notifier::arm(std::uint64_t since, const void* key,
+                                      std::function<void()> wake) {
+  std::lock_guard g(m_);
+  if (wd_ < 0) {
+    // Not watched: the last attempt may have missed a change, so the next one comes at once
+    // once the watch stands, or after a pause while the file cannot be watched.
+    return ensure_watch() ? armed::heard : armed::unwatched;
+  }
+  if (seq_.load(std::memory_order_relaxed) != since) return armed::heard;
+  armed_[key] = std::move(wake);
+  return armed::waiting;
+}
+
+void wal_notifier::disarm(const void* key) noexcept {
+  std::function<void()> dropped;  // destroyed after the lock is let go
+  std::lock_guard g(m_);
+  auto it = armed_.find(key);
+  if (it == armed_.end()) return;
+  dropped = std::move(it->second);
+  armed_.erase(it);
+}
+
+void wal_notifier::run() {
+  alignas(inotify_event) char buf[4096];
+  for (;;) {
+    pollfd pfd[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    if (::poll(pfd, 2, -1) < 0) continue;  // EINTR
+    if (pfd[1].revents != 0) return;
+    bool dropped = false;  // the file went (deleted or replaced): the watch with it
+    ssize_t n;
+    while ((n = ::read(fd_, buf, sizeof buf)) > 0) {
+      for (ssize_t at = 0; at < n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
+        if (ev->mask & IN_IGNORED) dropped = true;
+        at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+      }
+    }
+    std::map<const void*, std::function<void()>> woken;
+    {
+      std::lock_guard g(m_);
+      if (dropped) wd_ = -1;  // the next arm() sets it again
+      seq_.fetch_add(1, std::memory_order_release);
+      woken.swap(armed_);
+    }
+    for (auto& [key, wake] : woken) wake();  // each request's next step (cheap, never blocks)
+  }
 }
 
 }  // namespace sqlock::sqlite::detail

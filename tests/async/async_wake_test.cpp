@@ -96,6 +96,9 @@ TEST_P(async_wake_test, waiters_obtain_the_lock_in_turn_without_a_thread_each) {
   std::vector<int> order;
   std::atomic<int> failed{0};
   std::vector<std::future<void>> done;
+  // One deadline for all: a waiter woken only by its deadline's last attempt cannot pass on
+  // the lock to the next in time.
+  const async_wait within{std::chrono::steady_clock::now() + 20s};
   for (int k = 0; k < waiters; ++k) {
     auto p = std::make_shared<std::promise<void>>();
     done.push_back(p->get_future());
@@ -110,7 +113,7 @@ TEST_P(async_wake_test, waiters_obtain_the_lock_in_turn_without_a_thread_each) {
           }
           p->set_value();
         },  // the hold is released as the handler returns: the next waiter's signal
-        async_wait::within(30s));
+        within);
     // Queued before the next one starts (its first attempt makes its queue entry).
     if (s.fair) std::this_thread::sleep_for(150ms);
   }

@@ -127,13 +127,17 @@ void release_flusher::poke() {
   std::lock_guard g(m_);
   work_ = true;
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-  cv_.notify_all();
+  // Woken only from its sleep: a thread already between passes comes round by itself (waking
+  // it at every release would cost a context switch per lock/unlock pair).
+  if (asleep_) cv_.notify_all();
 }
 
 void release_flusher::run() {
   std::unique_lock lk(m_);
   for (;;) {
+    asleep_ = true;
     cv_.wait(lk, [&] { return stop_ || work_; });
+    asleep_ = false;
     if (stop_) return;
     // A pass every flush_after while anything is owed (a reply still in flight, a retry).
     cv_.wait_for(lk, flush_after, [&] { return stop_; });

@@ -89,6 +89,7 @@ class release_flusher {
   std::mutex m_;
   std::condition_variable cv_;
   bool stop_ = false, work_ = false;
+  bool asleep_ = false;  // waiting for work (not between passes)
   std::thread thread_;
 };
 

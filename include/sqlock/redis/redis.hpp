@@ -38,6 +38,8 @@ struct options {
                             ///< N is the string key N holding the owner's token (redis-py Lock,
                             ///< redsync, node-redlock, DistributedLock.Redis); no fences, no
                             ///< shared locks or permits
+  bool async_release = false;  ///< true: unlock() returns once the release is sent (its reply is
+                               ///< read later); another client may find the lock busy a moment
 };
 
 /// Opens a store. Throws config_error for bad options; connects lazily.

@@ -46,7 +46,8 @@ std::optional<std::string> mismatch(const reply_ptr& r) {
 
 class redis_backend final : public backend, public store_admin, public hold_breaker {
  public:
-  explicit redis_backend(const options& o) : redlock_(o.redlock), prefix_(o.prefix), srv_(o) {
+  explicit redis_backend(const options& o)
+      : redlock_(o.redlock), async_release_(o.async_release), prefix_(o.prefix), srv_(o) {
     diagnostics_ =
         std::make_unique<redis_diagnostics>(srv_.addresses(), srv_.conn_settings(), srv_.redlock());
   }
@@ -80,7 +81,7 @@ class redis_backend final : public backend, public store_admin, public hold_brea
         srv_.round(script("acquire"), keys,
                    {req.owner, std::to_string(req.lease.count()), req.holder, to_string(req.kind),
                     std::to_string(req.permits), std::to_string(rw ? writer_mark.count() : 0)},
-                   deadline);
+                   deadline, req.name);
     const auto elapsed = clock::now() - t0;
     for (const auto& r : res)
       if (auto why = mismatch(r.reply))
@@ -118,10 +119,9 @@ class redis_backend final : public backend, public store_admin, public hold_brea
     if (!redlock_) {
       if (answered == 0) std::rethrow_exception(first_failure);
       if (granted == 0) return std::nullopt;
-      return lease_info{req.name, req.owner, fence, nullptr};
+      return granted_hold(req, fence);
     }
-    if (srv_.confirmed(granted, elapsed, req.lease))
-      return lease_info{req.name, req.owner, fence, nullptr};
+    if (srv_.confirmed(granted, elapsed, req.lease)) return granted_hold(req, fence);
     if (granted > 0 || answered < srv_.size()) {
       // Undo everywhere, also where no reply came (the SET may have happened there).
       try {
@@ -168,9 +168,15 @@ class redis_backend final : public backend, public store_admin, public hold_brea
 
   bool release(const lease_info& l, steady_time deadline) override {
     check_lock_name(l.name);
-    auto res = srv_.round(script("release"), keys_of(l.name),
-                          {l.owner, channel_of(l.name), redlock_ ? std::to_string(l.fence) : "0"},
-                          deadline);
+    const std::vector<std::string> args = {l.owner, channel_of(l.name),
+                                           redlock_ ? std::to_string(l.fence) : "0"};
+    // release=async: a hold this object granted is released without waiting for the reply
+    // (redis_release.hpp); any other token waits, to say whether it held.
+    if (async_release_ && holds_.take(l.owner)) {
+      srv_.send_release(script("release"), keys_of(l.name), args, l.name, deadline);
+      return true;
+    }
+    auto res = srv_.round(script("release"), keys_of(l.name), args, deadline);
     return servers::ones(res, "release") > 0;
   }
 
@@ -211,13 +217,19 @@ class redis_backend final : public backend, public store_admin, public hold_brea
     return c;
   }
 
-  std::string describe() const override { return srv_.describe(); }
+  std::string describe() const override {
+    return srv_.describe() + (async_release_ ? " release=async" : "");
+  }
 
   std::string kind() const override { return redlock_ ? "redlock" : "redis"; }
   store_diagnostics* diagnostics() noexcept override { return diagnostics_.get(); }
   std::string mode() const override { return redlock_ ? "redlock" : "single"; }
 
  private:
+  lease_info granted_hold(const lock_request& req, std::uint64_t fence) {
+    if (async_release_) holds_.add(req.owner);
+    return lease_info{req.name, req.owner, fence, nullptr};
+  }
   std::vector<std::string> keys_of(std::string_view name) const {
     return {owner_key(prefix_, name),   fence_key(prefix_, name), info_key(prefix_, name),
             holders_key(prefix_, name), hinfo_key(prefix_, name), meta_key(prefix_, name)};
@@ -233,6 +245,8 @@ class redis_backend final : public backend, public store_admin, public hold_brea
   }
 
   bool redlock_;
+  bool async_release_;
+  own_holds holds_;  // release=async: the holds granted here and not yet released
   std::string prefix_;
   servers srv_;
   std::mutex sub_m_;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
@@ -159,6 +160,8 @@ connection::connection(const node_address& addr, const settings& s, steady_time 
 }
 
 connection::~connection() {
+  // Replies never to be read: those releases are sent again (release_book).
+  if (book_ && !owed_.empty()) book_->unanswered(std::move(owed_));
   if (c_) redisFree(c_);
 }
 
@@ -175,12 +178,9 @@ void connection::fail(const char* what) {
 }
 
 reply_ptr connection::command(const std::vector<std::string>& argv) {
-  if (broken_) throw connection_error("Redis " + label_ + ": connection is broken");
-  std::vector<size_t> lens;
-  auto p = argv_ptrs(argv, lens);
-  void* r = redisCommandArgv(c_, static_cast<int>(p.size()), p.data(), lens.data());
-  if (!r) fail("command failed");
-  return reply_ptr(static_cast<redisReply*>(r));
+  append(argv);
+  flush();
+  return read();
 }
 
 void connection::append(const std::vector<std::string>& argv) {
@@ -199,9 +199,41 @@ void connection::flush() {
 }
 
 reply_ptr connection::read() {
+  settle();
   void* r = nullptr;
   if (redisGetReply(c_, &r) != REDIS_OK || !r) fail("read failed");
   return reply_ptr(static_cast<redisReply*>(r));
+}
+
+void connection::settle() {
+  if (owed_.empty()) return;
+  auto owed = std::move(owed_);
+  owed_.clear();
+  for (std::size_t i = 0; i < owed.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(c_, &raw) != REDIS_OK || !raw) {
+      book_->unanswered({std::make_move_iterator(owed.begin() + static_cast<std::ptrdiff_t>(i)),
+                         std::make_move_iterator(owed.end())});
+      fail("read failed");
+    }
+    reply_ptr r(static_cast<redisReply*>(raw));
+    book_->answered(std::move(owed[i]), r->type == REDIS_REPLY_ERROR);
+  }
+}
+
+void connection::owe(owed_release o, release_book& book) {
+  book_ = &book;
+  book.owe(o.lock);
+  owed_.push_back(std::move(o));
+}
+
+bool connection::owes(std::string_view lock) const {
+  return std::any_of(owed_.begin(), owed_.end(),
+                     [&](const owed_release& o) { return o.lock == lock; });
+}
+
+steady_time connection::oldest_owed() const {
+  return owed_.empty() ? steady_time::max() : owed_.front().sent;
 }
 
 std::vector<std::string> script_argv(const lua::script& s, bool full,
@@ -231,8 +263,31 @@ reply_ptr connection::eval(const lua::script& s, const std::vector<std::string>&
 
 // ---- node ----
 
-std::unique_ptr<connection> node::take(steady_time deadline) {
+std::unique_ptr<connection> node::take_owing(std::string_view lock) {
+  std::lock_guard g(m_);
+  for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+    if (!(*it)->owes(lock)) continue;
+    auto c = std::move(*it);
+    idle_.erase(it);
+    c->reused = true;
+    return c;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<connection> node::take(steady_time deadline, std::string_view lock) {
   const steady_time until = exchange_bound(deadline, s_.timeout);
+  // The same client's own release of `lock`, sent without waiting, goes first.
+  while (!lock.empty()) {
+    const auto gen = book_.generation();
+    if (!book_.owes(lock)) break;
+    if (auto c = take_owing(lock)) {
+      c->bound(until);
+      return c;
+    }
+    // In use by another call, or being sent again: wait for it (within the caller's deadline).
+    if (!book_.wait_change(gen, deadline)) break;
+  }
   {
     std::lock_guard g(m_);
     if (!idle_.empty()) {
@@ -264,8 +319,32 @@ std::unique_ptr<connection> node::take(steady_time deadline) {
 
 void node::give(std::unique_ptr<connection> c) noexcept {
   if (!c || c->broken()) return;
-  std::lock_guard g(m_);
-  if (idle_.size() < std::max<std::size_t>(s_.pool, 1)) idle_.push_back(std::move(c));
+  const bool owing = c->oldest_owed() != steady_time::max();
+  {
+    std::lock_guard g(m_);
+    if (idle_.size() < std::max<std::size_t>(s_.pool, 1)) idle_.push_back(std::move(c));
+  }
+  if (owing) book_.changed();  // a call waiting for one of its releases may take it now
+}
+
+void node::collect(steady_time cutoff) noexcept {
+  std::vector<std::unique_ptr<connection>> owing;
+  {
+    std::lock_guard g(m_);
+    auto it = std::partition(idle_.begin(), idle_.end(),
+                             [&](const auto& c) { return c->oldest_owed() > cutoff; });
+    std::move(it, idle_.end(), std::back_inserter(owing));
+    idle_.erase(it, idle_.end());
+  }
+  for (auto& c : owing) {
+    try {
+      c->bound(std::chrono::steady_clock::now() + s_.timeout);
+      c->settle();
+      give(std::move(c));
+    } catch (const std::exception&) {
+      // The unread replies went to the retries; the connection is dropped.
+    }
+  }
 }
 
 void node::drop_idle() noexcept {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "redis_lua.hpp"
+#include "redis_release.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/redis/redis.hpp"
 
@@ -81,8 +82,18 @@ class connection {
   void append(const std::vector<std::string>& argv);
   /// Writes the output buffer to the socket.
   void flush();
-  /// Reads the next reply of the pipeline.
+  /// Reads the next reply of the pipeline (after the replies owed to async releases).
   reply_ptr read();
+  /// Reads the replies owed to releases sent without waiting (release=async), handing each to
+  /// the book; on a failure the rest go to the book's retries and connection_error is thrown.
+  void settle();
+  /// Records a release just appended and flushed whose reply is left for later; `book` (which
+  /// must outlive the connection) learns what comes of it.
+  void owe(owed_release o, release_book& book);
+  /// True when a release of `lock` is owed a reply on this connection.
+  bool owes(std::string_view lock) const;
+  /// When the oldest owed release was sent (steady_time::max() when none is owed).
+  steady_time oldest_owed() const;
   /// Calls `s` with EVALSHA and, on NOSCRIPT, again with EVAL (which also caches it).
   reply_ptr eval(const lua::script& s, const std::vector<std::string>& keys,
                  const std::vector<std::string>& args);
@@ -105,6 +116,8 @@ class connection {
  private:
   [[noreturn]] void fail(const char* what);
   redisContext* c_ = nullptr;
+  std::vector<owed_release> owed_;  // replies owed, in the order sent
+  release_book* book_ = nullptr;
   std::string label_;
   bool broken_ = false;
 };
@@ -124,10 +137,16 @@ class node {
   node(node_address addr, const settings& s) : addr_(std::move(addr)), s_(s) {}
   /// An idle connection, or a new one, its exchanges bounded by exchange_bound(deadline,
   /// timeout). During reconnect backoff (after a failed connect) fails fast with
-  /// connection_error.
-  std::unique_ptr<connection> take(steady_time deadline);
+  /// connection_error. With `lock` given, the call must not overtake a release of it sent
+  /// without waiting: the connection that carries it when it is idle (the server answers one
+  /// connection in order), else after waiting for its reply, at most until `deadline`.
+  std::unique_ptr<connection> take(steady_time deadline, std::string_view lock = {});
   /// Returns a connection to the pool (dropped when broken or the pool is full).
   void give(std::unique_ptr<connection> c) noexcept;
+  /// The async releases of this server.
+  release_book& book() { return book_; }
+  /// Reads the owed replies of connections idle since before `cutoff` (the background flush).
+  void collect(steady_time cutoff) noexcept;
   /// Drops every idle connection (after one turned out stale: the others likely are too).
   void drop_idle() noexcept;
   /// "host:port".
@@ -136,8 +155,11 @@ class node {
   const node_address& address() const { return addr_; }
 
  private:
+  std::unique_ptr<connection> take_owing(std::string_view lock);
+
   node_address addr_;
   const settings& s_;
+  release_book book_;  // before idle_: a dropped connection hands its owed replies to it
   std::mutex m_;
   std::vector<std::unique_ptr<connection>> idle_;
   steady_time retry_at_{};

@@ -74,7 +74,7 @@ std::vector<lock_status> list_plain(node& nd, std::string_view prefix, const std
 
 class plain_store final : public backend, public store_admin, public hold_breaker {
  public:
-  explicit plain_store(const options& o) : srv_(o) {}
+  explicit plain_store(const options& o) : async_release_(o.async_release), srv_(o) {}
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
     check(req.name);
@@ -83,7 +83,7 @@ class plain_store final : public backend, public store_admin, public hold_breake
     if (req.lease.count() <= 0) throw config_error("lease must be > 0");
     const auto t0 = clock::now();
     auto res = srv_.round(lua::get("plain_acquire"), {req.name},
-                          {req.owner, std::to_string(req.lease.count())}, deadline);
+                          {req.owner, std::to_string(req.lease.count())}, deadline, req.name);
     const auto elapsed = clock::now() - t0;
     std::size_t granted = 0;
     const auto [answered, first_failure] = servers::tally(res, "acquire", [&](reply_view v) {
@@ -93,10 +93,9 @@ class plain_store final : public backend, public store_admin, public hold_breake
     if (!srv_.redlock()) {
       if (answered == 0) std::rethrow_exception(first_failure);
       if (granted == 0) return std::nullopt;
-      return lease_info{req.name, req.owner, 0, nullptr};
+      return granted_hold(req);
     }
-    if (srv_.confirmed(granted, elapsed, req.lease))
-      return lease_info{req.name, req.owner, 0, nullptr};
+    if (srv_.confirmed(granted, elapsed, req.lease)) return granted_hold(req);
     if (granted > 0 || answered < srv_.size()) {
       // Undo everywhere, also where no reply came (the SET may have happened there), with a
       // short bound of its own: the round's deadline may have passed.
@@ -132,6 +131,12 @@ class plain_store final : public backend, public store_admin, public hold_breake
 
   bool release(const lease_info& l, steady_time deadline) override {
     check(l.name);
+    // release=async: a hold this object granted is released without waiting for the reply
+    // (redis_release.hpp); any other token waits, to say whether it held.
+    if (async_release_ && holds_.take(l.owner)) {
+      srv_.send_release(lua::get("plain_release"), {l.name}, {l.owner}, l.name, deadline);
+      return true;
+    }
     auto res = srv_.round(lua::get("plain_release"), {l.name}, {l.owner}, deadline);
     return servers::ones(res, "release") > 0;
   }
@@ -167,13 +172,21 @@ class plain_store final : public backend, public store_admin, public hold_breake
     return c;
   }
 
-  std::string describe() const override { return srv_.describe() + " compat=plain"; }
+  std::string describe() const override {
+    return srv_.describe() + " compat=plain" + (async_release_ ? " release=async" : "");
+  }
   std::string kind() const override { return srv_.redlock() ? "redlock" : "redis"; }
   std::string mode() const override { return srv_.redlock() ? "redlock-plain" : "plain"; }
 
  private:
   static void check(std::string_view name) { check_lock_name(name); }
+  lease_info granted_hold(const lock_request& req) {
+    if (async_release_) holds_.add(req.owner);
+    return lease_info{req.name, req.owner, 0, nullptr};
+  }
 
+  bool async_release_;
+  own_holds holds_;  // release=async: the holds granted here and not yet released
   servers srv_;
 };
 

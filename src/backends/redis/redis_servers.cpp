@@ -117,18 +117,64 @@ steady_time servers::admin_deadline() const {
 }
 
 std::vector<node_result> servers::round(const lua::script& s, const std::vector<std::string>& keys,
-                                        const std::vector<std::string>& args,
-                                        steady_time deadline) {
-  return round_argv(script_argv(s, false, keys, args), &s, deadline);
+                                        const std::vector<std::string>& args, steady_time deadline,
+                                        std::string_view lock) {
+  return round_argv(script_argv(s, false, keys, args), &s, deadline, lock);
 }
 
 std::vector<node_result> servers::round_raw(const std::vector<std::string>& argv,
                                             steady_time deadline) {
-  return round_argv(argv, nullptr, deadline);
+  return round_argv(argv, nullptr, deadline, {});
+}
+
+void servers::send_release(const lua::script& s, const std::vector<std::string>& keys,
+                           const std::vector<std::string>& args, const std::string& lock,
+                           steady_time deadline) {
+  const auto now = std::chrono::steady_clock::now();
+  // EVAL, not EVALSHA: a NOSCRIPT reply (script cache flushed, server restarted) would come only
+  // after the same client's next acquire of the lock was already sent behind the release.
+  owed_release o{lock, script_argv(s, true, keys, args), now, now + release_retry_window};
+  for (auto& n : nodes_) {
+    try {
+      auto c = n->take(deadline);
+      c->append(o.argv);
+      c->flush();
+      c->owe(o, n->book());
+      n->give(std::move(c));
+    } catch (const error&) {
+      // Not written (no connection, or it broke): the flush sends it.
+      n->book().owe(lock);
+      n->book().unanswered({o});
+    }
+  }
+  flusher_.poke();
+}
+
+void servers::retry(node& n, owed_release o) {
+  bool ok = false;
+  try {
+    auto c = n.take(std::chrono::steady_clock::now() + s_.timeout);
+    auto r = c->command(o.argv);
+    ok = !reply_view{r.get()}.is_error();
+    n.give(std::move(c));
+  } catch (const error&) {
+  }
+  n.book().retried(std::move(o), ok);
+}
+
+bool servers::flush_step(steady_time now) {
+  bool more = false;
+  for (auto& n : nodes_) {
+    n->collect(now - flush_after);
+    for (auto& o : n->book().due(now)) retry(*n, std::move(o));
+    if (!n->book().clear()) more = true;
+  }
+  return more;
 }
 
 std::vector<node_result> servers::round_argv(const std::vector<std::string>& sha_argv,
-                                             const lua::script* s, steady_time deadline) {
+                                             const lua::script* s, steady_time deadline,
+                                             std::string_view lock) {
   const std::size_t n = nodes_.size();
   std::vector<node_result> res(n);
   std::vector<bool> pending(n, true);
@@ -138,7 +184,7 @@ std::vector<node_result> servers::round_argv(const std::vector<std::string>& sha
       if (!pending[i]) continue;
       pending[i] = false;
       try {
-        conns[i] = nodes_[i]->take(deadline);
+        conns[i] = nodes_[i]->take(deadline, lock);
         conns[i]->append(sha_argv);
         conns[i]->flush();
       } catch (const error&) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redis_connection.hpp"
@@ -54,8 +55,18 @@ class servers {
   /// out stale (restart, CLIENT KILL) is asked once more on a fresh connection. Every exchange
   /// returns by exchange_bound(deadline, timeout): a server that does not answer by then fails
   /// its part with connection_error and its connection is dropped.
+  /// With `lock` given (an acquire of it), the round does not overtake the same client's
+  /// release of that lock sent without waiting (node::take).
   std::vector<node_result> round(const lua::script& s, const std::vector<std::string>& keys,
-                                 const std::vector<std::string>& args, steady_time deadline);
+                                 const std::vector<std::string>& args, steady_time deadline,
+                                 std::string_view lock = {});
+  /// A release (release=async): the script call of `lock` written to every server without
+  /// waiting for the replies, which the connection's next use or the background flush reads.
+  /// A server it cannot be written to gets it from the flush's retries. Never throws
+  /// connection_error.
+  void send_release(const lua::script& s, const std::vector<std::string>& keys,
+                    const std::vector<std::string>& args, const std::string& lock,
+                    steady_time deadline);
   /// One plain command on every server, as round().
   std::vector<node_result> round_raw(const std::vector<std::string>& argv, steady_time deadline);
 
@@ -124,13 +135,17 @@ class servers {
  private:
   static std::exception_ptr reply_failure(const redisReply& r, const std::string& what);
   std::vector<node_result> round_argv(const std::vector<std::string>& sha_argv,
-                                      const lua::script* s, steady_time deadline);
+                                      const lua::script* s, steady_time deadline,
+                                      std::string_view lock);
+  bool flush_step(steady_time now);
+  void retry(node& n, owed_release o);
 
   bool redlock_;
   settings s_;
   std::vector<node_address> addrs_;
   std::vector<std::unique_ptr<node>> nodes_;
   std::size_t quorum_ = 1;
+  release_flusher flusher_{[this](steady_time now) { return flush_step(now); }};  // after nodes_
 };
 
 }  // namespace sqlock::redis::detail

@@ -1,6 +1,6 @@
 // Redis URLs: redis://[user:password@]host[:port][/db] and redlock://h1:p1,h2:p2,.../[db]
-// turned into redis::options (prefix=, timeout=, connect_timeout=, pool=, compat= through the typed
-// URL readers), and the registration of both schemes. Errors show only the redacted URL.
+// turned into redis::options (prefix=, timeout=, connect_timeout=, pool=, release=, compat= through
+// the typed URL readers), and the registration of both schemes. Errors show only the redacted URL.
 #include <charconv>
 
 #include "sqlock/errors.hpp"
@@ -23,7 +23,7 @@ int parse_db(const std::string& db, const url& u) {
 }
 
 std::shared_ptr<backend> from_url(const url& u, bool redlock) {
-  u.check_params({"prefix", "timeout", "connect_timeout", "pool", "compat"});
+  u.check_params({"prefix", "timeout", "connect_timeout", "pool", "compat", "release"});
   if (!u.has_authority || u.hosts.empty())
     throw config_error(std::string("Redis URL needs a host: ") +
                        (redlock ? "redlock://h1:p1,h2:p2,h3:p3" : "redis://host:6379") + " (got '" +
@@ -43,6 +43,7 @@ std::shared_ptr<backend> from_url(const url& u, bool redlock) {
   if (auto t = u.duration_param("timeout", milliseconds(1))) o.timeout = *t;
   if (auto t = u.duration_param("connect_timeout", milliseconds(1))) o.connect_timeout = *t;
   if (auto n = u.count_param("pool", 1, 1024)) o.pool = static_cast<std::size_t>(*n);
+  o.async_release = u.choice_param("release", {"async", "wait"}).value_or("wait") == "async";
   o.compat = u.choice_param("compat", {"plain"}).value_or("");
   return open(o);
 }

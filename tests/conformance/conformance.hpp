@@ -573,16 +573,13 @@ TYPED_TEST_P(conformance, waiting_requests_are_listed_in_queue_order) {
     EXPECT_THROW(a.waiting(n), unsupported);
     return;
   }
-  auto b = this->connect_new();
-  auto c = this->connect_new();
+  auto b = sqlock::connect(this->url_, {.holder = "waiter-b"});
+  auto c = sqlock::connect(this->url_, {.holder = "waiter-c"});
   auto la = a.make_lock(n);
   la.lock();
   EXPECT_TRUE(a.waiting(n).empty());
-  lock_options ob, oc;
-  ob.holder = "waiter-b";
-  oc.holder = "waiter-c";
-  auto lb = b.make_lock(n, ob);
-  auto lc = c.make_lock(n, oc);
+  auto lb = b.make_lock(n);
+  auto lc = c.make_lock(n);
   std::atomic<bool> b_got{false}, b_done{false};
   std::thread tb([&] {
     b_got = lb.try_lock_for(15s);

@@ -100,6 +100,9 @@ class SQLOCK_API client {
   std::vector<lock_event> events(std::string_view prefix = {}, std::size_t limit = 100) const;
   /// Deletes expired holds now; returns how many.
   std::size_t sweep() const;
+  /// Requests waiting for locks whose name starts with `prefix`, in queue order per name
+  /// (unsupported when the store cannot tell: caps().waiting).
+  std::vector<waiting_request> waiting(std::string_view prefix = {}) const;
 
   /// Counters since creation.
   statistics stats() const;

@@ -42,6 +42,18 @@ struct lock_status {
   std::uint32_t permits = 0;              ///< kind permit: the name's number of permits
 };
 
+/// A request that waits for a lock (client::waiting()): what the store can tell of it.
+struct waiting_request {
+  std::string name;    ///< lock name, verbatim
+  std::string owner;   ///< owner token of the waiting request ("" when unknown)
+  std::string holder;  ///< holder description the request was made with ("" when unknown)
+  lock_kind kind = lock_kind::exclusive;  ///< what it asks for
+  std::uint32_t permits = 0;              ///< kind permit: the name's number of permits
+  std::string since;           ///< server time it started waiting, ISO-8601 UTC ("" when unknown)
+  std::uint32_t position = 0;  ///< its place among the name's waiters, 1 = next in line (0 when
+                               ///< the store keeps no order)
+};
+
 /// One entry of a store's audit trail (events()).
 struct lock_event {
   std::string at;           ///< server time, ISO-8601 UTC
@@ -56,10 +68,10 @@ struct lock_event {
 };
 
 /// What a backend can do. Every flag defaults to false: a backend claims only what it says.
-/// The last five are not declared by the backend but follow from what it implements
+/// The last six are not declared by the backend but follow from what it implements
 /// (capabilities_of() fills them in; client::caps() is that): `list` when it has a store admin,
-/// `force_release`, `events` and `sweep` when that admin has the call, `schema` when it owns a
-/// schema. A backend's own caps() leaves them false.
+/// `force_release`, `events`, `sweep` and `waiting` when that admin has the call, `schema` when it
+/// owns a schema. A backend's own caps() leaves them false.
 struct capabilities {
   bool fencing = false;        ///< fence tokens strictly rise across holders of a name
   bool fencing_safe = false;   ///< tokens stay monotonic across server failover
@@ -79,6 +91,7 @@ struct capabilities {
   bool force_release = false;  ///< follows from the backend: its admin has a breaker()
   bool sweep = false;          ///< follows from the backend: its admin has a sweeper()
   bool events = false;         ///< follows from the backend: its admin has an audit()
+  bool waiting = false;        ///< follows from the backend: its admin has a waiters()
   bool list = false;           ///< follows from the backend: it has a store admin (list())
   bool schema = false;         ///< follows from the backend: it owns a schema (migrate())
 };

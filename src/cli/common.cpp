@@ -147,4 +147,18 @@ std::string status_json(const std::vector<lock_status>& rows, int indent) {
   return arr.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string waiting_json(const std::vector<waiting_request>& rows, int indent) {
+  auto arr = nlohmann::json::array();
+  for (const auto& w : rows) {
+    arr.push_back({{"name", w.name},
+                   {"owner", w.owner},
+                   {"holder", w.holder},
+                   {"kind", to_string(w.kind)},
+                   {"permits", w.permits},
+                   {"since", w.since},
+                   {"position", w.position ? nlohmann::json(w.position) : nullptr}});
+  }
+  return arr.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace sqlock::cli

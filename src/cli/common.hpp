@@ -102,8 +102,9 @@ std::string duration_text(milliseconds d);
 /// holds and permits); "" when it cannot be told (not held any more, no list()).
 std::string holders_of(const client& c, const std::string& name);
 
-/// `sqlock list`: held locks as an aligned table or (`json`) one JSON array.
-int list_command(const std::string& url, const std::string& prefix, bool json);
+/// `sqlock list`: held locks (or, with `waiting`, the requests waiting for them) as an aligned
+/// table or (`json`) one JSON array.
+int list_command(const std::string& url, const std::string& prefix, bool json, bool waiting);
 
 /// `sqlock doctor`: the findings of the URL's store, one per line or (`json`) one JSON object;
 /// exit 0 when the URL's mode is safe there, 1 when a finding is unsafe or an error. With
@@ -123,5 +124,9 @@ std::vector<finding> patroni_check(const std::string& rest_url, const std::strin
 
 /// Status rows as the JSON objects `list --json` and the web page use.
 std::string status_json(const std::vector<lock_status>& rows, int indent);
+
+/// Waiting requests as the JSON objects `list --waiting --json` and the web page use (name,
+/// owner, holder, kind, permits, since, position: null when the store keeps no order).
+std::string waiting_json(const std::vector<waiting_request>& rows, int indent);
 
 }  // namespace sqlock::cli

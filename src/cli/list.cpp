@@ -1,6 +1,8 @@
 // `sqlock list`: the held locks as a table whose columns line up (name, kind, fence, when
-// acquired, held for, expires in, mode, holder) or as one JSON array. The store gives the
-// times; "held for" and "expires in" are measured against this machine's clock.
+// acquired, held for, expires in, mode, holder) or as one JSON array; with --waiting, the
+// requests waiting for them (name, position, kind, since, waited for, holder). The store gives
+// the times; "held for", "expires in" and "waited for" are measured against this machine's
+// clock.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -89,27 +91,65 @@ row cells(const lock_status& r, wall_time now) {
           printable(r.holder)};
 }
 
-void print(const std::vector<row>& table) {
-  std::array<std::size_t, n_columns> width{};
+// Prints `table` with its columns lined up; `right[c]`: column c is right-aligned.
+template <std::size_t N>
+void print(const std::vector<std::array<std::string, N>>& table,
+           const std::array<bool, N>& right_aligned) {
+  std::array<std::size_t, N> width{};
   for (const auto& r : table)
-    for (std::size_t c = 0; c < n_columns; ++c) width[c] = std::max(width[c], columns(r[c]));
+    for (std::size_t c = 0; c < N; ++c) width[c] = std::max(width[c], columns(r[c]));
   for (const auto& r : table) {
     std::string line;
-    for (std::size_t c = 0; c < n_columns; ++c) {
+    for (std::size_t c = 0; c < N; ++c) {
       std::string pad(width[c] - columns(r[c]), ' ');
-      if (c + 1 == n_columns) pad.clear();  // the last column runs to the end of the line
-      line += right[c] ? pad + r[c] : r[c] + pad;
-      if (c + 1 < n_columns) line += "  ";
+      if (c + 1 == N) pad.clear();  // the last column runs to the end of the line
+      line += right_aligned[c] ? pad + r[c] : r[c] + pad;
+      if (c + 1 < N) line += "  ";
     }
     line.erase(line.find_last_not_of(' ') + 1);
     std::cout << line << "\n";
   }
 }
 
+constexpr std::size_t n_waiting_columns = 6;
+using waiting_row = std::array<std::string, n_waiting_columns>;
+
+waiting_row waiting_cells(const waiting_request& w, wall_time now) {
+  std::string kind = to_string(w.kind);
+  if (w.kind == lock_kind::permit) kind += "/" + std::to_string(w.permits);
+  std::string waited = "-";
+  if (auto a = parse_utc(w.since))
+    waited = span(std::max(milliseconds(0), std::chrono::floor<milliseconds>(now - *a)));
+  return {printable(w.name),
+          w.position ? std::to_string(w.position) : "-",
+          kind,
+          w.since.empty() ? "-" : printable(utc_text(w.since)),
+          waited,
+          printable(w.holder)};
+}
+
+int list_waiting(client& c, const std::string& prefix, bool json) {
+  auto rows = c.waiting(prefix);
+  if (json) {
+    std::cout << waiting_json(rows, -1) << "\n";
+    return ok;
+  }
+  if (rows.empty()) {
+    std::cout << "no requests waiting\n";
+    return ok;
+  }
+  auto now = std::chrono::system_clock::now();
+  std::vector<waiting_row> table{{"NAME", "POSITION", "KIND", "SINCE", "WAITED FOR", "HOLDER"}};
+  for (const auto& w : rows) table.push_back(waiting_cells(w, now));
+  print(table, std::array<bool, n_waiting_columns>{false, true, false, false, true, false});
+  return ok;
+}
+
 }  // namespace
 
-int list_command(const std::string& url_text, const std::string& prefix, bool json) {
+int list_command(const std::string& url_text, const std::string& prefix, bool json, bool waiting) {
   auto c = connect(resolve_url(url_text));
+  if (waiting) return list_waiting(c, prefix, json);
   auto rows = c.list(prefix);
   if (json) {
     std::cout << status_json(rows, -1) << "\n";
@@ -123,7 +163,7 @@ int list_command(const std::string& url_text, const std::string& prefix, bool js
   std::vector<row> table{
       {"NAME", "KIND", "FENCE", "ACQUIRED", "HELD FOR", "EXPIRES IN", "MODE", "HOLDER"}};
   for (const auto& r : rows) table.push_back(cells(r, now));
-  print(table);
+  print(table, right);
   return ok;
 }
 

@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   }
 
   std::string list_url, list_prefix;
-  bool list_json = false;
+  bool list_json = false, list_waiting = false;
   CLI::App* list = nullptr;
   if (wanted("list")) {
     list = app.add_subcommand("list", "list held locks");
@@ -274,6 +274,8 @@ int main(int argc, char** argv) {
     list->footer("Exit: 0; " + store_exits);
     list->add_option("--prefix", list_prefix, "only names starting with this");
     list->add_flag("--json", list_json, "one JSON array");
+    list->add_flag("--waiting", list_waiting,
+                   "the requests waiting for locks instead, in queue order (ZooKeeper, etcd)");
   }
 
   std::string rel_url, rel_name;
@@ -403,7 +405,8 @@ int main(int argc, char** argv) {
   if (elect && *elect) return guarded([&] { return elect_command(ea); });
   if (leader && *leader)
     return guarded([&] { return leader_command(leader_url, leader_name, leader_json); });
-  if (list && *list) return guarded([&] { return list_command(list_url, list_prefix, list_json); });
+  if (list && *list)
+    return guarded([&] { return list_command(list_url, list_prefix, list_json, list_waiting); });
   if (rel && *rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
   if (mig && *mig) return guarded([&] { return migrate_command(mig_url, mig_print); });
   if (doc && *doc) return guarded([&] { return doctor_command(doc_url, doc_patroni, doc_json); });

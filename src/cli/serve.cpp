@@ -4,8 +4,12 @@
 //                                (also while serve is still connecting to it)
 //   GET  /metrics                Prometheus text: this process's counters and the store's view
 //   GET  /api/info               backend, mode, capabilities, what needs the token
-//   GET  /api/locks              held locks as JSON (?prefix=), with age_s and expires_in_s;
-//                                ?limit=&offset=&sort=&dir= for one sorted page
+//   GET  /api/locks              held locks as JSON (?prefix=), with age_s, expires_in_s and
+//                                waiting (requests waiting for the name; null when the store
+//                                cannot tell); ?limit=&offset=&sort=&dir= for one sorted page
+//   GET  /api/waiting            requests waiting for locks (?prefix= or ?name=), by name and
+//                                queue position, with waited_s; ?limit=&offset= for one page;
+//                                501 when the store cannot tell
 //   GET  /api/events             the store's audit trail, newest first (?prefix=&limit=)
 //   POST /api/release            body {"name": "..."}: forced release (needs a token; the
 //                                token's name is the actor, logged and answered)
@@ -129,6 +133,16 @@ long long count_param(const Request& req, const char* key, long long max, long l
   }
 }
 
+// One page of `rows` (an array): {"total", "offset", "limit", "rows"}.
+nlohmann::json page_of(nlohmann::json rows, long long limit, long long offset) {
+  auto total = rows.size();
+  auto from = std::min<std::size_t>(static_cast<std::size_t>(offset), total);
+  auto to = std::min<std::size_t>(from + static_cast<std::size_t>(limit), total);
+  nlohmann::json page = nlohmann::json::array();
+  for (auto i = from; i < to; ++i) page.push_back(std::move(rows[i]));
+  return {{"total", total}, {"offset", from}, {"limit", limit}, {"rows", std::move(page)}};
+}
+
 // The held locks: all of them as an array, or with ?limit= one sorted page of them as
 // {"total", "offset", "limit", "expiring_soon", "rows"}.
 void locks_route(const store_link& link, lease_tracker& leases, const Request& req, Response& res) {
@@ -139,8 +153,11 @@ void locks_route(const store_link& link, lease_tracker& leases, const Request& r
   if (limit < 0 || offset < 0) return reply(res, 400, "limit must be 1..10000, offset >= 0");
   nlohmann::json rows;
   try {
-    rows = locks_json(c->list(req.get_param_value("prefix")), std::chrono::system_clock::now(),
-                      leases, c->get_backend().kind());
+    const auto prefix = req.get_param_value("prefix");
+    rows = locks_json(c->list(prefix), std::chrono::system_clock::now(), leases,
+                      c->get_backend().kind());
+    add_waiting_counts(rows, c->caps().waiting ? c->waiting(prefix)
+                                               : std::optional<std::vector<waiting_request>>());
   } catch (const std::exception& e) {
     return reply(res, 503, "store unavailable: " + shown(e.what()));
   }
@@ -149,16 +166,32 @@ void locks_route(const store_link& link, lease_tracker& leases, const Request& r
   if (!req.has_param("limit")) return reply_json(res, rows);
   std::size_t soon = 0;
   for (const auto& r : rows) soon += r["expiring_soon"].get<bool>();
-  auto total = rows.size();
-  auto from = std::min<std::size_t>(static_cast<std::size_t>(offset), total);
-  auto to = std::min<std::size_t>(from + static_cast<std::size_t>(limit), total);
-  nlohmann::json page = nlohmann::json::array();
-  for (auto i = from; i < to; ++i) page.push_back(std::move(rows[i]));
-  reply_json(res, {{"total", total},
-                   {"offset", from},
-                   {"limit", limit},
-                   {"expiring_soon", soon},
-                   {"rows", std::move(page)}});
+  auto page = page_of(std::move(rows), limit, offset);
+  page["expiring_soon"] = soon;
+  reply_json(res, page);
+}
+
+// The requests waiting for locks under ?prefix= (or of the one ?name=): 501 when the store
+// cannot tell.
+void waiting_route(const store_link& link, const Request& req, Response& res) {
+  auto c = link.get();
+  if (!c) return not_connected(link, res);
+  auto limit = count_param(req, "limit", 10000, 0);
+  auto offset = count_param(req, "offset", std::numeric_limits<int>::max(), 0);
+  if (limit < 0 || offset < 0) return reply(res, 400, "limit must be 1..10000, offset >= 0");
+  const bool one = req.has_param("name");
+  const auto prefix = req.get_param_value(one ? "name" : "prefix");
+  std::vector<waiting_request> rows;
+  try {
+    rows = c->waiting(prefix);
+  } catch (const unsupported& e) {
+    return reply(res, 501, e.what());
+  } catch (const std::exception& e) {
+    return reply(res, 503, "store unavailable: " + shown(e.what()));
+  }
+  if (one) std::erase_if(rows, [&](const waiting_request& w) { return w.name != prefix; });
+  auto json = waiting_rows_json(std::move(rows), std::chrono::system_clock::now());
+  reply_json(res, req.has_param("limit") ? page_of(std::move(json), limit, offset) : json);
 }
 
 void add_routes(httplib::Server& srv, const store_link& link, const std::string& backend,
@@ -206,10 +239,13 @@ void add_routes(httplib::Server& srv, const store_link& link, const std::string&
                        {"session_bound", caps.session_bound},
                        {"list", caps.list},
                        {"force_release", caps.force_release},
-                       {"events", caps.events}}}});
+                       {"events", caps.events},
+                       {"waiting", caps.waiting}}}});
   });
   srv.Get("/api/locks",
           [&](const Request& req, Response& res) { locks_route(link, leases, req, res); });
+  srv.Get("/api/waiting",
+          [&](const Request& req, Response& res) { waiting_route(link, req, res); });
   srv.Get("/api/events", [&](const Request& req, Response& res) { events_route(link, req, res); });
   srv.Post("/api/release",
            [&](const Request& req, Response& res) { release_route(link, a, guard, m, req, res); });

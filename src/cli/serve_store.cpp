@@ -43,6 +43,34 @@ nlohmann::json locks_json(const std::vector<lock_status>& rows, wall_time now,
   return arr;
 }
 
+void add_waiting_counts(nlohmann::json& rows,
+                        const std::optional<std::vector<waiting_request>>& waiters) {
+  std::map<std::string, std::uint64_t> count;
+  if (waiters)
+    for (const auto& w : *waiters) ++count[w.name];
+  for (auto& row : rows) {
+    if (!waiters) {
+      row["waiting"] = nullptr;
+      continue;
+    }
+    auto it = count.find(row["name"].get<std::string>());
+    row["waiting"] = it == count.end() ? 0 : it->second;
+  }
+}
+
+nlohmann::json waiting_rows_json(std::vector<waiting_request> rows, wall_time now) {
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    if (int c = natural_compare(a.name, b.name)) return c < 0;
+    return a.position < b.position;
+  });
+  auto arr = nlohmann::json::parse(waiting_json(rows, -1));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto since = parse_utc(rows[i].since);
+    arr[i]["waited_s"] = since ? nlohmann::json(seconds_between(*since, now)) : nullptr;
+  }
+  return arr;
+}
+
 int natural_compare(const std::string& a, const std::string& b) {
   std::size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {

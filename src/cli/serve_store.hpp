@@ -1,7 +1,8 @@
-// The store as `sqlock serve` shows it: held locks with their age, time left, lease as seen and
-// fence parts, measured on this host's clock; sorted and paged on the server (numbers as
-// numbers, names with their digits in numeric order); a summary for /metrics (held locks by
-// backend mode, oldest hold age, holds expiring soon); and the health probe behind /healthz.
+// The store as `sqlock serve` shows it: held locks with their age, time left, lease as seen,
+// fence parts and count of waiting requests, the waiting requests with how long they waited,
+// measured on this host's clock; sorted and paged on the server (numbers as numbers, names with
+// their digits in numeric order); a summary for /metrics (held locks by backend mode, oldest hold
+// age, holds expiring soon); and the health probe behind /healthz.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,15 @@ namespace sqlock::cli {
 /// fences have no parts), measured against `now`.
 nlohmann::json locks_json(const std::vector<lock_status>& rows, wall_time now,
                           lease_tracker& leases, const std::string& backend_kind);
+
+/// Adds to each row of `rows` (locks_json) `waiting`: how many of `waiters` wait for its name;
+/// null in every row when the store cannot tell (`waiters` empty).
+void add_waiting_counts(nlohmann::json& rows,
+                        const std::optional<std::vector<waiting_request>>& waiters);
+
+/// The rows of `list --waiting --json` plus `waited_s` (since `since`; null when unknown),
+/// measured against `now`, by name (natural order) and then position.
+nlohmann::json waiting_rows_json(std::vector<waiting_request> rows, wall_time now);
 
 /// What a fence of `backend_kind` is made of: PostgreSQL `{"epoch", "counter"}` (epoch << 44
 /// | counter), ZooKeeper `{"epoch", "counter"}` (a zxid: epoch << 32 | counter), etcd

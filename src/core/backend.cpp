@@ -66,6 +66,7 @@ capabilities capabilities_of(backend& b) noexcept {
   c.force_release = a && a->breaker();
   c.events = a && a->audit();
   c.sweep = a && a->sweeper();
+  c.waiting = a && a->waiters();
   c.schema = b.schema() != nullptr;
   return c;
 }
@@ -88,6 +89,11 @@ bool store_admin::force_release(std::string_view name) {
 std::vector<lock_event> store_admin::events(std::string_view prefix, std::size_t limit) {
   if (auto* a = audit()) return a->events(prefix, limit);
   throw unsupported("this store keeps no audit trail of lock events");
+}
+
+std::vector<waiting_request> store_admin::waiting(std::string_view prefix) {
+  if (auto* w = waiters()) return w->waiting(prefix);
+  throw unsupported("this store cannot tell which requests wait for a lock");
 }
 
 std::size_t store_admin::sweep() {

@@ -43,6 +43,13 @@ std::vector<lock_event> client::events(std::string_view prefix, std::size_t limi
     throw unsupported(b.kind() + " backend keeps no audit trail of lock events");
   return a->audit()->events(prefix, limit);
 }
+std::vector<waiting_request> client::waiting(std::string_view prefix) const {
+  auto& b = impl_->b();
+  auto* a = b.admin();
+  if (!a || !a->waiters())
+    throw unsupported(b.kind() + " backend cannot tell which requests wait for a lock");
+  return a->waiters()->waiting(prefix);
+}
 std::size_t client::sweep() const {
   auto* a = impl_->b().admin();
   return a ? a->sweep() : 0;

@@ -3,7 +3,9 @@
 // under SQLOCK_TEST_REQUIRE_ALL=1; CTest sets SQLOCK_BROWSER_POSTGRES=1 when the binary has the
 // backend) with live holders started by `sqlock run NAME -- sleep 60`; on SQLite also 10,000
 // locks written straight into the file (paging, numeric sort), on PostgreSQL serve started
-// while its store is down (through a relay that refuses connections until resumed).
+// while its store is down (through a relay that refuses connections until resumed); on
+// ZooKeeper (SQLOCK_TEST_ZOOKEEPER_URL, CTest sets SQLOCK_BROWSER_ZOOKEEPER=1) a `sqlock run`
+// that waits for a held lock.
 // Usage: node admin_page.test.mjs SQLOCK_BINARY ARTIFACT_DIR
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -336,4 +338,59 @@ test('PostgreSQL', async (t) => {
     return;
   }
   await suite(t, 'postgresql', url, { downViaRelay: true });
+});
+
+// A `sqlock run` waiting for a held lock shows on the page: the lock's Waiting count, and in
+// the waiting section its position, kind and holder text; it leaves once it is granted.
+test('ZooKeeper, a waiting sqlock run', async (t) => {
+  const url = process.env.SQLOCK_TEST_ZOOKEEPER_URL;
+  if (process.env.SQLOCK_BROWSER_ZOOKEEPER !== '1') {
+    t.skip('this sqlock was built without the ZooKeeper backend');
+    return;
+  }
+  if (!url) {
+    assert.notEqual(process.env.SQLOCK_TEST_REQUIRE_ALL, '1', 'SQLOCK_TEST_ZOOKEEPER_URL is unset');
+    t.skip('SQLOCK_TEST_ZOOKEEPER_URL is unset');
+    return;
+  }
+  const tag = randomBytes(4).toString('hex');
+  const name = `browser-queue-${tag}`;
+  const first = holder(url, name);
+  const server = serve(url, 'unused-token');
+  const browser = await launch();
+  const procs = [first.proc, server.proc];
+  t.after(async () => {
+    await browser.cleanup();
+    for (const p of procs) p.kill('SIGTERM');
+  });
+  const base = await server.base;
+  await until('the first hold', async () =>
+    (await request(base, { path: '/api/locks?prefix=' + name })).body.includes(name));
+  const waiter = spawn(sqlock, ['run', '--url', url, '--wait', '20s', '--holder', `waiter-${tag}`,
+    name, '--', 'true'], { stdio: 'ignore' });
+  procs.push(waiter);
+  const waiterExit = new Promise((resolve) => waiter.on('exit', (code) => resolve(code)));
+  const page = await browser.context.newPage();
+  await page.goto(base);
+  await page.locator('#prefix').fill(name);  // other tests' locks stay out of view
+  const row = page.locator('#rows tr', { hasText: name });
+  await row.locator('td.waiting', { hasText: '1' }).waitFor({ timeout: DEADLINE_MS });
+  await row.click();
+  const queued = page.locator('#waiting-rows tr', { hasText: `waiter-${tag}` });
+  await queued.waitFor({ timeout: DEADLINE_MS });
+  const cells = await queued.locator('td').allTextContents();
+  assert.equal(cells[0], name);
+  assert.equal(cells[1], '1', 'first in line');
+  assert.equal(cells[2], 'exclusive');
+  assert.match(cells[3], /^\d{4}-\d\d-\d\dT/, 'since when, from the store');
+  assert.match(await page.locator('#details').innerText(), /waiting\s+1/);
+  await page.screenshot({ path: path.join(artifacts, 'zookeeper-waiting.png'), fullPage: true });
+  first.proc.kill('SIGTERM');  // the waiter is granted, runs `true` and exits 0
+  let timer;
+  const code = await Promise.race([waiterExit,
+    new Promise((r) => { timer = setTimeout(() => r('still waiting'), DEADLINE_MS); })]);
+  clearTimeout(timer);
+  assert.equal(code, 0, 'the waiter ran once granted');
+  await page.locator('#no-waiting').waitFor({ state: 'visible', timeout: DEADLINE_MS });
+  assert.equal(await page.locator('#waiting-rows tr').count(), 0);
 });

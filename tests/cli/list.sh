@@ -1,7 +1,9 @@
 # `sqlock list` as a table: the columns (acquired, held for, expires in), aligned under their
 # headers whatever the width of the names (multibyte ones too), control characters of names and
 # holders made harmless; on PostgreSQL's advisory mode (SQLOCK_CLI_POSTGRES=1, in a schema of
-# its own) a session-bound hold expires with its session.
+# its own) a session-bound hold expires with its session; `list --waiting`: unsupported on
+# SQLite, and on ZooKeeper and etcd (SQLOCK_CLI_ZOOKEEPER=1, SQLOCK_CLI_ETCD=1) a waiting
+# `sqlock run` listed first in line until it is granted.
 source "$(dirname "$0")/lib.sh"
 export LC_ALL=C.UTF-8 # ${#var} counts characters
 printf -v evil 'esc\033[31mred'
@@ -51,6 +53,46 @@ check "the 30s default lease expires sooner" yes \
   "$(grep '^encoder ' <<<"$out" | awk '{print $6}' | grep -qE '^([0-9]|[12][0-9]|30)s$' && echo yes)"
 kill $(jobs -p) 2>/dev/null
 wait 2>/dev/null
+
+"$sqlock" list --waiting >/dev/null 2>&1
+check "SQLite cannot tell who waits: exit 64" 64 "$?"
+
+# waiting_on KIND URL: a `sqlock run` waiting behind a holder is listed, then leaves the list.
+waiting_on() {
+  local name="cli-waiting-$1-$$-$RANDOM" holder_pid waiter_pid out
+  "$sqlock" run --url "$2" "$name" -- sleep 60 &
+  holder_pid=$!
+  for _ in $(seq 100); do "$sqlock" list --url "$2" --prefix "$name" | grep -q "^$name " && break; sleep 0.1; done
+  "$sqlock" run --url "$2" --wait 20s --holder "waiter-$$" "$name" -- true &
+  waiter_pid=$!
+  for _ in $(seq 100); do
+    out=$("$sqlock" list --url "$2" --waiting --prefix "$name")
+    grep -q "waiter-$$" <<<"$out" && break
+    sleep 0.1
+  done
+  echo "$out"
+  check "$1: header" "NAME POSITION KIND SINCE WAITED FOR HOLDER" "$(head -1 <<<"$out" | xargs)"
+  check "$1: the waiting run, first in line" "$name 1 exclusive waiter-$$" \
+    "$(awk 'NR == 2 {print $1, $2, $3, $NF}' <<<"$out")"
+  check "$1: JSON" "1 waiter-$$" "$("$sqlock" list --url "$2" --waiting --json --prefix "$name" |
+    python3 -c 'import json, sys; r = json.load(sys.stdin); print(len(r), r[0]["holder"])')"
+  kill "$holder_pid"
+  wait "$waiter_pid"
+  check "$1: the waiter ran once granted" 0 "$?"
+  check "$1: nobody waits any more" "no requests waiting" \
+    "$("$sqlock" list --url "$2" --waiting --prefix "$name")"
+}
+for backend in ZOOKEEPER ETCD; do
+  enabled=SQLOCK_CLI_$backend url_var=SQLOCK_TEST_${backend}_URL
+  [ "${!enabled:-}" = 1 ] || continue
+  if [ -n "${!url_var:-}" ]; then
+    waiting_on "${backend,,}" "${!url_var}"
+  elif [ "${SQLOCK_TEST_REQUIRE_ALL:-}" = 1 ]; then
+    check "$url_var set under SQLOCK_TEST_REQUIRE_ALL" set unset
+  else
+    echo "skip: waiting requests on ${backend,,} ($url_var unset)"
+  fi
+done
 
 if [ "${SQLOCK_CLI_POSTGRES:-}" = 1 ]; then
   if [ -n "${SQLOCK_TEST_POSTGRES_URL:-}" ]; then

@@ -574,6 +574,57 @@ TYPED_TEST_P(conformance, admin_calls_are_what_the_backend_implements) {
     EXPECT_NO_THROW(a.sweep());
 }
 
+// Where the store can tell (caps().waiting), a blocked request is listed with its holder text
+// and its place in the queue, and is no longer listed once granted or given up; elsewhere
+// waiting() throws unsupported.
+TYPED_TEST_P(conformance, waiting_requests_are_listed_in_queue_order) {
+  auto a = this->connect_new();
+  auto n = this->name("waiting");
+  if (!a.caps().waiting) {
+    EXPECT_THROW(a.waiting(n), unsupported);
+    return;
+  }
+  auto b = sqlock::connect(this->url_, {.holder = "waiter-b"});
+  auto c = sqlock::connect(this->url_, {.holder = "waiter-c"});
+  auto la = a.make_lock(n);
+  la.lock();
+  EXPECT_TRUE(a.waiting(n).empty());
+  auto lb = b.make_lock(n);
+  auto lc = c.make_lock(n);
+  std::atomic<bool> b_got{false}, b_done{false};
+  std::thread tb([&] {
+    b_got = lb.try_lock_for(15s);
+    while (b_got && !b_done) std::this_thread::sleep_for(5ms);
+    if (b_got) lb.unlock();
+  });
+  std::vector<waiting_request> w;
+  EXPECT_TRUE(eventually([&] { return (w = a.waiting(n)).size() == 1; }));
+  std::atomic<bool> c_got{true};
+  std::thread tc([&] { c_got = lc.try_lock_for(3s); });  // gives up: b holds by then
+  EXPECT_TRUE(eventually([&] { return (w = a.waiting(n)).size() == 2; }));
+  if (w.size() == 2) {
+    EXPECT_EQ(w[0].name, n);
+    EXPECT_EQ(w[0].holder, "waiter-b");
+    EXPECT_EQ(w[0].position, 1u);
+    EXPECT_EQ(w[0].kind, lock_kind::exclusive);
+    EXPECT_EQ(w[1].holder, "waiter-c");
+    EXPECT_EQ(w[1].position, 2u);
+    EXPECT_FALSE(w[0].owner.empty());
+    EXPECT_NE(w[0].owner, w[1].owner);
+  }
+  EXPECT_TRUE(a.waiting("no-such-prefix-" + n).empty());
+  la.unlock();  // b is granted: c moves up
+  EXPECT_TRUE(eventually([&] {
+    w = a.waiting(n);
+    return b_got && w.size() == 1 && w[0].holder == "waiter-c" && w[0].position == 1;
+  }));
+  tc.join();  // c gave up
+  EXPECT_FALSE(c_got);
+  EXPECT_TRUE(eventually([&] { return a.waiting(n).empty(); }));
+  b_done = true;
+  tb.join();
+}
+
 }  // namespace sqlock::test
 
 #include "conformance_interrupt.hpp"
@@ -588,7 +639,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     release_is_idempotent, try_lock_for_gives_up_at_its_deadline, reentrant_per_thread,
     fencing_tokens_strictly_rise, threads_and_processes_keep_an_exact_counter,
     odd_names_are_stored_verbatim, invalid_input_is_a_config_error, list_and_force_release,
-    admin_calls_are_what_the_backend_implements,
+    admin_calls_are_what_the_backend_implements, waiting_requests_are_listed_in_queue_order,
     shared_and_exclusive_exclude_each_other_across_processes, many_shared_holders_at_once,
     waiting_writer_is_not_starved_by_arriving_readers, one_shared_holders_expiry_leaves_the_others,
     shared_timeouts_end_on_time, permits_are_never_exceeded_across_threads_and_processes,

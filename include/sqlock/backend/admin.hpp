@@ -1,9 +1,8 @@
 // The optional interfaces of a backend beside the lock itself: administration of the store
-// (list, and optionally forced release, audit trail, sweep) and ownership of a schema (check,
-// migrate, script).
-// A backend offers one by returning it from backend::admin() / backend::schema() (null by
-// default): the CLI, the client and the conformance suite act on what is offered and report
-// `unsupported` for the rest. Part of the backend-author API.
+// (list, and optionally forced release, audit trail, sweep, waiting requests) and ownership of a
+// schema (check, migrate, script). A backend offers one by returning it from backend::admin() /
+// backend::schema() (null by default): the CLI, the client and the conformance suite act on what is
+// offered and report `unsupported` for the rest. Part of the backend-author API.
 #pragma once
 
 #include <cstddef>
@@ -40,12 +39,24 @@ class SQLOCK_API expiry_sweeper {
   virtual std::size_t sweep() = 0;
 };
 
+/// The requests a store knows to be waiting for a lock (`sqlock list --waiting`, the admin
+/// page). Only a store where a waiting request leaves a trace the store can read (a queued node
+/// or key, a server-side wait) has one.
+class SQLOCK_API waiter_lister {
+ public:
+  virtual ~waiter_lister() = default;
+  /// The waiting requests of names starting with `prefix`, by name and then by position (in
+  /// queue order where the store has one). A request that is granted or gives up is no longer
+  /// listed.
+  virtual std::vector<waiting_request> waiting(std::string_view prefix) = 0;
+};
+
 /// Administration of a store: what `sqlock list`, `release --force`, the admin page and a
 /// client's sweeps use. `list()` is what every store admin has; the other calls are optional
 /// interfaces it returns when the store has them (null by default), and capabilities_of()
-/// reports exactly those (`force_release`, `events`, `sweep`): a store cannot claim a call it
-/// does not implement. Every member may be called from several threads at once; each call is
-/// bounded by the backend's I/O timeout.
+/// reports exactly those (`force_release`, `events`, `sweep`, `waiting`): a store cannot claim a
+/// call it does not implement. Every member may be called from several threads at once; each call
+/// is bounded by the backend's I/O timeout.
 class SQLOCK_API store_admin {
  public:
   virtual ~store_admin() = default;
@@ -57,6 +68,8 @@ class SQLOCK_API store_admin {
   virtual audit_trail* audit() noexcept { return nullptr; }
   /// The store's sweep of expired holds; null when holds go by themselves.
   virtual expiry_sweeper* sweeper() noexcept { return nullptr; }
+  /// The store's list of waiting requests; null when waiters leave no trace in the store.
+  virtual waiter_lister* waiters() noexcept { return nullptr; }
 
   /// breaker()->force_release(), or unsupported when the store has no breaker.
   bool force_release(std::string_view name);
@@ -64,6 +77,8 @@ class SQLOCK_API store_admin {
   std::vector<lock_event> events(std::string_view prefix, std::size_t limit);
   /// sweeper()->sweep(), or 0 when holds go by themselves.
   std::size_t sweep();
+  /// waiters()->waiting(), or unsupported when waiters leave no trace in the store.
+  std::vector<waiting_request> waiting(std::string_view prefix);
 };
 
 /// A store's schema: what `sqlock migrate` applies and prints, and the check connect() makes.

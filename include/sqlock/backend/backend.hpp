@@ -123,7 +123,8 @@ class SQLOCK_API backend {
 };
 
 /// caps() with what follows from the backend's interfaces: `list` when it has an admin(),
-/// `force_release`, `events`, `sweep` when that admin has a breaker(), audit(), sweeper(),
+/// `force_release`, `events`, `sweep`, `waiting` when that admin has a breaker(), audit(),
+/// sweeper(), waiters(),
 /// `schema` when it has a schema(). What the client, the CLI and the conformance suite read.
 SQLOCK_API capabilities capabilities_of(backend& b) noexcept;
 

@@ -46,6 +46,7 @@ struct state {
 class etcd_backend final : public backend,
                            public store_admin,
                            public hold_breaker,
+                           public waiter_lister,
                            public std::enable_shared_from_this<etcd_backend> {
  public:
   explicit etcd_backend(const options& o)
@@ -133,12 +134,17 @@ class etcd_backend final : public backend,
     return q_.list(prefix, clock::now() + o_.timeout);
   }
 
+  std::vector<waiting_request> waiting(std::string_view prefix) override {
+    return q_.waiting(prefix, clock::now() + o_.timeout);
+  }
+
   bool force_release(std::string_view name) override {
     return q_.delete_holder(std::string(name), clock::now() + o_.timeout);
   }
 
   store_admin* admin() noexcept override { return this; }
   hold_breaker* breaker() noexcept override { return this; }
+  waiter_lister* waiters() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;

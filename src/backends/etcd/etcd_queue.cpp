@@ -452,14 +452,14 @@ std::optional<hold> queue::find_owner(const std::string& name, const std::string
   return std::nullopt;
 }
 
-std::vector<lock_status> queue::list(std::string_view name_prefix, steady_time deadline) {
+std::map<std::string, std::vector<queue_key>> queue::queues_of(std::string_view name_prefix,
+                                                               steady_time deadline) {
   const std::string base = prefix_.empty() ? std::string() : prefix_ + "/";
   const std::string from = base + encode_name(name_prefix);
   json req = range_of(from, prefix_end(from));
   req["sort_order"] = "ASCEND";
   req["sort_target"] = "CREATE";
   auto r = gw_.call("kv/range", req, deadline);
-  // Each name's queue, in creation order; then its holders.
   std::map<std::string, std::vector<queue_key>> queues;
   for (const auto& kv : kvs_of(r)) {
     auto k = key_of(kv);
@@ -467,17 +467,49 @@ std::vector<lock_status> queue::list(std::string_view name_prefix, steady_time d
     if (slash == std::string::npos || slash < base.size()) continue;
     queues[k.key.substr(base.size(), slash - base.size())].push_back(std::move(k));
   }
+  return queues;
+}
+
+namespace {
+// The lock name an encoded key segment stands for; the segment itself for a key sqlock did not
+// write.
+std::string name_of_segment(const std::string& encoded) {
+  try {
+    return decode_name(encoded);
+  } catch (const config_error&) {
+    return encoded;
+  }
+}
+}  // namespace
+
+std::vector<waiting_request> queue::waiting(std::string_view name_prefix, steady_time deadline) {
+  std::vector<waiting_request> out;
+  for (const auto& [encoded, q] : queues_of(name_prefix, deadline)) {
+    std::uint32_t position = 0;
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      if (turn_of(q, i).holds) continue;
+      const auto& k = q[i];
+      waiting_request w;
+      w.name = name_of_segment(encoded);
+      w.owner = k.owner;
+      w.holder = k.holder.empty() ? "lease " + k.key.substr(k.key.rfind('/') + 1) : k.holder;
+      w.kind = k.kind;
+      w.permits = k.permits;
+      w.position = ++position;  // etcd keeps no time of a key: `since` stays unknown
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+std::vector<lock_status> queue::list(std::string_view name_prefix, steady_time deadline) {
   std::vector<lock_status> out;
-  for (const auto& [encoded, q] : queues) {
+  for (const auto& [encoded, q] : queues_of(name_prefix, deadline)) {
     for (std::size_t i = 0; i < q.size(); ++i) {
       if (!turn_of(q, i).holds) continue;  // a waiter
       const auto& k = q[i];
       lock_status s;
-      try {
-        s.name = decode_name(encoded);
-      } catch (const config_error&) {
-        s.name = encoded;  // a key sqlock did not write
-      }
+      s.name = name_of_segment(encoded);
       s.owner = k.owner;
       s.holder = k.holder.empty() ? "lease " + k.key.substr(k.key.rfind('/') + 1) : k.holder;
       s.fence = static_cast<std::uint64_t>(k.revision);

@@ -7,12 +7,14 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "etcd_connection.hpp"
+#include "etcd_kinds.hpp"
 #include "etcd_lease_reserve.hpp"
 #include "etcd_wait.hpp"
 
@@ -57,6 +59,8 @@ class queue {
   /// Every holder (a shared lock's readers, a semaphore's permits) of every name starting with
   /// `name_prefix`.
   std::vector<lock_status> list(std::string_view name_prefix, steady_time deadline);
+  /// The keys of every name starting with `name_prefix` that do not hold yet, in queue order.
+  std::vector<waiting_request> waiting(std::string_view name_prefix, steady_time deadline);
   /// Deletes every holder's key of `name` (their leases stay: one may carry other locks of an
   /// etcdctl session); false when nobody held it.
   bool delete_holder(const std::string& name, steady_time deadline);
@@ -65,6 +69,9 @@ class queue {
 
  private:
   static std::int64_t ttl_for(milliseconds lease);
+  // Each name's queue under `name_prefix` (by encoded name), in create-revision order.
+  std::map<std::string, std::vector<queue_key>> queues_of(std::string_view name_prefix,
+                                                          steady_time deadline);
   // Sends `txn`, which may put a key on reserved lease lease `lease`; when its outcome is unknown
   // (it throws) the lease, and any key put with it, is revoked in the background.
   json put_txn(const json& txn, std::int64_t lease, steady_time deadline);

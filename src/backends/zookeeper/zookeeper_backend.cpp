@@ -39,7 +39,10 @@ struct loss_queue {
   }
 };
 
-class zk_backend final : public backend, public store_admin, public hold_breaker {
+class zk_backend final : public backend,
+                         public store_admin,
+                         public hold_breaker,
+                         public waiter_lister {
  public:
   explicit zk_backend(options o)
       : opts_(checked_options(std::move(o))),
@@ -260,36 +263,39 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
   // The holds of every lock under the layout's base (a peer's layout: the znodes right under the
   // root, so a lock whose name is a deeper path is not listed), peers' holds included.
   std::vector<lock_status> list(std::string_view prefix) override {
-    return with_session(admin_until(), [&](session& s) {
-      lock_queue q = queue(s);
-      std::vector<lock_status> out;
-      for (const auto& child : q.children(layout_->base(), admin_until())) {
-        auto name = layout_->lock_of(child);
-        if (!name || !name->starts_with(prefix)) continue;
-        const std::string parent = layout_->parent_of(*name);
-        for (const auto& n : holders(q.list(parent, admin_until()))) {
-          const std::string path = parent + "/" + n.znode;
-          std::string data;
-          Stat st{};
-          auto until = admin_until();
-          int rc = call(s, until, [&] { return get_data(s, path, until, data, st); });
-          if (rc == ZNONODE) continue;  // released meanwhile
-          if (rc != ZOK) fail(rc, "get(" + path + ")");
-          lock_status ls;
-          ls.name = *name;
-          ls.owner = n.owner;
-          ls.fence = static_cast<std::uint64_t>(st.czxid);
-          ls.acquired_at = format_utc_ms(st.ctime);
-          ls.mode = layout_->name().empty() ? "session" : layout_->name();
-          ls.holder = std::move(data);
-          ls.kind = n.kind;
-          ls.permits = n.permits;
-          out.push_back(std::move(ls));
-        }
-      }
-      std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
-      return out;
-    });
+    std::vector<lock_status> out;
+    for (auto& f : nodes_of(prefix, true)) {
+      lock_status ls;
+      ls.name = std::move(f.name);
+      ls.owner = f.node.owner;
+      ls.fence = static_cast<std::uint64_t>(f.stat.czxid);
+      ls.acquired_at = format_utc_ms(f.stat.ctime);
+      ls.mode = layout_->name().empty() ? "session" : layout_->name();
+      ls.holder = std::move(f.data);
+      ls.kind = f.node.kind;
+      ls.permits = f.node.permits;
+      out.push_back(std::move(ls));
+    }
+    return out;
+  }
+
+  // The nodes of every queue under the layout's base that do not hold yet, in queue order:
+  // position 1 is the next in line. A node's data is its holder text, its ctime when it queued.
+  std::vector<waiting_request> waiting(std::string_view prefix) override {
+    std::vector<waiting_request> out;
+    for (auto& f : nodes_of(prefix, false)) {
+      waiting_request w;
+      const bool same_queue = !out.empty() && out.back().name == f.name;
+      w.position = same_queue ? out.back().position + 1 : 1;
+      w.name = std::move(f.name);
+      w.owner = f.node.owner;
+      w.holder = std::move(f.data);
+      w.kind = f.node.kind;
+      w.permits = f.node.permits;
+      w.since = format_utc_ms(f.stat.ctime);
+      out.push_back(std::move(w));
+    }
+    return out;
   }
 
   // Every holder of a name (a shared lock's readers, a semaphore's permits): force_release
@@ -310,6 +316,7 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
 
   store_admin* admin() noexcept override { return this; }
   hold_breaker* breaker() noexcept override { return this; }
+  waiter_lister* waiters() noexcept override { return this; }
 
   capabilities caps() const noexcept override {
     capabilities c;
@@ -387,6 +394,45 @@ class zk_backend final : public backend, public store_admin, public hold_breaker
     for (std::size_t i = 0; i < q.size(); ++i)
       if (layout_->turn_of(q, i).holds) out.push_back(q[i]);
     return out;
+  }
+
+  // A node as the administrative reads found it: its lock's name, the node, its data (the
+  // holder text) and its stat.
+  struct found_node {
+    std::string name;
+    queue_node node;
+    std::string data;
+    Stat stat{};
+  };
+
+  // The nodes that hold (`holding`) or wait (not `holding`) in every queue under the layout's
+  // base whose name starts with `prefix`: by name, each queue in its order. A node gone before
+  // its data was read is left out.
+  std::vector<found_node> nodes_of(std::string_view prefix, bool holding) {
+    auto found = with_session(admin_until(), [&](session& s) {
+      lock_queue q = queue(s);
+      std::vector<found_node> out;
+      for (const auto& child : q.children(layout_->base(), admin_until())) {
+        auto name = layout_->lock_of(child);
+        if (!name || !name->starts_with(prefix)) continue;
+        const std::string parent = layout_->parent_of(*name);
+        auto nodes = q.list(parent, admin_until());
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+          if (layout_->turn_of(nodes, i).holds != holding) continue;
+          found_node f{*name, nodes[i], {}, {}};
+          const std::string path = parent + "/" + f.node.znode;
+          auto until = admin_until();
+          int rc = call(s, until, [&] { return get_data(s, path, until, f.data, f.stat); });
+          if (rc == ZNONODE) continue;  // released or given up meanwhile
+          if (rc != ZOK) fail(rc, "get(" + path + ")");
+          out.push_back(std::move(f));
+        }
+      }
+      return out;
+    });
+    std::stable_sort(found.begin(), found.end(),
+                     [](const auto& a, const auto& b) { return a.name < b.name; });
+    return found;
   }
 
   // Whether a request for `req` made now would hold at once in queue `q` (busy otherwise);

@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 // The server sorts and pages the locks: the page holds one page of them.
 const PAGE = 100;
 const state = { rows: [], total: 0, offset: 0, sortKey: 'name', sortDir: 1, info: null,
-  selected: null, lastGood: null, pending: null };
+  selected: null, lastGood: null, pending: null, waitingOffset: 0 };
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
 
@@ -100,6 +100,7 @@ function render() {
     cell(tr, kindText(l), 'kind');
     cell(tr, l.mode);
     cell(tr, l.holder);
+    if (canTellWaiting()) cell(tr, l.waiting ? String(l.waiting) : '', 'num waiting');
     const td = cell(tr, '', 'actions');
     if (state.info && !state.info.read_only) {
       const b = document.createElement('button');
@@ -108,7 +109,12 @@ function render() {
       b.addEventListener('click', (ev) => { ev.stopPropagation(); askRelease(l.name); });
       td.appendChild(b);
     }
-    tr.addEventListener('click', () => { state.selected = l.name; render(); });
+    tr.addEventListener('click', () => {
+      state.selected = l.name;
+      state.waitingOffset = 0;
+      render();
+      refreshWaiting();
+    });
     tb.appendChild(tr);
   }
   $('empty').hidden = state.total > 0;
@@ -119,8 +125,14 @@ function render() {
   $('page-prev').hidden = $('page-next').hidden = state.total <= PAGE;
   $('page-prev').disabled = state.offset === 0;
   $('page-next').disabled = last >= state.total;
+  for (const th of document.querySelectorAll('th.waiting-col')) th.hidden = !canTellWaiting();
   markSort();
   renderDetails();
+}
+
+// Whether the store can tell which requests wait (ZooKeeper, etcd).
+function canTellWaiting() {
+  return !!(state.info && state.info.capabilities && state.info.capabilities.waiting);
 }
 
 function renderDetails() {
@@ -137,6 +149,7 @@ function renderDetails() {
   if (parts.length >= 3 && /^[0-9]+$/.test(parts[1])) {
     fields.push(['host', parts[0]], ['pid', parts[1]], ['command', parts.slice(2).join(':')]);
   }
+  if (l.waiting != null) fields.push(['waiting', String(l.waiting)]);
   fields.push(['mode', l.mode], ['acquired at', l.acquired_at || 'unknown'],
     ['expires at', l.expires_at || 'with its session'], ['held', heldText(l)],
     ['expires', expiresText(l)]);
@@ -187,6 +200,7 @@ async function refresh() {
     $('locks').classList.remove('stale');
     $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
     render();
+    refreshWaiting();
     refreshEvents();
   } catch (e) {
     if (e.status === 401) {
@@ -195,6 +209,46 @@ async function refresh() {
     } else {
       storeDown(e.message);
     }
+  }
+}
+
+// The waiting requests of the selected lock, or of every lock under the filter; one page of
+// them, in queue order, for stores that can tell.
+async function refreshWaiting() {
+  if (!canTellWaiting()) return;
+  const one = state.rows.some((r) => r.name === state.selected);
+  const scope = one ? 'name=' + encodeURIComponent(state.selected)
+                    : 'prefix=' + encodeURIComponent($('prefix').value);
+  try {
+    const page = await api('api/waiting?' + scope + '&limit=' + PAGE + '&offset=' +
+      state.waitingOffset);
+    const body = $('waiting-rows');
+    body.replaceChildren();
+    for (const w of page.rows) {
+      const tr = document.createElement('tr');
+      cell(tr, w.name, 'name');
+      cell(tr, w.position == null ? '' : String(w.position), 'num position');
+      cell(tr, kindText(w), 'kind');
+      cell(tr, w.since || 'unknown');
+      cell(tr, w.waited_s == null ? '' : duration(w.waited_s));
+      cell(tr, w.holder);
+      body.appendChild(tr);
+    }
+    $('waiting-scope').textContent = (one ? 'Requests waiting for the selected lock'
+      : 'Requests waiting for a lock under the filter') + ', in queue order: position 1 is ' +
+      'granted next.';
+    $('waiting-count').textContent = page.total + (page.total === 1 ? ' request waiting'
+                                                                     : ' requests waiting');
+    const last = page.offset + page.rows.length;
+    $('waiting-range').textContent = page.total > PAGE ?
+      (page.offset + 1) + '\u2013' + last + ' of ' + page.total : '';
+    $('waiting-prev').hidden = $('waiting-next').hidden = page.total <= PAGE;
+    $('waiting-prev').disabled = page.offset === 0;
+    $('waiting-next').disabled = last >= page.total;
+    $('no-waiting').hidden = page.total > 0;
+    $('waiting').hidden = false;
+  } catch (e) {
+    // The lock table shows the store's state; this section keeps its last answer.
   }
 }
 
@@ -271,12 +325,17 @@ async function start() {
   });
   $('confirm-cancel').addEventListener('click', () => { state.pending = null; $('confirm').close(); });
   $('confirm-ok').addEventListener('click', release);
-  $('prefix').addEventListener('input', () => { state.offset = 0; refresh(); });
+  $('prefix').addEventListener('input', () => { state.offset = 0; state.waitingOffset = 0; refresh(); });
   $('page-prev').addEventListener('click', () => {
     state.offset = Math.max(0, state.offset - PAGE);
     refresh();
   });
   $('page-next').addEventListener('click', () => { state.offset += PAGE; refresh(); });
+  $('waiting-prev').addEventListener('click', () => {
+    state.waitingOffset = Math.max(0, state.waitingOffset - PAGE);
+    refreshWaiting();
+  });
+  $('waiting-next').addEventListener('click', () => { state.waitingOffset += PAGE; refreshWaiting(); });
   for (const th of document.querySelectorAll('th[data-key]')) {
     th.addEventListener('click', () => {
       if (state.sortKey === th.dataset.key) state.sortDir = -state.sortDir;

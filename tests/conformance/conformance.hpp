@@ -11,7 +11,8 @@
 //
 // What a backend declares it cannot do (capabilities) is checked to fail with `unsupported`
 // instead of being tested for behaviour. The lock kinds (shared, permits, run_exclusive,
-// election) are in conformance_kinds.hpp, stopped waits in conformance_interrupt.hpp.
+// election) are in conformance_kinds.hpp, stopped waits in conformance_interrupt.hpp, the
+// acquire cases through the blocking, future and Asio forms in conformance_forms.hpp.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -627,6 +628,7 @@ TYPED_TEST_P(conformance, waiting_requests_are_listed_in_queue_order) {
 
 }  // namespace sqlock::test
 
+#include "conformance_forms.hpp"
 #include "conformance_interrupt.hpp"
 #include "conformance_kinds.hpp"
 
@@ -645,6 +647,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     shared_timeouts_end_on_time, permits_are_never_exceeded_across_threads_and_processes,
     permits_agree_expire_alone_and_time_out, run_exclusive_runs_once_with_at_least_and_at_most,
     election_terms_rise_and_the_leader_is_read, stopped_wait_leaves_nothing_behind,
-    stopped_waits_of_every_kind_leave_nothing_behind);
+    stopped_waits_of_every_kind_leave_nothing_behind,
+    acquire_forms_exclusive_deadline_fence_and_loss, acquire_forms_of_every_kind,
+    acquire_forms_stopped_leave_nothing_behind);
 
 }  // namespace sqlock::test

@@ -31,7 +31,7 @@ inline client warmed(client c) {
 /// empty hold, and not before its deadline.
 template <class What>
 void expect_not_obtained(acquire_form f, const What& busy) {
-  const auto deadline = from_now(200ms);
+  const auto deadline = from_now(150ms);
   EXPECT_FALSE(take(f, busy, deadline));
   EXPECT_GE(std::chrono::steady_clock::now(), deadline) << "an empty hold before the deadline";
 }
@@ -41,7 +41,7 @@ void expect_not_obtained(acquire_form f, const What& busy) {
 template <class What, class Release>
 hold waiter_gets_it_on_release(acquire_form f, const What& what, Release release) {
   auto waiter = take_in_background(f, what, from_now(20s));
-  EXPECT_EQ(waiter.wait_for(100ms), std::future_status::timeout) << "obtained while held";
+  EXPECT_EQ(waiter.wait_for(50ms), std::future_status::timeout) << "obtained while held";
   std::thread(release).join();
   return waiter.get();
 }
@@ -154,7 +154,7 @@ void expect_stopped_in(acquire_form f, const What& what, steady_time deadline) {
   std::stop_source stop;
   auto waiter = take_in_background(f, what, deadline, stop.get_token());
   // Long enough for the wait to be queued in the store (not a time the test asserts).
-  EXPECT_EQ(waiter.wait_for(300ms), std::future_status::timeout) << "ended before the stop";
+  EXPECT_EQ(waiter.wait_for(150ms), std::future_status::timeout) << "ended before the stop";
   const auto stopped = std::chrono::steady_clock::now();
   stop.request_stop();
   ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready) << "the stop did not end the wait";

@@ -118,6 +118,10 @@ std::optional<lease_info> engine_backend::attempt(const lock_request& req, stead
       r = run(op, p, deadline, req.stop);
     } catch (const pool_busy&) {
       return std::nullopt;  // nothing was asked: at the deadline that is a timeout, not an error
+    } catch (const conflict_error&) {
+      // A deadlock or lock-wait timeout run() retried until the deadline: the routine rolled
+      // its transaction back, so nothing of this attempt stays (no row, no mark of it).
+      return std::nullopt;
     }
     if (!r.empty() && !r[0].empty() && r[0][0]) {
       if (writer) writer->marked(false);  // the acquire removed the call's mark

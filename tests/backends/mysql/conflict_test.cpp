@@ -1,16 +1,17 @@
 // A deadlock (MySQL error 1213) or lock-wait timeout (1205) that an acquire still meets when a
 // try_lock_for's deadline runs out: the call returns false (not obtained in time), as for any
 // contention at the deadline, and leaves nothing behind — no row held, no GET_LOCK lock taken,
-// and the next acquire of the name succeeds. The conflict is provoked on every attempt by a
-// routine replaced (in a database of the test's own) with one that fails at the point where a
-// real conflict would: inside the row-mode acquire's transaction, after its row was written
-// (sqlock_next_fence), and in the advisory acquire after the session took the name's GET_LOCK
-// lock (sqlock_rows_hold, which also takes one level of it more, as a deadlock inside a stored
-// function leaves its lock when MariaDB skips the function's handler).
+// and the next acquire of the name succeeds. The conflict is provoked on every attempt, in a
+// database of the test's own, where a real one would come: in the row modes by a trigger on
+// the acquire's write of the hold into the name's row (inside its transaction, the row maybe
+// inserted by it just before); in advisory mode by sqlock_rows_hold replaced with a function
+// that fails after the session took the name's GET_LOCK lock, and one level of it more, as a
+// deadlock inside a stored function leaves it when MariaDB skips the function's handler.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "mysql_env.hpp"
 #include "own_database.hpp"
@@ -65,15 +66,16 @@ class mysql_conflict : public ::testing::TestWithParam<int> {
 };
 
 TEST_P(mysql_conflict, a_row_mode_acquire_failing_at_the_deadline_is_not_obtained) {
-  const std::string fence = definition_of(*admin_, "PROCEDURE", "sqlock_next_fence");
-  query(*admin_, "DROP PROCEDURE sqlock_next_fence");
+  // The acquire's write of the hold into the name's row fails, as a conflict with another
+  // transaction would there.
   query(*admin_,
-        "CREATE PROCEDURE sqlock_next_fence(OUT p_fence BIGINT UNSIGNED) MODIFIES SQL DATA SQL "
-        "SECURITY INVOKER BEGIN " +
-            signal_of(GetParam()) + "; END");
+        "CREATE TRIGGER sqlock_test_conflict BEFORE UPDATE ON sqlock_locks FOR EACH ROW BEGIN "
+        "IF NEW.owner <> '' AND OLD.owner = '' THEN " +
+            signal_of(GetParam()) + "; END IF; END");
+  std::vector<client> clients;
   for (const char* mode : {"pessimistic", "optimistic"}) {
     SCOPED_TRACE(mode);
-    auto c = sqlock::connect(with_param(db_->dba(), "mode", mode));
+    auto& c = clients.emplace_back(sqlock::connect(with_param(db_->dba(), "mode", mode)));
     const auto name = unique_name("my-conflict");
     expect_not_obtained(c, name);
     // The acquire's transaction was rolled back: the name's row (if its first insert stayed)
@@ -87,14 +89,12 @@ TEST_P(mysql_conflict, a_row_mode_acquire_failing_at_the_deadline_is_not_obtaine
                                name + "')")),
               "0");
   }
-  query(*admin_, "DROP PROCEDURE sqlock_next_fence");
-  query(*admin_, fence);
-  // The pooled connections that met the conflicts carry no transaction left open: the name is
-  // free for the next acquire, in both modes.
-  for (const char* mode : {"pessimistic", "optimistic"}) {
-    auto c = sqlock::connect(with_param(db_->dba(), "mode", mode));
+  query(*admin_, "DROP TRIGGER sqlock_test_conflict");
+  // The same clients' pooled connections, which met the conflicts, carry no transaction left
+  // open: their next acquires go through.
+  for (auto& c : clients) {
     auto l = c.make_lock(unique_name("my-conflict-after"), {.lease = 5s});
-    ASSERT_TRUE(l.try_lock_for(5s)) << mode;
+    ASSERT_TRUE(l.try_lock_for(5s));
     EXPECT_GT(l.fence(), 0u);
     l.unlock();
   }
@@ -131,11 +131,12 @@ TEST_P(mysql_conflict, an_advisory_acquire_failing_at_the_deadline_leaves_no_get
   l.unlock();
 }
 
-INSTANTIATE_TEST_SUITE_P(errors, mysql_conflict, ::testing::Values(1213, 1205),
-                         [](const auto& info) {
-                           return info.param == 1213 ? std::string("deadlock")
-                                                     : std::string("lock_wait_timeout");
-                         });
+// The test name of an error number.
+std::string conflict_name(const ::testing::TestParamInfo<int>& p) {
+  return p.param == 1213 ? "deadlock" : "lock_wait_timeout";
+}
+
+INSTANTIATE_TEST_SUITE_P(errors, mysql_conflict, ::testing::Values(1213, 1205), conflict_name);
 
 }  // namespace
 }  // namespace sqlock::test

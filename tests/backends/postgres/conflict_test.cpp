@@ -112,12 +112,13 @@ TEST_P(postgres_conflict, an_advisory_acquire_failing_at_the_deadline_keeps_no_k
   l.unlock();
 }
 
+// The test name of a SQLSTATE.
+std::string pg_conflict_name(const ::testing::TestParamInfo<const char*>& p) {
+  return std::string(p.param) == "40P01" ? "deadlock" : "serialization_failure";
+}
+
 INSTANTIATE_TEST_SUITE_P(errors, postgres_conflict, ::testing::Values("40P01", "40001"),
-                         [](const auto& info) {
-                           return std::string(info.param) == "40P01"
-                                      ? std::string("deadlock")
-                                      : std::string("serialization_failure");
-                         });
+                         pg_conflict_name);
 
 }  // namespace
 }  // namespace sqlock::test

@@ -155,10 +155,10 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
 
 void advisory_backend::let_go_after_failure(sql::session_pool::call& c, const lock_request& req,
                                             const sql::params& p, steady_time deadline) {
-  // The session carried no lock of the name before the call (session_for), so every level of
-  // the name's key it holds now is the failed call's. A session with no other hold, or with
-  // a permit request's keys to look for, is closed instead: that ends whatever it holds.
-  if (c.empty() || req.kind == lock_kind::permit) return c.kill();
+  // The session carried no lock of the name before the call (session_for, idle_waiter), so
+  // every level of the name's key it holds now is the failed call's. For a permit request (one
+  // of N keys) the session is closed instead: that ends whatever it holds.
+  if (req.kind == lock_kind::permit) return c.kill();
   try {
     c.conn().run(req.kind == lock_kind::shared ? let_go_shared_ : let_go_, p,
                  std::max(deadline, std::chrono::steady_clock::now() + let_go_bound));
@@ -228,9 +228,13 @@ std::optional<lease_info> advisory_backend::wait_in_server(sql::session_pool::ca
   } catch (const config_error&) {
     throw;
   } catch (const sql::conflict_error&) {
-    // A deadlock with another waiter, a lock timeout: contention, busy whenever it comes (the
-    // session is closed, as below, for the lock a failed call may have left taken).
-    c.kill();
+    // A deadlock with another waiter, a lock timeout: contention, busy whenever it comes, once
+    // the session gave back what the failed call may have left taken.
+    if (req.stop.stop_requested()) {
+      c.kill();  // the stop may have cut the wait: its state is unknown
+    } else {
+      let_go_after_failure(c, req, p, deadline);
+    }
     return std::nullopt;
   } catch (const error&) {
     // The wait's outcome is unknown: closing the session ends whatever it may hold (nothing

@@ -24,7 +24,7 @@ class postgres_conflict : public postgres, public ::testing::WithParamInterface<
  protected:
   // Replaces `signature` in the test's schema by a function that raises the SQLSTATE.
   void make_it_fail(const std::string& signature) {
-    pqxx::connection c(schema_owner_);
+    pqxx::connection c(owner_);
     pqxx::nontransaction tx(c);
     tx.exec("CREATE OR REPLACE FUNCTION " + schema_ + "." + signature +
             " RETURNS boolean LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'sqlock test "
@@ -48,7 +48,7 @@ class postgres_conflict : public postgres, public ::testing::WithParamInterface<
   }
 
   std::string count(const std::string& query, const std::string& name) {
-    pqxx::connection c(schema_owner_);
+    pqxx::connection c(owner_);
     pqxx::nontransaction tx(c);
     return tx.exec_params1(query, name)[0].as<std::string>();
   }

@@ -160,6 +160,11 @@ constexpr milliseconds server_full_wait{30000};
 
 rows engine_backend::run(const operation& op, const params& p, steady_time deadline,
                          const std::stop_token& stop) {
+  return run(op, p, deadline, stop, on_conflict::retry);
+}
+
+rows engine_backend::run(const operation& op, const params& p, steady_time deadline,
+                         const std::stop_token& stop, on_conflict conflicts) {
   // Transient errors (deadlock, serialization, busy) are retried with jittered backoff while
   // the deadline allows; a broken pooled connection is replaced once; a server with too many
   // clients is asked again until the deadline. Every operation is idempotent for its owner, so
@@ -167,6 +172,13 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
   bool reconnected = false;
   unsigned full = 0;
   std::string full_message;  // the last server_full, if any
+  // After a transient error: false when the next try would not start before the deadline.
+  auto pause_before_retry = [&](unsigned attempt) {
+    auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(50));
+    if (std::chrono::steady_clock::now() + pause >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    return true;
+  };
   for (unsigned attempt = 0;; ++attempt) {
     try {
       rows r;
@@ -174,10 +186,10 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
           [&](connection& c) { r = c.run(op, p, exchange_bound(deadline, io_timeout_)); },
           connection_wait_deadline(deadline), stop);
       return r;
+    } catch (const conflict_error&) {
+      if (conflicts == on_conflict::raise || !pause_before_retry(attempt)) throw;
     } catch (const transient_error&) {
-      auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(50));
-      if (std::chrono::steady_clock::now() + pause >= deadline) throw;
-      std::this_thread::sleep_for(pause);
+      if (!pause_before_retry(attempt)) throw;
     } catch (const pool_busy&) {
       throw;
     } catch (const server_full& e) {

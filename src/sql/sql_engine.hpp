@@ -122,6 +122,15 @@ class engine_backend : public backend,
   /// until `deadline` or `stop`.
   rows run(const operation& op, const params& p, steady_time deadline,
            const std::stop_token& stop = {});
+  /// What run() does with a conflict with another transaction (conflict_error).
+  enum class on_conflict {
+    retry,  ///< retried with the other transient errors while the deadline allows
+    raise,  ///< thrown at once: an acquire attempt counts it as busy, and the acquire loop
+            ///< tries again with a whole attempt's time (a retry inside run() near the
+            ///< deadline would have only what is left, and be cut off there)
+  };
+  rows run(const operation& op, const params& p, steady_time deadline, const std::stop_token& stop,
+           on_conflict conflicts);
   /// The deadline of an administrative call (list, force_release, sweep, fence_check, schema
   /// checks): now + the I/O timeout.
   steady_time admin_deadline() const;

@@ -1,6 +1,7 @@
 // The errors the SQL engine tells apart: transient ones it retries (deadlock, serialization,
-// busy), a bounded pool with no free connection, a server with too many clients; and the retry
-// of transient errors outside an operation (opening, migrating).
+// busy; conflicts with another transaction among them), a bounded pool with no free
+// connection, a server with too many clients; and the retry of transient errors outside an
+// operation (opening, migrating).
 #pragma once
 
 #include <functional>
@@ -14,6 +15,16 @@ namespace sqlock::sql {
 class transient_error : public backend_error {
  public:
   using backend_error::backend_error;
+};
+
+/// A transient error that is a conflict with another transaction: a deadlock, a serialization
+/// failure, a lock wait that timed out in the server (MySQL 1213, 1205; PostgreSQL 40P01,
+/// 40001, 55P03). The failed statement or transaction changed nothing (the lock routines roll
+/// back on any error), so an acquire attempt still meeting one at its deadline counts it as
+/// busy — contention, like any other at the deadline — instead of throwing it.
+class conflict_error : public transient_error {
+ public:
+  using transient_error::transient_error;
 };
 
 /// Every connection of a bounded pool stayed busy until the caller's deadline (or stop): nothing

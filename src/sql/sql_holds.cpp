@@ -115,9 +115,16 @@ std::optional<lease_info> engine_backend::attempt(const lock_request& req, stead
   for (unsigned attempt = 0;; ++attempt) {
     rows r;
     try {
-      r = run(op, p, deadline, req.stop);
+      // Within an acquisition a conflict is busy at once: the acquire loop tries again, each
+      // time with a whole attempt's time. A single try retries it until its deadline.
+      r = run(op, p, deadline, req.stop, a ? on_conflict::raise : on_conflict::retry);
     } catch (const pool_busy&) {
       return std::nullopt;  // nothing was asked: at the deadline that is a timeout, not an error
+    } catch (const conflict_error&) {
+      // A deadlock or lock-wait timeout: the routine rolled its transaction back, so nothing
+      // of this attempt stays (no row, no mark of it). Busy: the acquire loop tries again
+      // while the deadline allows; at the deadline the name was not obtained in time.
+      return std::nullopt;
     }
     if (!r.empty() && !r[0].empty() && r[0][0]) {
       if (writer) writer->marked(false);  // the acquire removed the call's mark

@@ -32,6 +32,8 @@ using clock = std::chrono::steady_clock;
 
 /// Margin kept between a server-side wait's end and the caller's deadline or the read timeout.
 constexpr milliseconds wait_margin(100);
+/// Time the clean-up after a failed acquire may take past the caller's deadline.
+constexpr milliseconds let_go_bound(1000);
 /// Longest pause of a waiter that got no slot to wait in the server (it polls).
 constexpr milliseconds poll_cap(50);
 
@@ -126,6 +128,8 @@ class advisory_backend final : public sql::engine_backend {
     bool stopped = false;  // the caller was stopped during a wait in the server
     bool lean = false;     // taken with sqlock_advisory_take (MariaDB)
     std::int64_t session_id = 0;
+    std::string transient;  // a transient error of the call, after the session was cleaned up
+    bool conflict = false;  // ... and it was a conflict (sql::conflict_error)
     try {
       auto& conn = c->conn();
       lean = lean_pair(conn, deadline);
@@ -148,17 +152,31 @@ class advisory_backend final : public sql::engine_backend {
       try {
         // `wait` ends before the deadline and within half the I/O timeout: the exchange fits.
         r = conn.run(lean ? lock_ : dialect_.acquire, p, deadline);
+      } catch (const sql::conflict_error& e) {
+        if (!stopper || !stopper->fired()) {
+          let_go_after_failure(conn, req.name, deadline);  // the session is clean again
+          transient = e.what();
+          conflict = true;
+        }
+      } catch (const sql::transient_error& e) {
+        if (!stopper || !stopper->fired()) {
+          let_go_after_failure(conn, req.name, deadline);
+          transient = e.what();
+        }
       } catch (...) {
         if (!stopper || !stopper->fired()) throw;  // a killed or cut-off wait: stopped below
       }
       stopped = stopper && stopper->fired();
-    } catch (const sql::transient_error&) {
-      // The procedure released what it took before failing: the session is clean.
-      throw connection_error("MySQL advisory acquire of '" + req.name + "' hit a transient error");
     } catch (...) {
       c->kill();  // unknown state: ending the session frees anything it took
       throw;
     }
+    // A deadlock or lock-wait timeout against a row-mode acquire of the name: busy (at the
+    // deadline: not obtained in time). Other transient errors the core retries.
+    if (conflict && !stopped) return std::nullopt;
+    if (!transient.empty() && !stopped)
+      throw connection_error("MySQL advisory acquire of '" + req.name +
+                             "' hit a transient error: " + transient);
     if (stopped) {
       // Closed whatever the wait returned (a lock it just got goes with it): a kill still on
       // its way must meet no later statement of this session (wait_stopper.hpp).
@@ -275,6 +293,18 @@ class advisory_backend final : public sql::engine_backend {
     return ok;
   }
 
+  // After an acquire that failed with a transient error: lets go of the name's GET_LOCK lock
+  // on the session if the failed call left it held. A deadlock inside a stored function (a
+  // sub-statement: sqlock_advisory_take's locking read) rolls the transaction back without
+  // running the function's handler, which would have let go; the session held no lock of the
+  // name before the call (held() is checked first), so any it holds now is the failed call's.
+  // A session that cannot answer is closed (connection_error: the caller kills it).
+  void let_go_after_failure(sql::connection& conn, const std::string& name, steady_time deadline) {
+    sql::params p;
+    p.name = get_lock_name(name);
+    conn.run(let_go_, p, std::max(deadline, clock::now() + let_go_bound));
+  }
+
   // The lean pair (MariaDB) and its checks, on the GET_LOCK names of the name and the fence.
   // sqlock_advisory_take: sqlock_advisory_lock that also refuses a name a row mode holds
   // (schema version 5, sql/mysql/advisory_session.sql).
@@ -285,6 +315,13 @@ class advisory_backend final : public sql::engine_backend {
   const sql::operation holding_{"advisory_holding",
                                 {"SELECT COALESCE(IS_USED_LOCK(:name) = CONNECTION_ID() AND "
                                  "IS_USED_LOCK(CONCAT('sqlock!', :fence)) = CONNECTION_ID(), 0)"}};
+  // Every level of the GET_LOCK lock :name this session holds given back (GET_LOCK nests on
+  // MariaDB; each RELEASE_LOCK gives back one level; the rows are evaluated one by one).
+  const sql::operation let_go_{
+      "advisory_let_go",
+      {"SELECT COUNT(*) FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 "
+       "UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8) l "
+       "WHERE IS_USED_LOCK(:name) = CONNECTION_ID() AND RELEASE_LOCK(:name)"}};
   const sql::operation record_{"advisory_record", {"CALL sqlock_advisory_record(:holds)"}};
   const sql::operation epoch_{"fence_epoch", {"CALL sqlock_fence_epoch_raise(@sqlock_epoch)"}};
   const options opts_;  // the URL's options: the read-only check and the diagnostics use them

@@ -32,7 +32,8 @@ bool valid_mode(std::string_view mode);
 /// comments do not count, comments outside statements are dropped, empty statements skipped.
 std::vector<std::string> split_script(std::string_view script);
 
-/// MySQL error numbers the engine retries: deadlock (1213) and lock wait timeout (1205).
+/// MySQL error numbers of a conflict with another transaction, which the engine retries:
+/// deadlock (1213) and lock wait timeout (1205) (sql::conflict_error).
 bool is_transient_error(int code);
 
 /// MySQL/MariaDB error numbers (and client errors 2000-2999) that mean the connection is gone.

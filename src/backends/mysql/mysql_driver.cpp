@@ -82,7 +82,7 @@ const char* const migrate_hint =
     const int code = e.getErrorCode();
     std::string msg = what + ": " + e.what() + " (MySQL error " + std::to_string(code) +
                       ", SQLSTATE " + e.getSQLState() + ")";
-    if (is_transient_error(code)) throw sql::transient_error(msg, std::to_string(code));
+    if (is_transient_error(code)) throw sql::conflict_error(msg, std::to_string(code));
     // A Galera node out of the Primary component, or still joining, refuses every statement
     // ("WSREP has not yet prepared node for application use"): retried until the deadline, for
     // the node rejoins (or the caller's deadline says it did not).

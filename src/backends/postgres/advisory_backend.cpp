@@ -19,6 +19,8 @@ namespace {
 // the stored function (the pooled engine retries the same way).
 constexpr milliseconds transient_initial{1};
 constexpr milliseconds transient_cap{50};
+// Time the clean-up after a failed acquire may take past the caller's deadline.
+constexpr milliseconds let_go_bound{1000};
 // A wait inside the server lasts at most this long; a longer caller deadline waits again.
 constexpr milliseconds server_wait_chunk{60000};
 // The shortest wait worth sending to the server.
@@ -131,8 +133,12 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
     try {
       return granted(*c, req, c->conn().run(op, p, exchange_bound(deadline, io_timeout())));
     } catch (const sql::transient_error&) {
+      // A deadlock, serialization failure or lock timeout inside the function: a session-level
+      // advisory lock it took stays taken through the rollback. Let go of it, then retry while
+      // the deadline allows; at the deadline the name was not obtained in time.
+      let_go_after_failure(*c, req, p, deadline);
       auto pause = backoff_delay(attempt, transient_initial, transient_cap);
-      if (std::chrono::steady_clock::now() + pause >= deadline) throw;
+      if (std::chrono::steady_clock::now() + pause >= deadline) return std::nullopt;
       std::this_thread::sleep_for(pause);
     } catch (const config_error&) {
       throw;  // refused before anything changed (a bad name, a missing grant, another kind)
@@ -144,6 +150,20 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
       c->kill();
       throw;
     }
+  }
+}
+
+void advisory_backend::let_go_after_failure(sql::session_pool::call& c, const lock_request& req,
+                                            const sql::params& p, steady_time deadline) {
+  // The session carried no lock of the name before the call (session_for, idle_waiter), so
+  // every level of the name's key it holds now is the failed call's. For a permit request (one
+  // of N keys) the session is closed instead: that ends whatever it holds.
+  if (req.kind == lock_kind::permit) return c.kill();
+  try {
+    c.conn().run(req.kind == lock_kind::shared ? let_go_shared_ : let_go_, p,
+                 std::max(deadline, std::chrono::steady_clock::now() + let_go_bound));
+  } catch (const error&) {
+    c.kill();  // no answer: closing the session frees the lock too
   }
 }
 
@@ -207,6 +227,15 @@ std::optional<lease_info> advisory_backend::wait_in_server(sql::session_pool::ca
     return granted(c, req, r);
   } catch (const config_error&) {
     throw;
+  } catch (const sql::conflict_error&) {
+    // A deadlock with another waiter, a lock timeout: contention, busy whenever it comes, once
+    // the session gave back what the failed call may have left taken.
+    if (req.stop.stop_requested()) {
+      c.kill();  // the stop may have cut the wait: its state is unknown
+    } else {
+      let_go_after_failure(c, req, p, deadline);
+    }
+    return std::nullopt;
   } catch (const error&) {
     // The wait's outcome is unknown: closing the session ends whatever it may hold (nothing
     // but, perhaps, this lock). At the caller's deadline that is a plain timeout.

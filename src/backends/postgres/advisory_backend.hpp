@@ -60,6 +60,10 @@ class advisory_backend final : public pg_backend {
   // An attempt that waits inside the server on `c`, a waiter session free of holds.
   std::optional<lease_info> wait_in_server(sql::session_pool::call& c, const lock_request& req,
                                            steady_time deadline);
+  // After an acquire on `c` that failed inside the server (a transient error): gives back
+  // any level of the name's key the failed call left taken, or closes the session.
+  void let_go_after_failure(sql::session_pool::call& c, const lock_request& req,
+                            const sql::params& p, steady_time deadline);
   // The hold an acquire operation's rows `r` grant on `c`: recorded there; nullopt when busy;
   // config_error when the name's holders are of another kind or number of permits.
   std::optional<lease_info> granted(sql::session_pool::call& c, const lock_request& req,
@@ -70,10 +74,20 @@ class advisory_backend final : public pg_backend {
   sql::operation wait_;              // advisory_lock with a wait in the server
   sql::operation release_recorded_;  // advisory_unlock of a hold hold_recorder wrote
   sql::operation record_;            // advisory_record
-  kind_operations kinds_;            // acquire_advisory_shared and its renew and release
-  std::size_t turns_;                // lock sessions taken in turn
-  sql::hold_recorder recorder_;      // before sessions_: the watcher's losses reach it
-  sql::session_pool sessions_;       // destroyed first: its watcher calls report_lost()
+  // Every level of the key (:key) the session holds given back, exclusive or shared: a
+  // session-level advisory lock is reentrant, and each unlock gives back one level.
+  const sql::operation let_go_{"pg_let_go",
+                               {"WITH RECURSIVE u(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM u "
+                                "WHERE n < 64 AND pg_catalog.pg_advisory_unlock(CAST(:key AS "
+                                "bigint))) SELECT max(n) FROM u"}};
+  const sql::operation let_go_shared_{
+      "pg_let_go_shared",
+      {"WITH RECURSIVE u(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM u WHERE n < 64 AND "
+       "pg_catalog.pg_advisory_unlock_shared(CAST(:key AS bigint))) SELECT max(n) FROM u"}};
+  kind_operations kinds_;        // acquire_advisory_shared and its renew and release
+  std::size_t turns_;            // lock sessions taken in turn
+  sql::hold_recorder recorder_;  // before sessions_: the watcher's losses reach it
+  sql::session_pool sessions_;   // destroyed first: its watcher calls report_lost()
 };
 
 }  // namespace sqlock::postgres

@@ -66,7 +66,7 @@ std::string code_of(const pqxx::sql_error& e) {
 void throw_mapped(const std::string& what, const std::string& st, const std::string& message) {
   std::string msg = what + ": " + trimmed(message);
   if (st == "40001" || st == "40P01" || st == "55P03")
-    throw sql::transient_error(msg + " [SQLSTATE " + st + "]", st);
+    throw sql::conflict_error(msg + " [SQLSTATE " + st + "]", st);
   if (st == "53300") throw_server_full(msg);
   if (starts_with(st, "08") || st == "57P01" || st == "57P02" || st == "57P03" || st.empty())
     throw connection_error(msg);

@@ -10,7 +10,7 @@
 namespace sqlock::postgres {
 
 /// Throws the sqlock error for a failed statement: deadlock, serialization and lock-timeout
-/// SQLSTATEs become sql::transient_error; 53300 (too many clients) sql::server_full;
+/// SQLSTATEs become sql::conflict_error (transient); 53300 (too many clients) sql::server_full;
 /// connection-class ones connection_error;
 /// authentication and permission failures (28000, 28P01, 42501) auth_error; a missing schema
 /// or function a schema_error naming `sqlock migrate`; bad text config_error; anything else

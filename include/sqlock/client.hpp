@@ -94,8 +94,13 @@ class SQLOCK_API client {
 
   /// Locks as the backend sees them (unsupported when the backend cannot list).
   std::vector<lock_status> list(std::string_view prefix = {}) const;
-  /// Administrative release regardless of owner.
+  /// Administrative release regardless of owner, recorded as forced by default_actor()
+  /// ("user@host" of this process, sqlock/random.hpp); false when nothing was held.
   bool force_release(std::string_view name) const;
+  /// Administrative release regardless of owner, recorded in the store's audit trail as forced
+  /// by `actor` (a person or tool: 1-200 bytes, no control characters, else config_error). A
+  /// store without an audit trail (Redis, ZooKeeper, etcd, memory) does not keep it.
+  bool force_release(std::string_view name, std::string_view actor) const;
   /// The newest `limit` events of the store's audit trail (unsupported when it keeps none).
   std::vector<lock_event> events(std::string_view prefix = {}, std::size_t limit = 100) const;
   /// Deletes expired holds now; returns how many.

@@ -1,5 +1,6 @@
 // Randomness and identity used by the core and the backends: owner tokens from the operating
-// system's CSPRNG (getrandom(2)), jitter for backoff, and the default holder description.
+// system's CSPRNG (getrandom(2)), jitter for backoff, the default holder description and the
+// default actor of a forced release.
 #pragma once
 
 #include <chrono>
@@ -25,5 +26,10 @@ SQLOCK_API std::chrono::milliseconds backoff_delay(unsigned attempt,
 
 /// "host:pid:program" of this process.
 SQLOCK_API std::string default_holder();
+
+/// "user@host" of this process: who a forced release names when the caller names no one
+/// (client::force_release(name)). The user is $USER, else the effective user's login name, else
+/// "uid<N>"; the host is gethostname(2)'s. Cut to 200 bytes, control characters dropped.
+SQLOCK_API std::string default_actor();
 
 }  // namespace sqlock

@@ -34,6 +34,16 @@ CREATE FUNCTION sqlock_now() RETURNS DATETIME(6)
 NOT DETERMINISTIC NO SQL SQL SECURITY DEFINER
 RETURN UTC_TIMESTAMP(6)$$
 
+-- The by_user of a forced release's audit row: "ACTOR (user USER)", who forced it as the client
+-- named them (at most 200 characters) beside the user the server authenticated; USER() alone
+-- when no actor is named (a client of schema version 5).
+DROP FUNCTION IF EXISTS sqlock_actor$$
+CREATE FUNCTION sqlock_actor(p_actor TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+RETURNS VARCHAR(300) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+NOT DETERMINISTIC NO SQL SQL SECURITY DEFINER
+RETURN IF(COALESCE(p_actor, '') = '', USER(),
+          LEFT(CONCAT(LEFT(p_actor, 200), ' (user ', USER(), ')'), 300))$$
+
 -- The next fencing token of a row-mode hold, into p_fence. On MariaDB (schema version 5) the
 -- one fence source of every mode: (epoch << 40) + NEXTVAL(sqlock_fence_seq), as advisory mode's
 -- (migrations/mysql/V004), so fences of a name rise in one order whatever mode took them; the

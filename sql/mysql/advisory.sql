@@ -201,11 +201,14 @@ END$$
 
 -- Administrative release: ends the holding session (KILL CONNECTION), which frees its
 -- GET_LOCK locks — every hold that session carried, not only this one (the process holding
--- them is told at once: they are lost). Audited. The definer needs CONNECTION ADMIN (or SUPER)
+-- them is told at once: they are lost). Audited (by_user: sqlock_actor(p_actor), who forced
+-- it beside USER()). The definer needs CONNECTION ADMIN (or SUPER)
 -- unless the holders connect as the definer. One row: 1 = a holder was ended. (The audit row
 -- has owner '' and fence 0 for a hold taken with sqlock_advisory_lock and not recorded yet.)
-DROP PROCEDURE IF EXISTS sqlock_advisory_force_release$$
-CREATE PROCEDURE sqlock_advisory_force_release(IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+DROP PROCEDURE IF EXISTS sqlock_advisory_force_release_by$$
+CREATE PROCEDURE sqlock_advisory_force_release_by(
+  IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_actor TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
 MODIFIES SQL DATA SQL SECURITY DEFINER
 main: BEGIN
   DECLARE v_key VARBINARY(255) DEFAULT sqlock_key(p_name);
@@ -238,9 +241,17 @@ main: BEGIN
   DELETE FROM sqlock_advisory_holds WHERE lock_name = v_lock AND connection_id = v_conn;
   DELETE FROM sqlock_advisory WHERE name_key = v_key AND connection_id = v_conn;
   INSERT INTO sqlock_audit (at, action, name, owner, fence, by_user)
-  VALUES (sqlock_now(), 'advisory_force_release', p_name, v_owner, v_fence, USER());
+  VALUES (sqlock_now(), 'advisory_force_release', p_name, v_owner, v_fence,
+          sqlock_actor(p_actor));
   SELECT 1 AS released;
 END$$
+
+-- The procedure of schema versions up to 5, which a client of those versions calls: the same
+-- release, its audit row naming USER() alone.
+DROP PROCEDURE IF EXISTS sqlock_advisory_force_release$$
+CREATE PROCEDURE sqlock_advisory_force_release(IN p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+MODIFIES SQL DATA SQL SECURITY DEFINER
+CALL sqlock_advisory_force_release_by(p_name, NULL)$$
 
 -- 1 when p_fence is the token of the current advisory hold of p_name: the session holding the
 -- name also holds the fence's lock 'sqlock!<fence>' (a hold of schema version 4 or later), or

@@ -112,6 +112,24 @@ END
 $$;
 REVOKE ALL ON FUNCTION sqlock.log_event(text, text, text, bigint, text, text, text) FROM PUBLIC;
 
+-- Appends a 'force_release' event to sqlock.events. Its actor: "ACTOR (role ROLE)", who forced
+-- it as the client named them (at most 200 characters) beside the role the database
+-- authenticated; the role alone when no actor is named (a client of schema version 12).
+CREATE OR REPLACE FUNCTION sqlock.log_forced(p_actor text, p_name text, p_owner text,
+                                             p_fence bigint, p_mode text, p_holder text,
+                                             p_detail text DEFAULT NULL) RETURNS void
+  LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+  INSERT INTO sqlock.events (event, name, owner, fence, mode, holder, actor, detail)
+  VALUES ('force_release', p_name, p_owner, p_fence, p_mode, p_holder,
+          CASE WHEN coalesce(p_actor, '') = '' THEN session_user::text
+               ELSE pg_catalog.left(p_actor, 200) || ' (role ' || session_user || ')' END,
+          p_detail);
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.log_forced(text, text, text, bigint, text, text, text) FROM PUBLIC;
+
 -- Argument checks of the lock functions. They raise SQLSTATE 22023 (invalid_parameter_value),
 -- which the client reports as a configuration error.
 CREATE OR REPLACE FUNCTION sqlock.check_name_owner(p_name text, p_owner text) RETURNS void

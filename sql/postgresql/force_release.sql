@@ -4,9 +4,10 @@
 -- end), which frees EVERY lock it held; the clients holding them see the loss at their next
 -- renewal. Terminating another role's session needs the function owner to have
 -- pg_signal_backend (GRANT pg_signal_backend TO owner_role).
--- true = a live hold was released.
---   SELECT sqlock.force_release('orders:42');
-CREATE OR REPLACE FUNCTION sqlock.force_release(p_name text) RETURNS boolean
+-- true = a live hold was released. p_actor: who forces it (a person or tool, bound by the
+-- client; NULL or '' = not named), written to each event as "ACTOR (role ROLE)" (log_forced).
+--   SELECT sqlock.force_release('orders:42', 'alice@ops-1');
+CREATE OR REPLACE FUNCTION sqlock.force_release(p_name text, p_actor text) RETURNS boolean
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = sqlock, pg_temp
 AS $$
@@ -18,14 +19,14 @@ BEGIN
            RETURNING l.owner, l.fence, l.mode, l.holder, l.expires_at LOOP
     IF r.owner IS NOT NULL AND r.expires_at > clock_timestamp() THEN
       v_n := v_n + 1;
-      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, r.mode, r.holder);
+      PERFORM sqlock.log_forced(p_actor, p_name, r.owner, r.fence, r.mode, r.holder);
     END IF;
   END LOOP;
   FOR r IN SELECT h.* FROM sqlock.advisory_holds h WHERE h.name = p_name FOR UPDATE LOOP
     IF sqlock.advisory_held(r.key, r.backend_pid) THEN
       v_n := v_n + 1;
-      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, 'advisory', r.holder,
-                               'terminated session ' || r.backend_pid);
+      PERFORM sqlock.log_forced(p_actor, p_name, r.owner, r.fence, 'advisory', r.holder,
+                                'terminated session ' || r.backend_pid);
       IF r.backend_pid = pg_backend_pid() THEN
         PERFORM pg_advisory_unlock(r.key);
       ELSE
@@ -52,8 +53,8 @@ BEGIN
                    AND g.classid = 1397836875::oid
                    AND g.objid = (pg_catalog.hashtext(p_name)::bigint & 4294967295)::oid) LOOP
     v_n := v_n + 1;
-    PERFORM sqlock.log_event('force_release', p_name, NULL, NULL, 'advisory', NULL,
-                             'terminated session ' || r.pid);
+    PERFORM sqlock.log_forced(p_actor, p_name, NULL, NULL, 'advisory', NULL,
+                              'terminated session ' || r.pid);
     IF r.pid = pg_backend_pid() THEN
       PERFORM pg_advisory_unlock(sqlock.lock_key(p_name));
     ELSE
@@ -64,8 +65,8 @@ BEGIN
   FOR r IN DELETE FROM sqlock.advisory_shared h WHERE h.name = p_name RETURNING h.* LOOP
     IF r.owner IS NOT NULL AND sqlock.advisory_held_as(r.key, r.backend_pid, r.lock_mode) THEN
       v_n := v_n + 1;
-      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, 'advisory', r.holder,
-                               'terminated session ' || r.backend_pid);
+      PERFORM sqlock.log_forced(p_actor, p_name, r.owner, r.fence, 'advisory', r.holder,
+                                'terminated session ' || r.backend_pid);
       IF r.backend_pid = pg_backend_pid() THEN
         IF r.kind = 'permit' THEN
           PERFORM pg_advisory_unlock(r.key);
@@ -81,7 +82,7 @@ BEGIN
            RETURNING h.owner, h.fence, h.mode, h.holder, h.expires_at LOOP
     IF r.expires_at > clock_timestamp() THEN
       v_n := v_n + 1;
-      PERFORM sqlock.log_event('force_release', p_name, r.owner, r.fence, r.mode, r.holder);
+      PERFORM sqlock.log_forced(p_actor, p_name, r.owner, r.fence, r.mode, r.holder);
     END IF;
   END LOOP;
   DELETE FROM sqlock.writer_marks m WHERE m.name = p_name;
@@ -90,6 +91,17 @@ BEGIN
   END IF;
   RETURN v_n > 0;
 END
+$$;
+REVOKE ALL ON FUNCTION sqlock.force_release(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.force_release(text, text) TO sqlock_execute;
+
+-- The signature of schema versions up to 12, which a client of those versions calls: the same
+-- release, its events naming the role alone.
+CREATE OR REPLACE FUNCTION sqlock.force_release(p_name text) RETURNS boolean
+  LANGUAGE sql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+  SELECT sqlock.force_release(p_name, NULL::text)
 $$;
 REVOKE ALL ON FUNCTION sqlock.force_release(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sqlock.force_release(text) TO sqlock_execute;

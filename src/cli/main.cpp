@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
 
 using namespace sqlock;
@@ -58,13 +59,14 @@ void add_lock_options(CLI::App* sub, run_args& a, bool& nonblock) {
       ->excludes(verbose);
 }
 
-int release_command(const std::string& url_text, const std::string& name, bool force) {
+int release_command(const std::string& url_text, const std::string& name, bool force,
+                    const std::string& actor) {
   if (!force) {
     std::cerr << "sqlock: release needs --force (it releases whoever holds the lock)\n";
     return usage;
   }
   auto c = connect(resolve_url(url_text));
-  if (c.force_release(name)) {
+  if (c.force_release(name, actor.empty() ? default_actor() : actor)) {
     std::cout << "released " << name << "\n";
     return ok;
   }
@@ -278,12 +280,15 @@ int main(int argc, char** argv) {
                    "the requests waiting for locks instead, in queue order (ZooKeeper, etcd)");
   }
 
-  std::string rel_url, rel_name;
+  std::string rel_url, rel_name, rel_actor;
   bool rel_force = false;
   CLI::App* rel = nullptr;
   if (wanted("release")) {
     rel = app.add_subcommand("release", "release a lock whoever holds it");
     rel->add_flag("--force", rel_force, "required: this overrides the holder");
+    rel->add_option("--actor", rel_actor,
+                    "who forces it, for the store's audit trail (default: $USER@hostname)")
+        ->check(nonempty);
     add_url(rel, rel_url);
     rel->footer("Exit: 0 released; 1 not held; " + store_exits + " 64 also without --force.");
     rel->add_option("name", rel_name, "lock name")->required();
@@ -407,7 +412,8 @@ int main(int argc, char** argv) {
     return guarded([&] { return leader_command(leader_url, leader_name, leader_json); });
   if (list && *list)
     return guarded([&] { return list_command(list_url, list_prefix, list_json, list_waiting); });
-  if (rel && *rel) return guarded([&] { return release_command(rel_url, rel_name, rel_force); });
+  if (rel && *rel)
+    return guarded([&] { return release_command(rel_url, rel_name, rel_force, rel_actor); });
   if (mig && *mig) return guarded([&] { return migrate_command(mig_url, mig_print); });
   if (doc && *doc) return guarded([&] { return doctor_command(doc_url, doc_patroni, doc_json); });
   if (bench && *bench) return guarded([&] { return bench_command(ba); });

@@ -72,7 +72,7 @@ void release_route(const store_link& link, const serve_args& a, const request_gu
     return reply(res, 400, R"(body must be JSON {"name": "..."})");
   }
   try {
-    bool released = c->force_release(name);
+    bool released = c->force_release(name, actor);
     m.count_release(released ? "released" : "not_held");
     // The name as a JSON string: control characters in a name cannot forge log lines.
     auto shown = nlohmann::json(name).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);

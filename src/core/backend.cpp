@@ -81,8 +81,8 @@ schema_owner& schema_of(backend& b) {
   throw unsupported(b.kind() + " keeps no schema: nothing to migrate");
 }
 
-bool store_admin::force_release(std::string_view name) {
-  if (auto* b = breaker()) return b->force_release(name);
+bool store_admin::force_release(std::string_view name, std::string_view actor) {
+  if (auto* b = breaker()) return b->force_release(name, actor);
   throw unsupported("this store cannot release a hold regardless of its owner");
 }
 

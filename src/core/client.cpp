@@ -2,6 +2,7 @@
 // not bound to a thread, both through this client's queue of the name.
 #include "sqlock/client.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -28,12 +29,21 @@ std::vector<lock_status> client::list(std::string_view prefix) const {
   return admin_of(impl_->b(), "list locks").list(prefix);
 }
 bool client::force_release(std::string_view name) const {
+  return force_release(name, default_actor());
+}
+bool client::force_release(std::string_view name, std::string_view actor) const {
   if (name.empty()) throw config_error("lock name must not be empty");
+  if (actor.empty() || actor.size() > 200)
+    throw config_error("the actor of a forced release must be 1-200 bytes (got " +
+                       std::to_string(actor.size()) + ")");
+  if (std::any_of(actor.begin(), actor.end(),
+                  [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+    throw config_error("the actor of a forced release must not hold control characters");
   auto& b = impl_->b();
   auto* breaker = admin_of(b, "force a release").breaker();
   if (!breaker)
     throw unsupported(b.kind() + " backend cannot release a hold regardless of its owner");
-  return breaker->force_release(name);
+  return breaker->force_release(name, actor);
 }
 
 std::vector<lock_event> client::events(std::string_view prefix, std::size_t limit) const {

@@ -207,7 +207,8 @@ class memory_backend final : public backend,
     return out;
   }
 
-  bool force_release(std::string_view name) override {
+  // No audit trail here: the actor (who forced it) is not kept.
+  bool force_release(std::string_view name, std::string_view /*actor*/) override {
     bool released = false;
     {
       std::lock_guard g(s_->m);

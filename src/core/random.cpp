@@ -1,14 +1,17 @@
 #include "sqlock/random.hpp"
 
+#include <pwd.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <vector>
 
 #include "sqlock/errors.hpp"
 
@@ -74,6 +77,31 @@ std::string default_holder() {
   std::ifstream comm("/proc/self/comm");
   std::getline(comm, program);
   return std::string(host) + ":" + std::to_string(::getpid()) + ":" + program;
+}
+
+std::string default_actor() {
+  std::string user;
+  if (const char* u = std::getenv("USER"); u && *u) {
+    user = u;
+  } else {
+    std::vector<char> buf(16384);
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found)
+      user = found->pw_name;
+    else
+      user = "uid" + std::to_string(::geteuid());
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
+  std::string out = user + "@" + host;
+  std::erase_if(out, [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; });
+  if (out.size() > 200) {  // at a UTF-8 character's start
+    std::size_t n = 200;
+    while (n > 0 && (static_cast<unsigned char>(out[n]) & 0xC0) == 0x80) --n;
+    out.resize(n);
+  }
+  return out;
 }
 
 }  // namespace sqlock

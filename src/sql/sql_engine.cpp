@@ -258,9 +258,10 @@ std::vector<lock_status> engine_backend::list(std::string_view prefix) {
   return out;
 }
 
-bool engine_backend::force_release(std::string_view name) {
+bool engine_backend::force_release(std::string_view name, std::string_view actor) {
   params p;
   p.name = std::string(name);
+  p.actor = std::string(actor);
   p.mode = dialect_.mode;
   bool any = says_true(run(dialect_.force_release, p, admin_deadline()));
   if (!dialect_.force_release_shared.statements.empty())

@@ -80,7 +80,7 @@ class engine_backend : public backend,
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
-  bool force_release(std::string_view name) override;
+  bool force_release(std::string_view name, std::string_view actor) override;
   std::vector<lock_event> events(std::string_view prefix, std::size_t limit) override;
   std::size_t sweep() override;
   capabilities caps() const noexcept override;

@@ -15,6 +15,7 @@ value lookup(const params& p, std::string_view key) {
   if (key == "owner") return {false, 0, p.owner};
   if (key == "lease_ms") return {true, p.lease_ms, {}};
   if (key == "holder") return {false, 0, p.holder};
+  if (key == "actor") return {false, 0, p.actor};
   if (key == "fence") return {true, p.fence, {}};
   if (key == "prefix") return {false, 0, p.prefix};
   if (key == "limit") return {true, p.limit, {}};

@@ -69,7 +69,7 @@ curl -s -D - -o /dev/null "$base/" | grep -qi "^content-security-policy: default
 check "page has a Content-Security-Policy" 0 $?
 check "/healthz while the store answers" 200 "$(code "$base/healthz")"
 check "/api/locks is readable without the token" 200 "$(code "$base/api/locks")"
-check "/api/events: SQLite keeps no audit trail" 501 "$(code "$base/api/events")"
+check "/api/events: SQLite keeps an audit trail" 200 "$(code "$base/api/events")"
 check "release without the token" 401 "$(code -X POST -d '{"name":"served"}' "$base/api/release")"
 check "release with a wrong token" 401 \
   "$(code -X POST -H "Authorization: Bearer ${token}x" -d '{"name":"served"}' "$base/api/release")"
@@ -123,6 +123,10 @@ out=$(curl -fs -X POST -H "Authorization: Bearer $bob_token" -H "Origin: $base" 
 check "release with a named token and the served Origin" '{"actor":"ops-bob","released":true}' "$out"
 grep -q 'force release of "served" by ops-bob from ' "$dir/main.log"
 check "the release is logged with the token's name" 0 $?
+actor_of() {  # actor_of NAME: the actor of NAME's newest event in /api/events
+  curl -fs "$base/api/events?prefix=$1" | "$py" -c 'import json, sys; e = json.load(sys.stdin); print(e[0]["actor"] if e else "none")'
+}
+check "the audit trail names the token's name as the actor" ops-bob "$(actor_of served)"
 wait $held
 check "the holder saw the loss (exit 70)" 70 $?
 curl -fs "$base/metrics" >"$dir/metrics.txt"
@@ -130,6 +134,19 @@ mcheck "forced releases are counted" 1 "$(metric sqlock_serve_force_releases_tot
 mcheck "no lock held after the release" none "$(metric sqlock_store_held_locks mode=pessimistic)"
 if grep -qe "$token" -e "$bob_token" "$dir/main.log" "$dir/main.out"; then r=leaked; else r=absent; fi
 check "no token's secret appears in the output" absent "$r"
+
+# `sqlock release --force` names its actor too: --actor, else $USER@hostname.
+for who in carol@desk ""; do
+  "$sqlock" run cli-forced -- sleep 60 &
+  held=$!
+  for _ in $(seq 100); do curl -fs "$base/api/locks" | grep -q cli-forced && break; sleep 0.05; done
+  "$sqlock" release --force ${who:+--actor "$who"} cli-forced >/dev/null
+  wait $held
+  check "release --force ${who:+--actor $who }is recorded with its actor" \
+    "${who:-${USER:-$(id -un)}@$(hostname)}" "$(actor_of cli-forced)"
+done
+"$sqlock" release --force --actor '' cli-forced 2>/dev/null
+check "release --force --actor '' exits 64" 64 $?
 
 # Without a token nothing can be released; with --private nothing can be read either.
 start_server open

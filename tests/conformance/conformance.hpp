@@ -552,7 +552,8 @@ TYPED_TEST_P(conformance, list_and_force_release) {
 
 // The optional admin calls are what the backend implements (capabilities_of() derives
 // force_release, events and sweep from its store admin): a store with an audit trail records a
-// forced release there, one without throws unsupported; sweep() answers 0 without a sweeper.
+// forced release there with the actor who forced it, one without throws unsupported; sweep()
+// answers 0 without a sweeper.
 TYPED_TEST_P(conformance, admin_calls_are_what_the_backend_implements) {
   auto a = this->connect_new();
   const auto caps = a.caps();
@@ -562,11 +563,14 @@ TYPED_TEST_P(conformance, admin_calls_are_what_the_backend_implements) {
   } else if (caps.force_release) {
     auto l = a.make_lock(n);
     ASSERT_TRUE(l.try_lock());
-    EXPECT_TRUE(a.force_release(n));
+    const std::string actor = "alice@ops-" + random_token().substr(0, 6);
+    EXPECT_TRUE(a.force_release(n, actor));
     auto events = a.events(n, 10);
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].event, "force_release");
     EXPECT_EQ(events[0].name, n);
+    // Who forced it, as named (a server database adds its role or user after it).
+    EXPECT_EQ(events[0].actor.rfind(actor, 0), 0u) << events[0].actor;
     l.unlock();
   }
   if (!caps.sweep)

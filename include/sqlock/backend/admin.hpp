@@ -20,7 +20,12 @@ class SQLOCK_API hold_breaker {
  public:
   virtual ~hold_breaker() = default;
   /// Administrative release of `name` regardless of owner; false when nothing was held.
-  virtual bool force_release(std::string_view name) = 0;
+  /// `actor` is who forces it (a person or tool, e.g. "alice@ops-1" or an admin token's name;
+  /// client::force_release() checks it: 1-200 bytes, no control characters), or "" when not
+  /// named. A store with an audit trail records it with each event it writes (SQL stores:
+  /// "ACTOR (role ROLE)", the database role beside it; "" records the role alone); a store
+  /// without one may ignore it.
+  virtual bool force_release(std::string_view name, std::string_view actor) = 0;
 };
 
 /// The audit trail a store keeps of its lock events (`sqlock events`).
@@ -72,7 +77,7 @@ class SQLOCK_API store_admin {
   virtual waiter_lister* waiters() noexcept { return nullptr; }
 
   /// breaker()->force_release(), or unsupported when the store has no breaker.
-  bool force_release(std::string_view name);
+  bool force_release(std::string_view name, std::string_view actor = {});
   /// audit()->events(), or unsupported when the store keeps no audit trail.
   std::vector<lock_event> events(std::string_view prefix, std::size_t limit);
   /// sweeper()->sweep(), or 0 when holds go by themselves.

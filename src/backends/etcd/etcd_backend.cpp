@@ -138,7 +138,8 @@ class etcd_backend final : public backend,
     return q_.waiting(prefix, clock::now() + o_.timeout);
   }
 
-  bool force_release(std::string_view name) override {
+  // No audit trail here: the actor (who forced it) is not kept.
+  bool force_release(std::string_view name, std::string_view /*actor*/) override {
     return q_.delete_holder(std::string(name), clock::now() + o_.timeout);
   }
 

@@ -130,7 +130,8 @@ class example_backend final : public backend, public store_admin, public hold_br
     }
     return out;
   }
-  bool force_release(std::string_view name) override {
+  // No audit trail here: the actor (who forced it) is not kept.
+  bool force_release(std::string_view name, std::string_view /*actor*/) override {
     std::lock_guard g(store_->m);
     auto it = store_->holds.find(std::string(name));
     if (it == store_->holds.end() || it->second.expires <= clock::now()) return false;

@@ -36,7 +36,7 @@ sql::dialect make_dialect(const std::string& mode) {
     d.renew = call("renew", "CALL sqlock_advisory_renew(:name, :owner)");
     d.release = call("release", "CALL sqlock_advisory_release(:name, :owner)");
     d.list = call("list", "CALL sqlock_advisory_list(:prefix)");
-    d.force_release = call("force_release", "CALL sqlock_advisory_force_release(:name)");
+    d.force_release = call("force_release", "CALL sqlock_advisory_force_release_by(:name, :actor)");
     d.fence_check = call("fence_check", "CALL sqlock_advisory_fence_check(:name, :fence)");
   } else {
     d.acquire = call("acquire", "CALL sqlock_acquire_exclusive_" + mode +
@@ -44,7 +44,7 @@ sql::dialect make_dialect(const std::string& mode) {
     d.renew = call("renew", "CALL sqlock_renew(:name, :owner, :lease_ms)");
     d.release = call("release", "CALL sqlock_release_" + mode + "(:name, :owner)");
     d.list = call("list", "CALL sqlock_list(:prefix)");
-    d.force_release = call("force_release", "CALL sqlock_force_release(:name)");
+    d.force_release = call("force_release", "CALL sqlock_force_release_by(:name, :actor)");
     d.fence_check = call("fence_check", "CALL sqlock_fence_check(:name, :fence)");
     // Shared and permit holds (sql/mysql/acquire_shared.sql), both row modes.
     d.kinds = true;
@@ -55,6 +55,7 @@ sql::dialect make_dialect(const std::string& mode) {
     d.clear_mark = call("clear_mark", "CALL sqlock_clear_mark(:name, :owner)");
   }
   d.sweep = call("sweep", "CALL sqlock_sweep(:limit)");
+  d.events = call("events", "CALL sqlock_recent_events(:prefix, :limit)");
   // An EXECUTE-only user sees neither the tables nor their rows, only the routines: the
   // version is read through a DEFINER function installed last (its presence = routines done).
   d.version_table_query =

@@ -122,7 +122,7 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
               "SELECT name, owner, fence, acquired_at, expires_at, mode, holder, kind, permits "
               "FROM " +
                   s + "list_holds(:prefix)");
-  d.force_release = op("force_release", "SELECT " + s + "force_release(:name)");
+  d.force_release = op("force_release", "SELECT " + s + "force_release(:name, :actor)");
   d.sweep = op("sweep", "SELECT " + s + "sweep(:limit)");
   d.fence_check = op("fence_check", "SELECT " + s + "fence_check(:name, :fence)");
   d.events =

@@ -186,7 +186,8 @@ class redis_backend final : public backend, public store_admin, public hold_brea
     });
   }
 
-  bool force_release(std::string_view name) override {
+  // No audit trail here: the actor (who forced it) is not kept.
+  bool force_release(std::string_view name, std::string_view /*actor*/) override {
     check_lock_name(name);
     auto res = srv_.round(script("force_release"),
                           {owner_key(prefix_, name), info_key(prefix_, name),

@@ -147,7 +147,8 @@ class plain_store final : public backend, public store_admin, public hold_breake
         [&](node& n, steady_time deadline) { return list_plain(n, prefix, m, deadline); });
   }
 
-  bool force_release(std::string_view name) override {
+  // No audit trail here: the actor (who forced it) is not kept.
+  bool force_release(std::string_view name, std::string_view /*actor*/) override {
     check(name);
     auto res = srv_.round_raw({"DEL", std::string(name)}, srv_.admin_deadline());
     return servers::ones(res, "DEL") > 0;

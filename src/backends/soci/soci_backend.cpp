@@ -65,9 +65,9 @@ class soci_backend final : public sql::engine_backend {
     return engine_backend::attempt(req, deadline, a);
   }
 
-  bool force_release(std::string_view name) override {
+  bool force_release(std::string_view name, std::string_view actor) override {
     flavor_.check_name(name);
-    return engine_backend::force_release(name);
+    return engine_backend::force_release(name, actor);
   }
 
  private:

@@ -24,6 +24,7 @@ sql::dialect make_dialect(const std::string& mode) {
   d.release = op("release", "release_" + mode + ".sql");
   d.list = op("list", "list.sql");
   d.force_release = op("force_release", "force_release.sql");
+  d.events = op("events", "events.sql");
   d.sweep = op("sweep", "sweep.sql");
   d.fence_check = op("fence_check", "fence_check.sql");
   d.version_table_query =

@@ -300,7 +300,8 @@ class zk_backend final : public backend,
 
   // Every holder of a name (a shared lock's readers, a semaphore's permits): force_release
   // ends them all.
-  bool force_release(std::string_view name) override {
+  // No audit trail here: the actor (who forced it) is not kept.
+  bool force_release(std::string_view name, std::string_view /*actor*/) override {
     layout_->check_name(name);
     return with_session(admin_until(), [&](session& s) {
       lock_queue q = queue(s);

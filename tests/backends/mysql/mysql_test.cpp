@@ -72,8 +72,8 @@ TEST(mysql_split, every_shipped_file_splits_without_client_commands) {
 TEST(mysql_dialect, operations_are_single_calls) {
   for (std::string mode : {"pessimistic", "optimistic", "advisory"}) {
     auto d = mysql::make_dialect(mode);
-    for (const auto* op :
-         {&d.acquire, &d.renew, &d.release, &d.list, &d.force_release, &d.sweep, &d.fence_check}) {
+    for (const auto* op : {&d.acquire, &d.renew, &d.release, &d.list, &d.force_release, &d.sweep,
+                           &d.fence_check, &d.events}) {
       ASSERT_EQ(op->statements.size(), 1u) << mode << " " << op->key;
       EXPECT_EQ(op->statements[0].rfind("CALL sqlock_", 0), 0u) << op->statements[0];
     }
@@ -183,6 +183,44 @@ TEST_F(mysql_server, bad_credentials_are_a_config_error) {
   auto o = mysql::parse_url(url_);
   o.password = "wrong-" + random_token().substr(0, 6);
   EXPECT_THROW(connect_with(o), config_error);
+}
+
+// A forced release names who forced it in sqlock_audit, read back through events() by an
+// EXECUTE-only user: the actor the client passes (bound), then the user the server
+// authenticated; in advisory mode too. The procedure of schema version 5, which older clients
+// call, names the user alone.
+TEST_F(mysql_server, a_forced_release_names_its_actor_beside_the_user) {
+  std::string exec;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_MYSQL_EXEC_URL", exec);
+  auto raw = raw_backend(exec);
+  const auto user = single(query(*raw, "SELECT USER()"));
+  const std::string actor = "o'brien\\ :name; --";
+  for (std::string mode : {"pessimistic", "advisory"}) {
+    SCOPED_TRACE(mode);
+    auto app = connect(with_param(exec, "mode", mode));
+    auto holder = connect(mode_url(mode));
+    const auto n = unique_name("actor");
+    auto l = holder.make_lock(n);
+    ASSERT_TRUE(l.try_lock());
+    EXPECT_TRUE(app.force_release(n, actor));
+    l.unlock();
+    auto events = app.events(n, 10);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].event, "force_release");
+    EXPECT_EQ(events[0].name, n);
+    EXPECT_EQ(events[0].actor, actor + " (user " + user + ")");
+    EXPECT_EQ(events[0].mode, mode == "advisory" ? "advisory" : "");
+    EXPECT_FALSE(events[0].at.empty());
+  }
+  auto holder = connect(mode_url("pessimistic"));
+  const auto n = unique_name("actor-v5");  // letters, digits and '-': safe to splice here
+  auto l = holder.make_lock(n);
+  ASSERT_TRUE(l.try_lock());
+  EXPECT_EQ(single(query(*raw, "CALL sqlock_force_release('" + n + "')")), "1");
+  l.unlock();
+  auto events = holder.events(n, 10);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].actor, user);
 }
 
 TEST_F(mysql_server, execute_only_user_locks_but_cannot_touch_tables) {

@@ -13,6 +13,7 @@
 #include "sqlock/backend.hpp"
 #include "sqlock/postgres/postgres.hpp"
 #include "sqlock/postgres/xact_lock.hpp"
+#include "sqlock/random.hpp"
 
 namespace sqlock::test {
 namespace {
@@ -341,6 +342,37 @@ TEST_F(postgres, the_audit_trail_is_read_through_events) {
   EXPECT_EQ(app.events(prefix.substr(0, prefix.size() - 2), 10).size(), 2u);
   l.unlock();
   other.unlock();
+}
+
+// A forced release names who forced it: the actor the client passes (bound, kept verbatim),
+// then the role the database authenticated; the one-argument call names this process's
+// "user@host"; the function of schema version 12, which older clients call, names the role.
+TEST_F(postgres, a_forced_release_names_its_actor_beside_the_role) {
+  auto app = sqlock::connect(app_);
+  pqxx::connection raw(app_);
+  const auto role = pqxx::nontransaction(raw).exec1("SELECT session_user")[0].as<std::string>();
+  const auto n = unique_name("actor");
+  auto forced_by = [&](auto&& force) {
+    auto l = app.make_lock(n);
+    EXPECT_TRUE(l.try_lock());
+    EXPECT_TRUE(force());
+    l.unlock();
+    auto events = app.events(n, 1);
+    return events.empty() ? std::string("none") : events[0].actor;
+  };
+  const std::string odd = "o'brien\\ $1 :name; --";  // bound, never spliced
+  EXPECT_EQ(forced_by([&] { return app.force_release(n, odd); }), odd + " (role " + role + ")");
+  EXPECT_EQ(forced_by([&] { return app.force_release(n); }),
+            default_actor() + " (role " + role + ")");
+  EXPECT_EQ(forced_by([&] {
+              return pqxx::nontransaction(raw)
+                  .exec_params1("SELECT sqlock.force_release($1)", n)[0]
+                  .as<bool>();
+            }),
+            role);
+  EXPECT_THROW(app.force_release(n, ""), config_error);
+  EXPECT_THROW(app.force_release(n, "two\nlines"), config_error);
+  EXPECT_THROW(app.force_release(n, std::string(201, 'a')), config_error);
 }
 
 }  // namespace sqlock::test

@@ -1,9 +1,10 @@
 // The stores the asynchronous API's tests run on (memory, SQLite, the servers), as a fixture
-// parameter: each test connects to a fresh store of that kind.
+// parameter: each test connects to a fresh store of that kind; and the process's thread count.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,13 @@
 #include "test_env.hpp"
 
 namespace sqlock::test {
+
+/// The threads of this process now (/proc/self/task).
+inline int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
 
 /// A store under test: its label and the variable of its URL (null: a local store).
 struct async_store {

@@ -21,11 +21,7 @@ using namespace std::chrono_literals;
 using sqlock::async_wait;
 using sqlock::test::unique_name;
 
-int thread_count() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
+using sqlock::test::thread_count;
 
 using async_test = sqlock::test::async_store_test;
 

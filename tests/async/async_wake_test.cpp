@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <future>
 #include <mutex>
 #include <stop_token>
@@ -17,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "async_stores.hpp"
 #include "sqlock/async.hpp"
 #include "sqlock/client.hpp"
 #include "test_env.hpp"
@@ -27,11 +27,7 @@ using namespace std::chrono_literals;
 using sqlock::async_wait;
 using sqlock::test::unique_name;
 
-int thread_count() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
+using sqlock::test::thread_count;
 
 // A store of these tests: whether it wakes asynchronous waiters by its own signal, and whether
 // it hands the lock over in queue order.

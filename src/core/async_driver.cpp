@@ -141,7 +141,10 @@ class engine {
       } else if (timers_.empty()) {
         cv_.wait(lk);
       } else {
-        cv_.wait_until(lk, timers_.top().t);
+        // A copy: the wait lets go of m_, and another thread's push or pop may move the heap's
+        // elements (wait_until reads its time point again after each wake-up).
+        const steady_time next = timers_.top().t;
+        cv_.wait_until(lk, next);
       }
     }
   }

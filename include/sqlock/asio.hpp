@@ -63,6 +63,10 @@ auto initiate(Token&& token, async_wait w, Start start) {
         start(
             [op](std::exception_ptr e, hold h) mutable {
               auto ex = asio::get_associated_executor(op->handler);
+              // Kept until dispatch() returns: posting from this thread wakes the executor's
+              // context after letting go of its lock, so the context must not run out of work
+              // (and be destroyed by its owner once run() returns) before then.
+              auto posting = asio::make_work_guard(ex);
               asio::dispatch(ex, [op, e = std::move(e), h = std::move(h)]() mutable {
                 asio::get_associated_cancellation_slot(op->handler).clear();
                 op->caller_stop.reset();

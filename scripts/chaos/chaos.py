@@ -65,6 +65,10 @@ PRIVATE = {
 WRITER_MARK_MS = {"redis": 3000, "sqlite": 5000, "postgres": 5000, "postgres-sync": 5000,
                   "postgres-async": 5000, "mysql": 5000}
 NOTIFY_RECHECK_MS = 1000
+# How late past a hold's lease the server itself may end it: ZooKeeper expires sessions in
+# buckets of its tickTime (500 ms on the test servers, scripts/servers.d/40-zookeeper.sh), so a
+# dead holder's session ends between its timeout and one tick later.
+EXPIRY_SLACK_MS = {"zookeeper": 500, "zk-ensemble": 500}
 # How long past its run (and its last acquire's bound) a worker may take to end before it is
 # killed and the run fails as hung.
 HANG_GRACE_S = 120
@@ -350,7 +354,8 @@ class Run:
         mark = 0 if "mode=advisory" in a.param else WRITER_MARK_MS.get(a.backend, 0)
         mark += NOTIFY_RECHECK_MS if mark else 0
         with open(os.path.join(a.out, "run.json"), "w") as f:
-            json.dump({"backend": a.backend, "kind": a.kind, "writer_mark_ms": mark}, f)
+            json.dump({"backend": a.backend, "kind": a.kind, "writer_mark_ms": mark,
+                       "expiry_slack_ms": EXPIRY_SLACK_MS.get(a.backend, 0)}, f)
         check = os.path.join(servers.REPO, "tests", "chaos", "check_history.py")
         rc = subprocess.run([sys.executable, check, a.out]).returncode
         if self.hung:

@@ -33,7 +33,9 @@ Rules:
              write of a writer granted after it, while it held).
   takeover   a hold ended by a fault (holder SIGKILL/SIGSTOP past its lease; server freeze,
              restart or network cut) is followed by another holder within lease + 1 s of
-             the fault (holder faults) or of the fault's end (server faults), for each class of
+             the fault (holder faults) or of the fault's end (server faults), plus the
+             server's own expiry slack (run.json's expiry_slack_ms: ZooKeeper ends a session up
+             to one tickTime after its timeout), for each class of
              request that was waiting (readers; every other kind); a server fault that begins
              within that bound moves its start to its own end. With readers in the run the
              bound is max(lease, --writer-mark-ms) + 1 s: a writer that dies while waiting
@@ -342,12 +344,12 @@ def main():
                          "notice (default: run.json's, else 0: none)")
     a = ap.parse_args()
     run = a.run
+    settings = {}
+    if os.path.exists(os.path.join(run, "run.json")):
+        with open(os.path.join(run, "run.json")) as f:
+            settings = json.load(f)
     if a.writer_mark_ms is None:
-        a.writer_mark_ms = 0
-        settings = os.path.join(run, "run.json")
-        if os.path.exists(settings):
-            with open(settings) as f:
-                a.writer_mark_ms = json.load(f).get("writer_mark_ms", 0)
+        a.writer_mark_ms = settings.get("writer_mark_ms", 0)
     holds, attempts, losses, procs, failed = read_histories(run)
     faults = read_faults(run)
     lease_ns = max((p["lease"] for p in procs.values() if p["lease"]), default=0)
@@ -359,6 +361,7 @@ def main():
     accepted, _ = check_writes(run, holds, procs, out)
     shared = any(h.kind == "shared" for h in holds)
     bound_ns = max(lease_ns, a.writer_mark_ms * 1_000_000 if shared else 0)
+    bound_ns += settings.get("expiry_slack_ms", 0) * 1_000_000
     worst = check_takeover(holds, faults, failed, bound_ns, out)
     orphans = 0
     list_path = os.path.join(run, "list.txt")

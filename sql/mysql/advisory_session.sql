@@ -77,6 +77,11 @@ END$$
 -- looks up once the session holds p_lock (sqlock_rows_hold in 01_holders.sql). While a row mode
 -- holds the name, the lock is given back: NULL at once, or, waiting (p_wait_ms > 0), taken
 -- again after a pause of 5 ms doubling to 100 ms, within p_wait_ms in all.
+-- A wait inside it (p_wait_ms > 0) keeps what the statement reads locked for the whole wait:
+-- the MEMORY table sqlock_row_names (a table lock: every row-mode acquire of a name new since
+-- the server started waits for it) and the InnoDB rows its look-up read. The library (schema
+-- version 7 on) calls it with p_wait_ms = 0 only, and waits in a plain GET_LOCK statement,
+-- then calls sqlock_advisory_claim.
 --   SELECT sqlock_advisory_take(sqlock_lock_name('orders:42'), 'orders:42', 0);
 DROP FUNCTION IF EXISTS sqlock_advisory_take$$
 CREATE FUNCTION sqlock_advisory_take(
@@ -136,6 +141,60 @@ BEGIN
           RETURN NULL;
         END IF;
       END LOOP;
+      SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                       FROM sqlock_fence_epoch_live e WHERE e.id = 1);
+    END IF;
+    IF v_fence IS NULL THEN
+      SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
+        'sqlock: no fence epoch since the server started: CALL sqlock_fence_epoch_raise(@e), then lock again';
+    END IF;
+  END;
+  RETURN IF(GET_LOCK(CONCAT('sqlock!', v_fence), 0) IS NULL, NULL, v_fence);
+END$$
+
+-- The second half of a wait for p_name (schema version 7): the calling session has just taken
+-- p_lock = sqlock_lock_name(p_name) with a plain GET_LOCK statement, which reads no table while
+-- it waits. Looks up the name's row-mode holds (as sqlock_advisory_take does) and returns the
+-- fencing token of the new hold; while a row mode holds the name, it gives the lock back and
+-- returns NULL (the caller pauses before it asks again: nothing stays locked meanwhile). Fails,
+-- taking nothing, when this session does not hold p_lock.
+--   SELECT GET_LOCK(sqlock_lock_name('orders:42'), 5);
+--   SELECT sqlock_advisory_claim(sqlock_lock_name('orders:42'), 'orders:42');
+DROP FUNCTION IF EXISTS sqlock_advisory_claim$$
+CREATE FUNCTION sqlock_advisory_claim(
+  p_lock VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin,
+  p_name TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin) RETURNS BIGINT UNSIGNED
+NOT DETERMINISTIC READS SQL DATA SQL SECURITY DEFINER
+BEGIN
+  DECLARE v_fence BIGINT UNSIGNED;
+  -- sqlock_key(p_name), written out (a stored function call costs more than the expression).
+  DECLARE v_key VARBINARY(255) DEFAULT
+    IF(LENGTH(p_name) <= 255 AND LEFT(CAST(p_name AS BINARY), 1) <> X'00',
+       CAST(p_name AS BINARY), CONCAT(X'00', UNHEX(SHA2(p_name, 256))));
+  IF p_lock IS NULL OR LEFT(p_lock, 7) NOT IN ('sqlock:', 'sqlock#') OR p_name IS NULL THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT =
+      'sqlock_advisory_claim takes sqlock_lock_name(name) and the name';
+  END IF;
+  IF COALESCE(IS_USED_LOCK(p_lock) = CONNECTION_ID(), 0) = 0 THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT =
+      'sqlock_advisory_claim: this session does not hold the lock (take it with GET_LOCK first)';
+  END IF;
+  BEGIN
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION
+    BEGIN
+      DO RELEASE_LOCK(p_lock);  -- let go of it, then fail
+      RESIGNAL;
+    END;
+    SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
+                     FROM sqlock_fence_epoch_live e
+                    WHERE e.id = 1
+                      AND (SELECT COUNT(*) = 1 AND MAX(r.name_key = X'FF' AND r.all_names = 0)
+                             FROM sqlock_row_names r WHERE r.name_key IN (v_key, X'FF')));
+    IF v_fence IS NULL THEN
+      IF sqlock_rows_hold(v_key) THEN
+        DO RELEASE_LOCK(p_lock);
+        RETURN NULL;
+      END IF;
       SET v_fence = (SELECT (e.epoch << 40) + NEXTVAL(sqlock_fence_seq)
                        FROM sqlock_fence_epoch_live e WHERE e.id = 1);
     END IF;

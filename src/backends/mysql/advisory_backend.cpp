@@ -37,11 +37,26 @@ constexpr milliseconds let_go_bound(1000);
 /// Longest pause of a waiter that got no slot to wait in the server (it polls).
 constexpr milliseconds poll_cap(50);
 
+/// Pauses of a waiter whose name a row mode holds (the GET_LOCK lock is free, the rows are not):
+/// 5 ms doubling to 100 ms, as sqlock_advisory_take paused inside the server before version 7.
+constexpr milliseconds rows_pause_first(5);
+constexpr milliseconds rows_pause_cap(100);
+
 // One waiting request's state between its attempts: after a busy attempt, the next attempt
 // waits in GET_LOCK on a waiter session if one is free; when none was, wait() sleeps a jittered
-// backoff and the next attempt polls.
+// backoff and the next attempt polls. After an attempt that found the name held by a row mode
+// (GET_LOCK had it at once), a wait in GET_LOCK would return at once too: wait() pauses first.
 struct server_wait {
   void wait(steady_time until, const std::stop_token& stop) {
+    if (rows_hold) {
+      rows_hold = false;
+      in_server = true;
+      sleep_until(std::min<steady_time>(
+                      clock::now() + backoff_delay(rows_pauses++, rows_pause_first, rows_pause_cap),
+                      until),
+                  stop);
+      return;
+    }
     if (!starved) {
       in_server = true;  // the next attempt waits in the server
       return;
@@ -53,7 +68,9 @@ struct server_wait {
   }
   bool in_server = false;  // the next attempt waits in the server
   bool starved = false;    // the last one found no waiter session free: poll once before the next
+  bool rows_hold = false;  // the last one got the GET_LOCK lock, but a row mode holds the name
   unsigned polls = 0;
+  unsigned rows_pauses = 0;
 };
 
 class advisory_backend final : public sql::engine_backend {
@@ -151,7 +168,19 @@ class advisory_backend final : public sql::engine_backend {
         stopper = conn.break_wait_on(req.stop);
       try {
         // `wait` ends before the deadline and within half the I/O timeout: the exchange fits.
-        r = conn.run(lean ? lock_ : dialect_.acquire, p, deadline);
+        if (lean && wait > milliseconds(0)) {
+          // The wait in a statement that reads no table (schema version 7: a statement keeps
+          // what it reads locked until it ends), then the row-mode look-up and the fence.
+          r = conn.run(wait_lock_, p, deadline);
+          if (sql::says_true(r)) {
+            r = conn.run(claim_, p, deadline);
+            if (!r.empty() && !r[0].empty() && !r[0][0] && sw != nullptr) sw->rows_hold = true;
+          } else {
+            r.clear();  // not taken within the wait
+          }
+        } else {
+          r = conn.run(lean ? lock_ : dialect_.acquire, p, deadline);
+        }
       } catch (const sql::conflict_error& e) {
         if (!stopper || !stopper->fired()) {
           let_go_after_failure(conn, req.name, deadline);  // the session is clean again
@@ -310,6 +339,10 @@ class advisory_backend final : public sql::engine_backend {
   // (schema version 5, sql/mysql/advisory_session.sql).
   const sql::operation lock_{"advisory_lock",
                              {"SELECT sqlock_advisory_take(:prefix, :name, :lease_ms)"}};
+  // A wait (schema version 7): GET_LOCK alone, then, once it has the lock, the look-up of the
+  // name's row-mode holds and the fence (sqlock_advisory_claim).
+  const sql::operation wait_lock_{"advisory_wait", {"SELECT GET_LOCK(:prefix, :lease_ms / 1000)"}};
+  const sql::operation claim_{"advisory_claim", {"SELECT sqlock_advisory_claim(:prefix, :name)"}};
   const sql::operation unlock_{
       "advisory_unlock", {"SELECT RELEASE_LOCK(:name), RELEASE_LOCK(CONCAT('sqlock!', :fence))"}};
   const sql::operation holding_{"advisory_holding",

@@ -4,6 +4,9 @@
 // (row modes only: advisory mode has exclusive holds) count together across the two row modes.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "conformance_mixed_modes.hpp"
 #include "mysql_env.hpp"
 
@@ -45,6 +48,35 @@ TEST_F(mysql_mixed, permits_of_the_row_modes_count_together) {
 
 TEST_F(mysql_mixed, a_semaphore_of_another_size_in_the_other_row_mode_is_a_config_error) {
   mixed::sizes_must_agree(url(), row_modes);
+}
+
+// An advisory waiter waits in a statement that reads no table (schema version 7): before, it
+// waited inside sqlock_advisory_take, whose statement kept the MEMORY table sqlock_row_names
+// locked, and each row-mode acquire of a new name waited for that advisory wait to end (a
+// try_lock past its 250 ms attempt threw "no answer by its deadline").
+TEST_F(mysql_mixed, an_advisory_wait_holds_up_no_row_mode_acquire_of_another_name) {
+  const auto held = unique_name("mixed-adv-held");
+  auto holder = sqlock::connect(url()("advisory"));
+  auto hold = holder.make_lock(held);
+  ASSERT_TRUE(hold.try_lock());
+  auto waiter_client = sqlock::connect(url()("advisory"));
+  std::jthread waiter([&] {
+    auto l = waiter_client.make_lock(held);
+    EXPECT_FALSE(l.try_lock_for(std::chrono::seconds(3)));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the waiter is in GET_LOCK
+  for (const auto& mode : row_modes) {
+    auto rows = sqlock::connect(url()(mode));
+    for (int i = 0; i < 3; ++i) {
+      auto l = rows.make_lock(unique_name("mixed-rows-new"));
+      bool got = false;
+      EXPECT_NO_THROW(got = l.try_lock()) << mode;
+      EXPECT_TRUE(got) << mode;
+      if (got) l.unlock();
+    }
+  }
+  waiter.join();
+  hold.unlock();
 }
 
 }  // namespace

@@ -445,18 +445,21 @@ TEST_F(mysql_server, deadlock_victim_is_a_transient_error_and_retried) {
     bool signalled = false;
     try {
       blocker->with_connection([&](sql::connection& c) {
-        // Heavy transaction (many rows written) so InnoDB picks the library's CALL as the victim.
+        // The writer mark the library's acquire deletes once it holds the name's row (it looks
+        // for a committed mark first; on MariaDB its fence takes no row lock since schema
+        // version 5; the counter row on MySQL 8 is not needed for the cycle): committed, then
+        // locked by a heavy transaction (many rows written) so that InnoDB picks the library's
+        // CALL as the victim.
+        c.query(
+            "INSERT INTO sqlock_writer_marks (name_key, owner, expires_at) VALUES (sqlock_key('" +
+            name + "'), '" + owner + "', UTC_TIMESTAMP(6))");
         c.query("START TRANSACTION");
         c.query(
             "INSERT INTO sqlock_audit (at, action, name, by_user) "
             "SELECT UTC_TIMESTAMP(6), 'test', CONCAT('deadlock-ballast-', seq), 'test' "
             "FROM seq_1_to_300");
-        // The writer mark the library's acquire deletes once it holds the name's row (on
-        // MariaDB its fence takes no row lock since schema version 5; the counter row on MySQL
-        // 8 is not needed for the cycle).
-        c.query(
-            "INSERT INTO sqlock_writer_marks (name_key, owner, expires_at) VALUES (sqlock_key('" +
-            name + "'), '" + owner + "', UTC_TIMESTAMP(6))");
+        c.query("SELECT owner FROM sqlock_writer_marks WHERE name_key = sqlock_key('" + name +
+                "') FOR UPDATE");
         mark_locked.set_value();
         signalled = true;
         go_f.wait();

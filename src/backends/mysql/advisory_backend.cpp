@@ -51,10 +51,10 @@ struct server_wait {
     if (rows_hold) {
       rows_hold = false;
       in_server = true;
-      sleep_until(std::min<steady_time>(
-                      clock::now() + backoff_delay(rows_pauses++, rows_pause_first, rows_pause_cap),
-                      until),
-                  stop);
+      sleep_until(
+          std::min<steady_time>(
+              clock::now() + backoff_delay(rows_pauses++, rows_pause_first, rows_pause_cap), until),
+          stop);
       return;
     }
     if (!starved) {

@@ -88,6 +88,8 @@ void guarded(const flavor& f, const std::string& what, const std::function<void(
     switch (k) {
       case error_kind::transient:
         throw sql::transient_error(msg, code);
+      case error_kind::conflict:
+        throw sql::conflict_error(msg, code);
       case error_kind::connection:
         throw connection_error(msg);
       case error_kind::server_full:

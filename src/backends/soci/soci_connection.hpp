@@ -22,8 +22,10 @@
 namespace sqlock::soci::detail {
 
 /// How a native error is treated.
+/// conflict: a deadlock or lock-wait timeout against another transaction (retried; in an acquire
+/// it counts as busy, so one still met at the deadline is not obtained, as natively).
 /// server_full: no slot for a new session (too many clients), retried within the deadline.
-enum class error_kind { transient, connection, server_full, auth, config, backend };
+enum class error_kind { transient, conflict, connection, server_full, auth, config, backend };
 
 /// An embedded SQL file of this backend (src/backends/soci/sql/<db>/).
 std::string_view own_sql(std::string_view db, std::string_view file);

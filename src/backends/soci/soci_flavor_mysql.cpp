@@ -137,7 +137,7 @@ class mysql_flavor_impl final : public flavor {
   error_kind classify(const ::soci::soci_error& e, std::string& code) const override {
     if (int n = error_number(e)) {
       code = std::to_string(n);
-      if (mysql::is_transient_error(n)) return error_kind::transient;
+      if (mysql::is_transient_error(n)) return error_kind::conflict;  // as the native backend
       // No slot for a new session: the server's max_connections, the user's
       // max_user_connections (a resource limit 1226 names; its hourly limits are not transient).
       if (n == 1040 || n == 1203 ||

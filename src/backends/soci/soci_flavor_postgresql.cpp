@@ -133,7 +133,7 @@ class postgresql_flavor_impl final : public flavor {
     if (auto* pe = dynamic_cast<const ::soci::postgresql_soci_error*>(&e)) {
       std::string st = pe->sqlstate();
       code = st;
-      if (st == "40001" || st == "40P01" || st == "55P03") return error_kind::transient;
+      if (st == "40001" || st == "40P01" || st == "55P03") return error_kind::conflict;
       if (st == "53300") return error_kind::server_full;  // too many clients
       if (st.rfind("08", 0) == 0 || st == "57P01" || st == "57P02" || st == "57P03")
         return error_kind::connection;

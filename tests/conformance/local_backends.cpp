@@ -1,40 +1,43 @@
 // The conformance suite on the backends that need no server: memory: and sqlite:.
+#include <filesystem>
+#include <string>
+
 #include "conformance.hpp"
 
 namespace sqlock::test {
+namespace {
 
-struct memory_traits {
-  static const char* url_var() { return nullptr; }
-  static std::string url(const std::string&, const std::filesystem::path& tmp) {
-    return "memory:" + tmp.filename().string();
-  }
-};
+std::string sqlite_url(const std::filesystem::path& tmp, const std::string& query) {
+  return "sqlite:" + (tmp / "locks.db").string() + "?" + query;
+}
 
-struct sqlite_pessimistic {
-  static const char* url_var() { return nullptr; }
-  static std::string url(const std::string&, const std::filesystem::path& tmp) {
-    return "sqlite:" + (tmp / "locks.db").string() + "?mode=pessimistic";
-  }
-};
+}  // namespace
 
-struct sqlite_optimistic {
-  static const char* url_var() { return nullptr; }
-  static std::string url(const std::string&, const std::filesystem::path& tmp) {
-    return "sqlite:" + (tmp / "locks.db").string() + "?mode=optimistic";
-  }
-};
-
-/// compat=shedlock: ShedLock's table and rules (docs/interop.md), created on first use.
-struct sqlite_shedlock {
-  static constexpr std::size_t max_name_chars = 64;
-  static const char* url_var() { return nullptr; }
-  static std::string url(const std::string&, const std::filesystem::path& tmp) {
-    return "sqlite:" + (tmp / "locks.db").string() + "?compat=shedlock";
-  }
-};
-
-using local_types =
-    ::testing::Types<memory_traits, sqlite_pessimistic, sqlite_optimistic, sqlite_shedlock>;
-INSTANTIATE_TYPED_TEST_SUITE_P(local, conformance, local_types);
+INSTANTIATE_TEST_SUITE_P(
+    local, conformance,
+    ::testing::Values(
+        store_case{.label = "memory",
+                   .url =
+                       [](const std::string&, const std::filesystem::path& tmp) {
+                         return "memory:" + tmp.filename().string();
+                       }},
+        store_case{.label = "sqlite_pessimistic",
+                   .url =
+                       [](const std::string&, const std::filesystem::path& tmp) {
+                         return sqlite_url(tmp, "mode=pessimistic");
+                       }},
+        store_case{.label = "sqlite_optimistic",
+                   .url =
+                       [](const std::string&, const std::filesystem::path& tmp) {
+                         return sqlite_url(tmp, "mode=optimistic");
+                       }},
+        // compat=shedlock: ShedLock's table and rules (docs/interop.md), created on first use.
+        store_case{.label = "sqlite_shedlock",
+                   .url =
+                       [](const std::string&, const std::filesystem::path& tmp) {
+                         return sqlite_url(tmp, "compat=shedlock");
+                       },
+                   .max_name_chars = 64}),
+    store_label);
 
 }  // namespace sqlock::test

@@ -1,30 +1,37 @@
 // The shared conformance suite on one etcd member and on a 3-member cluster over gRPC (the
 // default wire), and on one member through the JSON gateway (`transport=json`).
+#include <chrono>
+#include <filesystem>
+#include <string>
+
 #include "conformance.hpp"
 
 namespace sqlock::test {
+namespace {
 
-struct etcd_single {
-  static const char* url_var() { return "SQLOCK_TEST_ETCD_URL"; }
-  static constexpr std::chrono::milliseconds lease_floor{2000};  // TTLs: whole seconds, >= ~2 s
-  static std::string url(const std::string& base, const std::filesystem::path&) { return base; }
-};
+constexpr std::chrono::milliseconds ttl_floor{2000};  // TTLs: whole seconds, >= ~2 s
 
-struct etcd_cluster {
-  static const char* url_var() { return "SQLOCK_TEST_ETCD_CLUSTER_URL"; }
-  static constexpr std::chrono::milliseconds lease_floor{2000};
-  static std::string url(const std::string& base, const std::filesystem::path&) { return base; }
-};
+}  // namespace
 
-struct etcd_single_json {
-  static const char* url_var() { return "SQLOCK_TEST_ETCD_URL"; }
-  static constexpr std::chrono::milliseconds lease_floor{2000};
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    return base + (base.find('?') == std::string::npos ? "?" : "&") + "transport=json";
-  }
-};
-
-using etcd_types = ::testing::Types<etcd_single, etcd_cluster, etcd_single_json>;
-INSTANTIATE_TYPED_TEST_SUITE_P(etcd, conformance, etcd_types);
+INSTANTIATE_TEST_SUITE_P(
+    etcd, conformance,
+    ::testing::Values(store_case{.label = "single",
+                                 .url_var = "SQLOCK_TEST_ETCD_URL",
+                                 .url = same_url,
+                                 .lease_floor = ttl_floor},
+                      store_case{.label = "cluster",
+                                 .url_var = "SQLOCK_TEST_ETCD_CLUSTER_URL",
+                                 .url = same_url,
+                                 .lease_floor = ttl_floor},
+                      store_case{.label = "single_json",
+                                 .url_var = "SQLOCK_TEST_ETCD_URL",
+                                 .url =
+                                     [](const std::string& base, const std::filesystem::path&) {
+                                       return base +
+                                              (base.find('?') == std::string::npos ? "?" : "&") +
+                                              "transport=json";
+                                     },
+                                 .lease_floor = ttl_floor}),
+    store_label);
 
 }  // namespace sqlock::test

@@ -1,5 +1,8 @@
 // The shared conformance suite on the skeleton backend (src/backends/example/): what a new
 // backend copied from it starts from. Two stores: no latency, and a fake round trip of 1 ms.
+#include <filesystem>
+#include <string>
+
 #include "conformance.hpp"
 
 namespace sqlock::backends {
@@ -8,23 +11,20 @@ void register_example();  // src/backends/example/example_backend.cpp
 
 namespace sqlock::test {
 
-struct example_store {
-  static const char* url_var() { return nullptr; }
-  static std::string url(const std::string&, const std::filesystem::path& tmp) {
-    backends::register_example();
-    return "example:" + tmp.filename().string();
-  }
-};
-
-struct example_store_with_round_trips {
-  static const char* url_var() { return nullptr; }
-  static std::string url(const std::string&, const std::filesystem::path& tmp) {
-    backends::register_example();
-    return "example:" + tmp.filename().string() + "?latency=1ms";
-  }
-};
-
-using example_types = ::testing::Types<example_store, example_store_with_round_trips>;
-INSTANTIATE_TYPED_TEST_SUITE_P(example, conformance, example_types);
+INSTANTIATE_TEST_SUITE_P(
+    example, conformance,
+    ::testing::Values(store_case{.label = "store",
+                                 .url =
+                                     [](const std::string&, const std::filesystem::path& tmp) {
+                                       backends::register_example();
+                                       return "example:" + tmp.filename().string();
+                                     }},
+                      store_case{.label = "store_with_round_trips",
+                                 .url =
+                                     [](const std::string&, const std::filesystem::path& tmp) {
+                                       backends::register_example();
+                                       return "example:" + tmp.filename().string() + "?latency=1ms";
+                                     }}),
+    store_label);
 
 }  // namespace sqlock::test

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -38,41 +40,32 @@ std::string listen_direct() {
   return out + "&listen_dbname=" + direct.path.substr(1);
 }
 
+// A store through the pooler at `var` with URL options `query`, on a migrated schema.
+store_case through(const std::string& label, const char* var, std::function<std::string()> query) {
+  return store_case{.label = label,
+                    .url_var = var,
+                    .url = [query](const std::string& base, const std::filesystem::path&) {
+                      pg::ensure_migrated();
+                      return pg::with(base, query());
+                    }};
+}
+
 }  // namespace
 
-// Transaction pooling, nothing declared: the driver meets the pooler (a named statement missing
-// on the server session) and goes on with unnamed statements; its listener finds the proxy and
-// waiters poll.
-struct pgbouncer_tx_pessimistic_detected {
-  static const char* url_var() { return tx_var; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    pg::ensure_migrated();
-    return pg::with(base, "mode=pessimistic");
-  }
-};
-
-// Transaction pooling declared, the EXECUTE-only role, LISTEN straight to the server.
-struct pgbouncer_tx_optimistic_app_listen_direct {
-  static const char* url_var() { return tx_app_var; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    pg::ensure_migrated();
-    return pg::with(base, "mode=optimistic&pooler=transaction&" + listen_direct());
-  }
-};
-
-// Session pooling declared: everything as on a direct connection, advisory mode included.
-struct pgbouncer_session_advisory_app {
-  static const char* url_var() { return session_app_var; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    pg::ensure_migrated();
-    return pg::with(base, "mode=advisory&pooler=session");
-  }
-};
-
-using pgbouncer_types =
-    ::testing::Types<pgbouncer_tx_pessimistic_detected, pgbouncer_tx_optimistic_app_listen_direct,
-                     pgbouncer_session_advisory_app>;
-INSTANTIATE_TYPED_TEST_SUITE_P(pgbouncer, conformance, pgbouncer_types);
+INSTANTIATE_TEST_SUITE_P(
+    pgbouncer, conformance,
+    ::testing::Values(
+        // Transaction pooling, nothing declared: the driver meets the pooler (a named statement
+        // missing on the server session) and goes on with unnamed statements; its listener finds
+        // the proxy and waiters poll.
+        through("tx_pessimistic_detected", tx_var, [] { return "mode=pessimistic"; }),
+        // Transaction pooling declared, the EXECUTE-only role, LISTEN straight to the server.
+        through("tx_optimistic_app_listen_direct", tx_app_var,
+                [] { return "mode=optimistic&pooler=transaction&" + listen_direct(); }),
+        // Session pooling declared: everything as on a direct connection, advisory mode included.
+        through("session_advisory_app", session_app_var,
+                [] { return "mode=advisory&pooler=session"; })),
+    store_label);
 
 namespace {
 

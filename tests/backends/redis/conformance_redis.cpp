@@ -1,56 +1,45 @@
 // The shared conformance suite on one Redis server (redis://) and on Redlock over five
 // independent masters (redlock://), each in sqlock's layout and in the peers' (compat=plain), and
 // with releases that do not wait (release=async).
+#include <filesystem>
+#include <string>
+
 #include "conformance.hpp"
 
 namespace sqlock::test {
+namespace {
 
-struct redis_single {
-  static const char* url_var() { return "SQLOCK_TEST_REDIS_URL"; }
-  static std::string url(const std::string& base, const std::filesystem::path&) { return base; }
-};
+// The store at the server URL with `query` appended.
+store_case::url_type with(std::string query) {
+  return
+      [query](const std::string& base, const std::filesystem::path&) { return base + "?" + query; };
+}
 
-struct redis_redlock {
-  static const char* url_var() { return "SQLOCK_TEST_REDLOCK_URL"; }
-  static std::string url(const std::string& base, const std::filesystem::path&) { return base; }
-};
+constexpr const char* single = "SQLOCK_TEST_REDIS_URL";
+constexpr const char* redlock = "SQLOCK_TEST_REDLOCK_URL";
 
-// compat=plain, the peers' layout (docs/interop.md): the same guarantees without fences.
-struct redis_plain_layout {
-  static const char* url_var() { return "SQLOCK_TEST_REDIS_URL"; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    return base + "?compat=plain";
-  }
-};
+}  // namespace
 
-struct redlock_plain_layout {
-  static const char* url_var() { return "SQLOCK_TEST_REDLOCK_URL"; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    return base + "?compat=plain";
-  }
-};
-
-// release=async (docs/backends/redis.md): unlock() returns once the release is sent, so another
-// client may find the lock busy for a moment after it; the suite then waits briefly for it.
-struct redis_async_release {
-  static const char* url_var() { return "SQLOCK_TEST_REDIS_URL"; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    return base + "?release=async";
-  }
-  static constexpr bool release_async = true;
-};
-
-struct redlock_async_release {
-  static const char* url_var() { return "SQLOCK_TEST_REDLOCK_URL"; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    return base + "?release=async";
-  }
-  static constexpr bool release_async = true;
-};
-
-using redis_types =
-    ::testing::Types<redis_single, redis_redlock, redis_plain_layout, redlock_plain_layout,
-                     redis_async_release, redlock_async_release>;
-INSTANTIATE_TYPED_TEST_SUITE_P(redis, conformance, redis_types);
+INSTANTIATE_TEST_SUITE_P(
+    redis, conformance,
+    ::testing::Values(
+        store_case{.label = "single", .url_var = single, .url = same_url},
+        store_case{.label = "redlock", .url_var = redlock, .url = same_url},
+        // compat=plain, the peers' layout (docs/interop.md): the same guarantees without fences.
+        store_case{.label = "plain_layout", .url_var = single, .url = with("compat=plain")},
+        store_case{
+            .label = "redlock_plain_layout", .url_var = redlock, .url = with("compat=plain")},
+        // release=async (docs/backends/redis.md): unlock() returns once the release is sent, so
+        // another client may find the lock busy for a moment after it; the suite then waits
+        // briefly for it.
+        store_case{.label = "async_release",
+                   .url_var = single,
+                   .url = with("release=async"),
+                   .release_async = true},
+        store_case{.label = "redlock_async_release",
+                   .url_var = redlock,
+                   .url = with("release=async"),
+                   .release_async = true}),
+    store_label);
 
 }  // namespace sqlock::test

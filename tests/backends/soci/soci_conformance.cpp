@@ -2,32 +2,39 @@
 // soci+postgresql / soci+mysql on the native backends' test servers, in both lease modes.
 #include <soci/soci.h>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "conformance.hpp"
 #include "soci_env.hpp"
 #include "sqlock/soci/soci.hpp"
 
 namespace sqlock::test {
 
-template <const char* Mode>
-struct soci_sqlite3 {
-  static const char* url_var() { return nullptr; }
-  static std::string url(const std::string&, const std::filesystem::path& tmp) {
-    return "soci+sqlite3:" + (tmp / "locks.db").string() + "?mode=" + Mode;
-  }
-};
+namespace {
 
-template <const char* Var, const char* Mode>
-struct soci_server {
-  static const char* url_var() { return Var; }
-  static std::string url(const std::string& base, const std::filesystem::path&) {
-    return with_param("soci+" + base, std::string("mode=") + Mode);
-  }
-};
+constexpr const char* postgres_var = "SQLOCK_TEST_POSTGRES_URL";
+constexpr const char* mysql_var = "SQLOCK_TEST_MYSQL_URL";
 
-inline constexpr char pessimistic[] = "pessimistic";
-inline constexpr char optimistic[] = "optimistic";
-inline constexpr char postgres_var[] = "SQLOCK_TEST_POSTGRES_URL";
-inline constexpr char mysql_var[] = "SQLOCK_TEST_MYSQL_URL";
+// soci+sqlite3 in `mode`, a fresh file per test.
+store_case sqlite3_in(const std::string& mode) {
+  return store_case{.label = "sqlite3_" + mode,
+                    .url = [mode](const std::string&, const std::filesystem::path& tmp) {
+                      return "soci+sqlite3:" + (tmp / "locks.db").string() + "?mode=" + mode;
+                    }};
+}
+
+// soci+ the native backend's test server at `var`, in `mode`.
+store_case server_in(const std::string& db, const char* var, const std::string& mode) {
+  return store_case{.label = db + "_" + mode,
+                    .url_var = var,
+                    .url = [mode](const std::string& base, const std::filesystem::path&) {
+                      return with_param("soci+" + base, "mode=" + mode);
+                    }};
+}
+
+}  // namespace
 
 // The servers' schema is created once, before the suites run (clients only check it).
 class migrate_servers : public ::testing::Environment {
@@ -48,17 +55,20 @@ class migrate_servers : public ::testing::Environment {
 };
 const auto* const migrate_env = ::testing::AddGlobalTestEnvironment(new migrate_servers);
 
-using soci_types =
-    ::testing::Types<soci_sqlite3<pessimistic>, soci_sqlite3<optimistic>
+// soci+sqlite3, then soci+postgresql and soci+mysql where built, in both lease modes.
+std::vector<store_case> soci_cases() {
+  std::vector<store_case> v{sqlite3_in("pessimistic"), sqlite3_in("optimistic")};
 #ifdef SQLOCK_SOCI_POSTGRESQL
-                     ,
-                     soci_server<postgres_var, pessimistic>, soci_server<postgres_var, optimistic>
+  v.push_back(server_in("postgresql", postgres_var, "pessimistic"));
+  v.push_back(server_in("postgresql", postgres_var, "optimistic"));
 #endif
 #ifdef SQLOCK_SOCI_MYSQL
-                     ,
-                     soci_server<mysql_var, pessimistic>, soci_server<mysql_var, optimistic>
+  v.push_back(server_in("mysql", mysql_var, "pessimistic"));
+  v.push_back(server_in("mysql", mysql_var, "optimistic"));
 #endif
-                     >;
-INSTANTIATE_TYPED_TEST_SUITE_P(soci, conformance, soci_types);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(soci, conformance, ::testing::ValuesIn(soci_cases()), store_label);
 
 }  // namespace sqlock::test

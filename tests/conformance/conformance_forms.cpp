@@ -1,14 +1,14 @@
-// The conformance suite's acquire cases through each acquire form (included by conformance.hpp,
-// registered there): the blocking API, the std::future form and the Asio form (acquire_forms.hpp)
-// take exclusive holds (with deadlines, rising fences, a release from another thread and the
-// loss signal of the hold obtained), shared holds, permits and election terms, and are stopped
-// or cancelled leaving nothing of the wait in the store. Each case is written once; the form is
-// its loop variable (a failure names it in its trace). Short deadlines keep each case fast.
-#pragma once
+// The conformance suite's acquire cases through each acquire form (conformance.hpp): the blocking
+// API, the std::future form and the Asio form (acquire_forms.hpp) take exclusive holds (with
+// deadlines, rising fences, a release from another thread and the loss signal of the hold
+// obtained), shared holds, permits and election terms, and are stopped or cancelled leaving nothing
+// of the wait in the store. Each case is written once; the form is its loop variable (a failure
+// names it in its trace). Short deadlines keep each case fast.
 
 #include <future>
 
 #include "acquire_forms.hpp"
+#include "conformance.hpp"
 
 namespace sqlock::test {
 
@@ -46,7 +46,7 @@ hold waiter_gets_it_on_release(acquire_form f, const What& what, Release release
   return waiter.get();
 }
 
-TYPED_TEST_P(conformance, acquire_forms_exclusive_deadline_fence_and_loss) {
+TEST_P(conformance, acquire_forms_exclusive_deadline_fence_and_loss) {
   auto a = warmed(this->connect_new());
   auto b = warmed(this->connect_new());
   const auto caps = a.caps();
@@ -94,7 +94,7 @@ TYPED_TEST_P(conformance, acquire_forms_exclusive_deadline_fence_and_loss) {
   }
 }
 
-TYPED_TEST_P(conformance, acquire_forms_of_every_kind) {
+TEST_P(conformance, acquire_forms_of_every_kind) {
   auto a = warmed(this->connect_new());
   auto b = warmed(this->connect_new());
   const auto caps = a.caps();
@@ -162,7 +162,7 @@ void expect_stopped_in(acquire_form f, const What& what, steady_time deadline) {
   EXPECT_THROW(waiter.get(), interrupted);
 }
 
-TYPED_TEST_P(conformance, acquire_forms_stopped_leave_nothing_behind) {
+TEST_P(conformance, acquire_forms_stopped_leave_nothing_behind) {
   auto a = warmed(this->connect_new());
   auto b = warmed(this->connect_new());
   auto c = warmed(this->connect_new());

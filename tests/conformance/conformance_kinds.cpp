@@ -1,11 +1,12 @@
-// The lock kinds of the conformance suite (included by conformance.hpp, registered there):
-// shared_mutex, semaphore, run_exclusive and election on every backend and mode. A kind the
-// backend declares it cannot do (caps().shared / permits / linger) must fail with unsupported.
-#pragma once
+// The lock kinds of the conformance suite (conformance.hpp): shared_mutex, semaphore, run_exclusive
+// and election on every backend and mode. A kind the backend declares it cannot do (caps().shared /
+// permits / linger) must fail with unsupported.
+
+#include "conformance.hpp"
 
 namespace sqlock::test {
 
-TYPED_TEST_P(conformance, shared_and_exclusive_exclude_each_other_across_processes) {
+TEST_P(conformance, shared_and_exclusive_exclude_each_other_across_processes) {
   auto a = this->connect_new();
   auto n = this->name("rw");
   auto sa = a.make_shared_mutex(n);
@@ -66,7 +67,7 @@ TYPED_TEST_P(conformance, shared_and_exclusive_exclude_each_other_across_process
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-TYPED_TEST_P(conformance, many_shared_holders_at_once) {
+TEST_P(conformance, many_shared_holders_at_once) {
   auto probe = this->connect_new();
   if (!probe.caps().shared) return;  // unsupported: proven above
   auto n = this->name("readers");
@@ -93,7 +94,7 @@ TYPED_TEST_P(conformance, many_shared_holders_at_once) {
   EXPECT_EQ(max_holding.load(), threads);
 }
 
-TYPED_TEST_P(conformance, waiting_writer_is_not_starved_by_arriving_readers) {
+TEST_P(conformance, waiting_writer_is_not_starved_by_arriving_readers) {
   auto probe = this->connect_new();
   if (!probe.caps().shared) return;
   auto n = this->name("nostarve");
@@ -129,7 +130,7 @@ TYPED_TEST_P(conformance, waiting_writer_is_not_starved_by_arriving_readers) {
   EXPECT_EQ(errors.load(), 0);
 }
 
-TYPED_TEST_P(conformance, one_shared_holders_expiry_leaves_the_others) {
+TEST_P(conformance, one_shared_holders_expiry_leaves_the_others) {
   auto a = this->connect_new();
   if (!a.caps().shared || a.caps().session_bound) return;
   auto b = this->connect_new();
@@ -159,7 +160,7 @@ TYPED_TEST_P(conformance, one_shared_holders_expiry_leaves_the_others) {
   sc.unlock();
 }
 
-TYPED_TEST_P(conformance, shared_timeouts_end_on_time) {
+TEST_P(conformance, shared_timeouts_end_on_time) {
   auto a = this->connect_new();
   if (!a.caps().shared) return;
   auto b = this->connect_new();
@@ -175,7 +176,7 @@ TYPED_TEST_P(conformance, shared_timeouts_end_on_time) {
   sa.unlock();
 }
 
-TYPED_TEST_P(conformance, permits_are_never_exceeded_across_threads_and_processes) {
+TEST_P(conformance, permits_are_never_exceeded_across_threads_and_processes) {
   auto a = this->connect_new();
   auto n = this->name("sem");
   if (!a.caps().permits) {
@@ -205,7 +206,7 @@ TYPED_TEST_P(conformance, permits_are_never_exceeded_across_threads_and_processe
   EXPECT_GE(st->max_holding.load(), 1);
 }
 
-TYPED_TEST_P(conformance, permits_agree_expire_alone_and_time_out) {
+TEST_P(conformance, permits_agree_expire_alone_and_time_out) {
   auto a = this->connect_new();
   if (!a.caps().permits) return;
   auto b = this->connect_new();
@@ -241,7 +242,7 @@ TYPED_TEST_P(conformance, permits_agree_expire_alone_and_time_out) {
   EXPECT_NO_THROW(p1.release());
 }
 
-TYPED_TEST_P(conformance, run_exclusive_runs_once_with_at_least_and_at_most) {
+TEST_P(conformance, run_exclusive_runs_once_with_at_least_and_at_most) {
   auto a = this->connect_new();
   auto b = this->connect_new();
   auto n = this->name("job");
@@ -272,7 +273,7 @@ TYPED_TEST_P(conformance, run_exclusive_runs_once_with_at_least_and_at_most) {
   EXPECT_TRUE(run_exclusive(b, n, {.wait = 10s}, [] {}));
 }
 
-TYPED_TEST_P(conformance, election_terms_rise_and_the_leader_is_read) {
+TEST_P(conformance, election_terms_rise_and_the_leader_is_read) {
   auto a = this->connect_new();
   auto b = this->connect_new();
   auto n = this->name("elect");

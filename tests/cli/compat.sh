@@ -12,10 +12,10 @@ db=$dir/locks.db
 url="sqlite:$db?compat=shedlock&shedlock_table=jobs_lock"
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$sqlock" migrate --url "$url" | grep -q "table of" || fail "migrate did not report the table"
+grep -q "table of" <<<"$("$sqlock" migrate --url "$url")" || fail "migrate did not report the table"
 tables=$(sqlite3 "$db" "SELECT group_concat(name) FROM sqlite_master WHERE type = 'table'")
 [ "$tables" = jobs_lock ] || fail "tables after migrate: $tables"
-"$sqlock" migrate --print --url "$url" | grep -q "CREATE TABLE IF NOT EXISTS jobs_lock" ||
+grep -q "CREATE TABLE IF NOT EXISTS jobs_lock" <<<"$("$sqlock" migrate --print --url "$url")" ||
   fail "--print does not show the DDL"
 
 "$sqlock" run --url "$url" --at-least 3s --at-most 20s nightly true
@@ -24,7 +24,7 @@ span=$(sqlite3 "$db" "SELECT lock_until - locked_at FROM jobs_lock WHERE name = 
 rc=0
 "$sqlock" run --url "$url" --wait 0 nightly true || rc=$?
 [ "$rc" -eq 75 ] || fail "a run inside at_least exited $rc, not 75"
-"$sqlock" list --url "$url" | grep -q "nightly" || fail "list does not show the held row"
+grep -q "nightly" <<<"$("$sqlock" list --url "$url")" || fail "list does not show the held row"
 
 now=$(($(date +%s%3N)))
 sqlite3 "$db" "INSERT INTO jobs_lock(name, lock_until, locked_at, locked_by) VALUES('peer-job', $((now + 30000)), $now, 'java-host')"

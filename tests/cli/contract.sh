@@ -57,7 +57,11 @@ check "release without --force exits 64" 64 $?
 
 "$sqlock" migrate >/dev/null
 check "migrate on SQLite" 0 $?
-"$sqlock" migrate --print | grep -q "CREATE TABLE IF NOT EXISTS sqlock_locks"
+# Output captured first: `grep -q` ends at its first match, and the writer still writing then
+# dies of SIGPIPE (141 under pipefail).
+schema=$("$sqlock" migrate --print)
+check "migrate --print exits 0" 0 $?
+grep -q "CREATE TABLE IF NOT EXISTS sqlock_locks" <<<"$schema"
 check "migrate --print shows the schema" 0 $?
 
 # The default URL: $XDG_STATE_HOME/sqlock/locks.db, directory created on demand.
@@ -77,9 +81,9 @@ server=$!
 "$sqlock" run served -- sleep 30 &
 held=$!
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/api/locks" | grep -q served && break; sleep 0.1; done
-curl -fs "http://127.0.0.1:$port/" | grep -q "<title>sqlock</title>"
+grep -q "<title>sqlock</title>" <<<"$(curl -fs "http://127.0.0.1:$port/")"
 check "serve: page" 0 $?
-curl -fs "http://127.0.0.1:$port/api/locks" | grep -q '"name":"served"'
+grep -q '"name":"served"' <<<"$(curl -fs "http://127.0.0.1:$port/api/locks")"
 check "serve: /api/locks lists the held lock" 0 $?
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"name":"served"}' "http://127.0.0.1:$port/api/release")
 check "serve: release without the admin token is refused" 401 "$code"

@@ -14,7 +14,7 @@ check "missing command exits 127" 127 $?
 
 "$sqlock" run held -- sleep 30 &
 holder=$!
-for _ in $(seq 50); do "$sqlock" list | grep -q '^held ' && break; sleep 0.1; done
+for _ in $(seq 200); do "$sqlock" list | grep -q '^held ' && break; sleep 0.1; done
 "$sqlock" run --wait 0 held -- true 2>/dev/null
 check "--wait 0 on a held lock exits 75" 75 $?
 "$sqlock" run --wait 300ms held -- true 2>/dev/null
@@ -44,7 +44,7 @@ check "unusable database path exits 64" 64 $?
 # Lease lost while CMD runs: a forced release makes renewal fail; CMD gets SIGTERM; exit 70.
 "$sqlock" run --lease 1s lost -- sh -c 'trap "echo got-term >'"$dir"'/term; exit 0" TERM; while :; do sleep 0.05; done' 2>/dev/null &
 runner=$!
-for _ in $(seq 50); do "$sqlock" list | grep -q lost && break; sleep 0.1; done
+for _ in $(seq 200); do "$sqlock" list | grep -q lost && break; sleep 0.1; done
 "$sqlock" release --force lost >/dev/null
 check "release --force of a held lock" 0 $?
 wait $runner
@@ -80,7 +80,7 @@ SQLOCK_ADMIN_TOKEN=contract-token "$sqlock" serve --listen 127.0.0.1:$port >/dev
 server=$!
 "$sqlock" run served -- sleep 30 &
 held=$!
-for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/api/locks" | grep -q served && break; sleep 0.1; done
+for _ in $(seq 200); do curl -fs "http://127.0.0.1:$port/api/locks" | grep -q served && break; sleep 0.1; done
 grep -q "<title>sqlock</title>" <<<"$(curl -fs "http://127.0.0.1:$port/")"
 check "serve: page" 0 $?
 grep -q '"name":"served"' <<<"$(curl -fs "http://127.0.0.1:$port/api/locks")"

@@ -157,7 +157,9 @@ END$$
 -- it waits. Looks up the name's row-mode holds (as sqlock_advisory_take does) and returns the
 -- fencing token of the new hold; while a row mode holds the name, it gives the lock back and
 -- returns NULL (the caller pauses before it asks again: nothing stays locked meanwhile). Fails,
--- taking nothing, when this session does not hold p_lock.
+-- taking nothing, when this session does not hold p_lock. Its look-up and fence are those of
+-- sqlock_advisory_take, written out in both: take calling this would cost every acquisition a
+-- nested stored-function call, more than the rest of its work.
 --   SELECT GET_LOCK(sqlock_lock_name('orders:42'), 5);
 --   SELECT sqlock_advisory_claim(sqlock_lock_name('orders:42'), 'orders:42');
 DROP FUNCTION IF EXISTS sqlock_advisory_claim$$

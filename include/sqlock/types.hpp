@@ -73,27 +73,33 @@ struct lock_event {
 /// `force_release`, `events`, `sweep` and `waiting` when that admin has the call, `schema` when it
 /// owns a schema. A backend's own caps() leaves them false.
 struct capabilities {
-  bool fencing = false;        ///< fence tokens strictly rise across holders of a name
-  bool fencing_safe = false;   ///< tokens stay monotonic across server failover
-  bool notify = false;         ///< waits end early when the server tells of a release
-  bool fair = false;           ///< waiters are served in arrival order
-  bool session_bound = false;  ///< the hold dies with the connection/session, not by lease
-  bool holder_text = false;    ///< the store keeps each hold's holder text (list() shows it; an
-                               ///< election's leader value); false in a peer's layout with no
-                               ///< room for it (Redis compat=plain)
-  bool cross_process = false;  ///< two processes exclude each other (false for memory:)
-  bool shared = false;         ///< lock_kind::shared works (else try_acquire throws unsupported)
-  bool permits = false;        ///< lock_kind::permit works (else try_acquire throws unsupported)
-  bool linger = false;         ///< renew() may shorten a lease, and a hold left unreleased
-                               ///< stays until its lease ends even after its holder is gone
-                               ///< (run_exclusive's at_least); false when holds die with
-                               ///< their session
-  bool force_release = false;  ///< follows from the backend: its admin has a breaker()
-  bool sweep = false;          ///< follows from the backend: its admin has a sweeper()
-  bool events = false;         ///< follows from the backend: its admin has an audit()
-  bool waiting = false;        ///< follows from the backend: its admin has a waiters()
-  bool list = false;           ///< follows from the backend: it has a store admin (list())
-  bool schema = false;         ///< follows from the backend: it owns a schema (migrate())
+  bool fencing = false;          ///< fence tokens strictly rise across holders of a name
+  bool fencing_safe = false;     ///< tokens stay monotonic across server failover
+  bool notify = false;           ///< waits end early when the server tells of a release
+  bool fair = false;             ///< waiters are served in arrival order
+  bool session_bound = false;    ///< the hold dies with the connection/session, not by lease
+  bool holder_text = false;      ///< the store keeps each hold's holder text (list() shows it; an
+                                 ///< election's leader value); false in a peer's layout with no
+                                 ///< room for it (Redis compat=plain)
+  bool listed_as_taken = false;  ///< list() shows each hold under the name it was taken with
+                                 ///< and with its owner token; false in a peer's layout that
+                                 ///< stores neither (PostgreSQL and MySQL compat=distributedlock
+                                 ///< and raw: list() shows the server's own record, a key or a
+                                 ///< GET_LOCK name decoded where the encoding reverses, and the
+                                 ///< holding session)
+  bool cross_process = false;    ///< two processes exclude each other (false for memory:)
+  bool shared = false;           ///< lock_kind::shared works (else try_acquire throws unsupported)
+  bool permits = false;          ///< lock_kind::permit works (else try_acquire throws unsupported)
+  bool linger = false;           ///< renew() may shorten a lease, and a hold left unreleased
+                                 ///< stays until its lease ends even after its holder is gone
+                                 ///< (run_exclusive's at_least); false when holds die with
+                                 ///< their session
+  bool force_release = false;    ///< follows from the backend: its admin has a breaker()
+  bool sweep = false;            ///< follows from the backend: its admin has a sweeper()
+  bool events = false;           ///< follows from the backend: its admin has an audit()
+  bool waiting = false;          ///< follows from the backend: its admin has a waiters()
+  bool list = false;             ///< follows from the backend: it has a store admin (list())
+  bool schema = false;           ///< follows from the backend: it owns a schema (migrate())
 };
 
 /// The connections one backend object made to its store (backend::connections()).

@@ -243,6 +243,7 @@ class memory_backend final : public backend,
     capabilities c;
     c.fencing = c.fencing_safe = true;
     c.holder_text = true;
+    c.listed_as_taken = true;
     c.linger = true;
     c.notify = true;
     c.cross_process = false;

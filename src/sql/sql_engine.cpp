@@ -341,6 +341,7 @@ capabilities engine_backend::caps() const noexcept {
   capabilities c;
   c.fencing = c.fencing_safe = true;
   c.holder_text = true;
+  c.listed_as_taken = true;
   c.cross_process = true;
   c.linger = true;
   c.notify = dialect_.notify;

@@ -139,6 +139,9 @@ struct store_case {
   /// Names are the peer's own znode paths (ZooKeeper compat=): no control characters and none
   /// beyond U+FFFF.
   bool znode_path_names = false;
+  /// Names are ASCII only (MySQL compat=distributedlock: the peer lower-cases others in a way
+  /// the layout does not reproduce, so it refuses them with config_error).
+  bool ascii_names = false;
 };
 
 /// gtest prints a case by its label.

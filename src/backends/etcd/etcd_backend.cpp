@@ -151,6 +151,7 @@ class etcd_backend final : public backend,
     capabilities c;
     c.fencing = true;
     c.holder_text = true;
+    c.listed_as_taken = true;
     c.cross_process = true;
     c.fair = true;
     c.linger = false;       // an etcd lease cannot be shortened once granted

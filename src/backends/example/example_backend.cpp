@@ -102,6 +102,7 @@ class example_backend final : public backend, public store_admin, public hold_br
     capabilities c;
     c.fencing = true;
     c.holder_text = true;
+    c.listed_as_taken = true;
     c.linger = true;  // a lease may be shortened, and an unreleased hold stays until it ends
     return c;
   }

@@ -121,8 +121,11 @@ class peer_get_lock final : public sql::engine_backend {
     capabilities c;
     c.fencing = c.fencing_safe = false;  // the peer keeps no token
     c.session_bound = true;
-    c.linger = false;      // the hold ends with its session
-    c.holder_text = true;  // list() shows the holding connection
+    c.linger = false;  // the hold ends with its session
+    // The peer's GET_LOCK name is all the server keeps: no holder text (list() shows the holding
+    // connection instead; an election's leader cannot be read) and no owner token.
+    c.holder_text = false;
+    c.listed_as_taken = false;
     c.cross_process = true;
     return c;
   }

@@ -21,16 +21,6 @@ constexpr milliseconds transient_initial{1};
 constexpr milliseconds transient_cap{50};
 // Time the clean-up after a failed acquire may take past the caller's deadline.
 constexpr milliseconds let_go_bound{1000};
-// A wait inside the server lasts at most this long; a longer caller deadline waits again.
-constexpr milliseconds server_wait_chunk{60000};
-// The shortest wait worth sending to the server.
-constexpr milliseconds server_wait_min{5};
-
-template <class D>
-milliseconds whole_ms(D d) {
-  return std::chrono::duration_cast<milliseconds>(d);
-}
-
 // The parameters with the name's advisory key, which the exclusive pair takes from the client
 // (advisory_lock_key / advisory_unlock_key, schema version 9).
 sql::params keyed(sql::params p) {
@@ -102,12 +92,12 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
     // A waiting call found the lock busy before: wait inside the server if a waiter session
     // is free (not for a permit: that would wait for one of its N keys only), else make sure
     // releases of the name notify us before trying again.
-    auto now = std::chrono::steady_clock::now();
-    if (req.kind != lock_kind::permit && w->may_wait_in_server() &&
-        deadline - now >= 2 * server_wait_min) {
-      if (auto c = sessions_.idle_waiter(deadline)) {
-        w->waited_in_server();
-        return wait_in_server(*c, req, deadline);
+    if (req.kind != lock_kind::permit && w->may_wait_in_server()) {
+      if (auto sw = server_wait_within(deadline, io_timeout())) {
+        if (auto c = sessions_.idle_waiter(deadline)) {
+          w->waited_in_server();
+          return wait_in_server(*c, req, *sw, deadline);
+        }
       }
     }
     // On a lock session, not the engine's pool: waiting threads never open more connections.
@@ -205,15 +195,10 @@ std::optional<lease_info> advisory_backend::granted(sql::session_pool::call& c,
 
 std::optional<lease_info> advisory_backend::wait_in_server(sql::session_pool::call& c,
                                                            const lock_request& req,
+                                                           const server_wait& sw,
                                                            steady_time deadline) {
-  // The server gives up a little before the caller's deadline, so that its answer arrives by
-  // then; the exchange itself is bounded by the deadline too (a frozen server).
-  const auto now = std::chrono::steady_clock::now();
-  const auto left = whole_ms(deadline - now);
-  const auto margin = std::clamp(left / 10, server_wait_min, milliseconds(50));
-  const auto wait = std::min(left - margin, server_wait_chunk);
   auto p = keyed(params_for(req));
-  p.lease_ms = std::max<std::int64_t>(wait.count(), 1);  // :lease_ms carries the wait here
+  p.lease_ms = sw.lock_timeout.count();  // :lease_ms carries the wait here
   const auto& op = req.kind == lock_kind::exclusive ? wait_ : kinds_.wait;
   if (req.stop.stop_requested()) return std::nullopt;
   try {
@@ -222,7 +207,7 @@ std::optional<lease_info> advisory_backend::wait_in_server(sql::session_pool::ca
       // A stop ends the wait in the server (statement_stopper.hpp); the call then fails and its
       // session is closed below, which ends anything it registered.
       auto stopper = c.conn().break_wait_on(req.stop);
-      r = c.conn().run(op, p, std::min(deadline, now + wait + io_timeout()));
+      r = c.conn().run(op, p, sw.answer_by);
     }
     return granted(c, req, r);
   } catch (const config_error&) {

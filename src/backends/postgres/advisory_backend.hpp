@@ -23,6 +23,7 @@
 #pragma once
 
 #include "postgres_backend.hpp"
+#include "server_wait.hpp"
 #include "sql/hold_recorder.hpp"
 #include "sql/session_pool.hpp"
 
@@ -57,9 +58,9 @@ class advisory_backend final : public pg_backend {
   // A lock session for `req`: one carrying no hold of the name, or the one carrying this
   // owner's hold (a retried call); nullopt (busy) when every session carries another owner's.
   std::optional<sql::session_pool::call> session_for(const lock_request& req, steady_time deadline);
-  // An attempt that waits inside the server on `c`, a waiter session free of holds.
+  // An attempt that waits inside the server on `c`, a waiter session free of holds, for `sw`.
   std::optional<lease_info> wait_in_server(sql::session_pool::call& c, const lock_request& req,
-                                           steady_time deadline);
+                                           const server_wait& sw, steady_time deadline);
   // After an acquire on `c` that failed inside the server (a transient error): gives back
   // any level of the name's key the failed call left taken, or closes the session.
   void let_go_after_failure(sql::session_pool::call& c, const lock_request& req,

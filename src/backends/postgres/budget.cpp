@@ -12,7 +12,9 @@ connection_budget split_budget(const options& o) {
   b.listener = o.listen ? 1 : 0;
   std::vector<sql::budget_part> parts;
   if (b.listener) parts.push_back({1, "1 listener connection"});
-  if (o.mode == "advisory") {
+  // Advisory mode and the peers' advisory layouts hold locks on sessions of their own.
+  const bool peer_advisory = !o.compat.empty() && o.compat != "shedlock";
+  if (o.mode == "advisory" || peer_advisory) {
     b.sessions = o.sessions;
     b.waiters = o.waiters;
     parts.push_back({b.sessions, std::to_string(b.sessions) + " sessions"});

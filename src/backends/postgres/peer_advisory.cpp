@@ -3,6 +3,7 @@
 
 #include "pooler.hpp"
 #include "postgres_driver.hpp"
+#include "postgres_wait.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::postgres {
@@ -18,8 +19,7 @@ sql::dialect named(const options& o) {
 }
 
 options without_listener(options o) {
-  o.listen = false;  // the peer notifies nobody: waiters back off
-  o.waiters = 0;     // and try on the lock sessions
+  o.listen = false;  // the peer notifies nobody: waiters wait inside the server, or back off
   return o;
 }
 
@@ -44,7 +44,7 @@ peer_advisory_backend::peer_advisory_backend(const std::string& conninfo, const 
              "FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()) ORDER "
              "BY l.classid, l.objid, l.pid"}},
       sessions_(
-          o.sessions, 0,
+          o.sessions, o.waiters,
           [conninfo, t = o.timeout, counter = counter_, p = !o.prepare](steady_time deadline) {
             pooling pl;
             pl.unnamed = p;
@@ -63,6 +63,21 @@ peer_advisory_backend::peer_advisory_backend(const std::string& conninfo, const 
             "peer_" + fn + (pair ? "_pair" : ""),
             {"SELECT pg_catalog." + fn + "(" + (pair ? pair_args : bigint_arg) + ")"}};
       }
+  // The wait inside the server, as the peer's own blocking acquire waits (in the server's queue,
+  // where a waiting writer holds off new readers): lock_timeout for this statement only, set
+  // first (the materialized CTE is read before the lock is asked for); a client gone meanwhile
+  // is noticed within 100 ms.
+  for (int pair = 0; pair < 2; ++pair)
+    for (int shared = 0; shared < 2; ++shared) {
+      const std::string fn = std::string("pg_advisory_lock") + (shared ? "_shared" : "");
+      waits_[pair][shared] = {
+          "peer_wait_" + fn + (pair ? "_pair" : ""),
+          {"WITH s AS MATERIALIZED (SELECT pg_catalog.set_config('lock_timeout', "
+           "CAST(CAST(:lease_ms AS bigint) AS text) || 'ms', true), "
+           "pg_catalog.set_config('client_connection_check_interval', '100ms', true)) "
+           "SELECT pg_catalog." +
+           fn + "(" + (pair ? pair_args : bigint_arg) + ") FROM s"}};
+    }
 }
 
 advisory_key peer_advisory_backend::key_of(std::string_view name) const {
@@ -75,9 +90,19 @@ const sql::operation& peer_advisory_backend::op(bool lock, bool pair, bool share
 
 std::optional<lease_info> peer_advisory_backend::one_attempt(const lock_request& req,
                                                              steady_time deadline,
-                                                             pg_acquisition*) {
+                                                             pg_acquisition* a) {
   const auto key = key_of(req.name);  // before anything is sent
   const bool shared = req.kind == lock_kind::shared;
+  if (a && !a->first_attempt() && a->may_wait_in_server()) {
+    // A waiting call found the lock busy before: wait inside the server if a waiter session is
+    // free, else try again after the core's backoff.
+    if (auto sw = server_wait_within(deadline, io_timeout())) {
+      if (auto w = sessions_.idle_waiter(deadline)) {
+        a->waited_in_server();
+        return wait_in_server(*w, req, key, *sw, deadline);
+      }
+    }
+  }
   std::optional<sql::session_pool::call> c;
   try {
     c.emplace(sessions_.pick(deadline));
@@ -105,6 +130,42 @@ std::optional<lease_info> peer_advisory_backend::one_attempt(const lock_request&
   }
   c->keep(req.name, {req.owner, 0, shared, {}});
   lease_info l{req.name, req.owner, 0, c->token()};
+  l.sent = std::chrono::steady_clock::now();  // no lease on the server: it runs from the grant
+  return l;
+}
+
+std::optional<lease_info> peer_advisory_backend::wait_in_server(sql::session_pool::call& c,
+                                                                const lock_request& req,
+                                                                const advisory_key& key,
+                                                                const server_wait& sw,
+                                                                steady_time deadline) {
+  const bool shared = req.kind == lock_kind::shared;
+  sql::params p;
+  p.key = key.value;
+  p.lease_ms = sw.lock_timeout.count();  // :lease_ms carries the wait here
+  if (req.stop.stop_requested()) return std::nullopt;
+  try {
+    // A stop ends the wait in the server (statement_stopper.hpp); the call then fails and its
+    // session is closed below.
+    auto stopper = c.conn().break_wait_on(req.stop);
+    c.conn().run(waits_[key.pair][shared], p, sw.answer_by);
+  } catch (const config_error&) {
+    throw;
+  } catch (const sql::conflict_error&) {
+    // The lock timeout: busy, nothing taken (a waiter session holds nothing a deadlock could
+    // involve). After a stop the state is unknown: the session is closed.
+    if (req.stop.stop_requested()) c.kill();
+    return std::nullopt;
+  } catch (const error&) {
+    // The outcome is unknown: closing the session ends whatever it may hold (nothing but,
+    // perhaps, this lock). At the caller's deadline or stop that is a plain "not obtained".
+    c.kill();
+    if (std::chrono::steady_clock::now() >= deadline || req.stop.stop_requested())
+      return std::nullopt;
+    throw;
+  }
+  c.keep(req.name, {req.owner, 0, shared, {}});
+  lease_info l{req.name, req.owner, 0, c.token()};
   l.sent = std::chrono::steady_clock::now();  // no lease on the server: it runs from the grant
   return l;
 }
@@ -164,6 +225,10 @@ capabilities peer_advisory_backend::caps() const noexcept {
   c.linger = false;  // the hold ends with its session
   c.shared = true;   // pg_advisory_lock_shared, as PostgresDistributedReaderWriterLock takes
   c.permits = false;
+  // pg_locks keeps only the key: no holder text (list() shows the holding session instead; an
+  // election's leader cannot be read), no owner token, and a name only where the key reverses.
+  c.holder_text = false;
+  c.listed_as_taken = false;
   return c;
 }
 

@@ -4,14 +4,20 @@
 // as that session lives, exactly as DistributedLock.Postgres or a hand-written
 // pg_advisory_lock call holds it: no sqlock schema, no record, no fencing token, no lease on
 // the server (the hold dies with its session, reported lost at once). Outside sqlock's
-// one-name-one-lock identity: it is the peer's lock. list() shows every advisory lock of the
-// database (pg_locks), named as this layout names keys.
+// one-name-one-lock identity: it is the peer's lock. A waiting call's later attempts wait
+// inside the server (pg_advisory_lock[_shared] under lock_timeout) on a waiter session, as the
+// peer's blocking acquire does, so sqlock's waiters and the peer's queue in the server's order
+// and a waiting writer holds off new readers; with no waiter session free they try again after
+// a backoff. list() shows every advisory lock of the database (pg_locks), named as this layout
+// names keys. The budget is split as in advisory mode: lock sessions, waiter sessions, and the
+// statement pool that list() uses.
 #pragma once
 
 #include <functional>
 
 #include "peer_key.hpp"
 #include "postgres_backend.hpp"
+#include "server_wait.hpp"
 #include "sql/session_pool.hpp"
 
 namespace sqlock::postgres {
@@ -42,10 +48,15 @@ class peer_advisory_backend final : public pg_backend {
   advisory_key key_of(std::string_view name) const;
   // The lock or unlock operation for a key's form and a hold's kind.
   const sql::operation& op(bool lock, bool pair, bool shared) const;
+  // An attempt that waits inside the server on `c`, a waiter session free of holds, for `sw`.
+  std::optional<lease_info> wait_in_server(sql::session_pool::call& c, const lock_request& req,
+                                           const advisory_key& key, const server_wait& sw,
+                                           steady_time deadline);
 
   bool raw_;
   bool allow_hashing_;
   sql::operation ops_[2][2][2];  // [lock][pair][shared]
+  sql::operation waits_[2][2];   // [pair][shared]: a wait inside the server
   sql::operation ping_, list_;
   sql::session_pool sessions_;  // destroyed first: its watcher calls report_lost()
 };

@@ -58,9 +58,7 @@ constexpr const char* writable_query =
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
                        sql::dialect d)
     : pg_backend(conninfo, shown, o, std::move(d),
-                 std::make_shared<sql::connection_counter>(
-                     // the peers' layouts split their budget otherwise
-                     o.compat.empty() ? split_budget(o).total : 0)) {}
+                 std::make_shared<sql::connection_counter>(split_budget(o).total)) {}
 
 pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, const options& o,
                        sql::dialect d, std::shared_ptr<sql::connection_counter> counter)

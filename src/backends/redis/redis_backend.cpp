@@ -203,6 +203,7 @@ class redis_backend final : public backend, public store_admin, public hold_brea
   capabilities caps() const noexcept override {
     capabilities c;
     c.holder_text = true;
+    c.listed_as_taken = true;
     c.linger = true;
     c.fencing = true;
     c.fencing_safe = false;  // counters live in memory of asynchronously replicated servers

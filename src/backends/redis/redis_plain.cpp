@@ -165,7 +165,8 @@ class plain_store final : public backend, public store_admin, public hold_breake
     c.notify = false;  // the peers publish nothing on release: waiters poll
     c.fair = false;
     c.session_bound = false;
-    c.holder_text = false;  // the value is the token alone
+    c.holder_text = false;     // the value is the token alone
+    c.listed_as_taken = true;  // the key is the name, its value the owner token
     c.cross_process = true;
     c.shared = false;
     c.permits = false;

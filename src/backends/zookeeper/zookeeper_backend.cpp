@@ -328,6 +328,7 @@ class zk_backend final : public backend,
     c.session_bound = true;
     c.linger = false;  // an ephemeral node ends with its session
     c.holder_text = true;
+    c.listed_as_taken = true;
     c.cross_process = true;
     c.shared = layout_->shared();
     c.permits = layout_->permits();

@@ -1,4 +1,6 @@
-// The shared conformance suite on MySQL/MariaDB, in every mode and ShedLock's layout.
+// The shared conformance suite on MySQL/MariaDB, in every mode, ShedLock's layout and the
+// GET_LOCK names of DistributedLock.MySql (compat=distributedlock) and of hand-written locks
+// (compat=raw).
 // SQLOCK_TEST_MYSQL_URL names a user that may migrate; the schema is migrated once by the
 // environment below.
 #include <filesystem>
@@ -33,7 +35,24 @@ INSTANTIATE_TEST_SUITE_P(
                           .url_var = url_var,
                           .url = [](const std::string& base,
                                     const std::filesystem::path&) { return shedlock_layout(base); },
-                          .max_name_chars = 64}),
+                          .max_name_chars = 64},
+                      // compat=distributedlock: DistributedLock.MySql's GET_LOCK names
+                      // (docs/interop.md); compat=raw: the name is the GET_LOCK name, at most
+                      // 64 characters.
+                      store_case{.label = "distributedlock",
+                                 .url_var = url_var,
+                                 .url =
+                                     [](const std::string& base, const std::filesystem::path&) {
+                                       return with_param(base, "compat", "distributedlock");
+                                     },
+                                 .ascii_names = true},
+                      store_case{.label = "raw",
+                                 .url_var = url_var,
+                                 .url =
+                                     [](const std::string& base, const std::filesystem::path&) {
+                                       return with_param(base, "compat", "raw");
+                                     },
+                                 .max_name_chars = 64}),
     store_label);
 
 }  // namespace sqlock::test

@@ -77,6 +77,10 @@ TEST_F(postgres, a_budget_of_sixteen_bounds_sixteen_threads_in_advisory_mode_too
   stays_within_budget(owner_, 16, "mode=advisory&max_connections=16&", 16);
 }
 
+TEST_F(postgres, sixteen_threads_stay_within_the_default_budget_in_a_peers_advisory_layout) {
+  stays_within_budget(owner_, 16, "compat=distributedlock&allow_hashing=true&", 8);
+}
+
 TEST_F(postgres, a_try_lock_for_that_finds_every_pooled_connection_busy_returns_false_in_time) {
   const auto schema = own_schema();
   schema_guard guard(owner_, schema);

@@ -1,6 +1,7 @@
 // The shared conformance suite on PostgreSQL: pessimistic mode as the schema owner, optimistic
 // and advisory modes as the EXECUTE-only role (so the whole suite also proves that role needs
-// nothing but EXECUTE); and ShedLock's layout (compat=shedlock).
+// nothing but EXECUTE); ShedLock's layout (compat=shedlock) and DistributedLock's advisory keys
+// (compat=distributedlock, hashing allowed so that any name has a key).
 #include <filesystem>
 #include <string>
 
@@ -34,7 +35,16 @@ INSTANTIATE_TEST_SUITE_P(
                           .url_var = pg::url_var,
                           .url = [](const std::string& base,
                                     const std::filesystem::path&) { return shedlock_layout(base); },
-                          .max_name_chars = 64}),
+                          .max_name_chars = 64},
+                      // compat=distributedlock: DistributedLock.Postgres's advisory keys
+                      // (docs/interop.md), no schema needed, as the EXECUTE-only role.
+                      store_case{.label = "distributedlock_app_role",
+                                 .url_var = pg::app_url_var,
+                                 .url =
+                                     [](const std::string& base, const std::filesystem::path&) {
+                                       return pg::with(base,
+                                                       "compat=distributedlock&allow_hashing=true");
+                                     }}),
     store_label);
 
 }  // namespace sqlock::test

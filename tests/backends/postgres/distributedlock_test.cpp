@@ -5,11 +5,15 @@
 // digits → one bigint; XXXXXXXX,XXXXXXXX → two ints), HashString (SHA-1, first 8 bytes
 // little-endian; allowHashing only). PostgresAdvisoryLock.cs takes them with
 // pg_advisory_lock(bigint) / (int, int), and PostgresDistributedReaderWriterLock with _shared.
+#include <thread>
+
 #include "pg_env.hpp"
 #include "sqlock/shared_mutex.hpp"
 
 namespace sqlock::test {
 namespace {
+
+using namespace std::chrono_literals;
 
 struct vector_case {
   std::string name, key;  // key: the peer's arguments of pg_advisory_lock
@@ -86,6 +90,34 @@ TEST_F(postgres, raw_keys_and_the_list_of_others_locks) {
   EXPECT_TRUE(listed(dl, "listed"));  // the ASCII encoding reverses
   EXPECT_THROW(dl.make_lock("a name of no format").try_lock(), config_error);
   EXPECT_THROW(raw.make_lock("x").try_lock(), config_error);
+}
+
+TEST_F(postgres, distributedlock_waiters_queue_in_the_server_with_the_peers) {
+  // A waiting sqlock writer waits in the server's queue, as the peer's blocking acquire does: a
+  // reader arriving after it (the peer's, by pg_try_advisory_lock_shared) is held off, and the
+  // writer has the lock at the moment the peer's reader lets go.
+  pqxx::connection peer(owner_), late(owner_), watch(owner_);
+  auto c = connect(pg::with(owner_, "compat=distributedlock"));
+  auto rw = c.make_shared_mutex("rw-q");
+  const std::string key = "-1883226920301101057";  // ASCII "rw-q"
+  ASSERT_TRUE(peer_try(peer, "pg_try_advisory_lock_shared", key));
+  sqlock::hold writing;
+  std::thread writer([&] { writing = rw.try_acquire_for(30s); });
+  auto queued = [&] {
+    pqxx::nontransaction w(watch);
+    return w.exec1(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                "AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = " +
+                key)[0]
+               .as<int>() == 1;
+  };
+  EXPECT_TRUE(eventually(queued));
+  EXPECT_FALSE(peer_try(late, "pg_try_advisory_lock_shared", key));  // behind the writer
+  const auto released = std::chrono::steady_clock::now();
+  ASSERT_TRUE(peer_try(peer, "pg_advisory_unlock_shared", key));
+  writer.join();
+  EXPECT_TRUE(writing);
+  EXPECT_LT(std::chrono::steady_clock::now() - released, 2s);
 }
 
 }  // namespace sqlock::test

@@ -200,35 +200,10 @@ std::optional<lease_info> advisory_backend::wait_in_server(sql::session_pool::ca
   auto p = keyed(params_for(req));
   p.lease_ms = sw.lock_timeout.count();  // :lease_ms carries the wait here
   const auto& op = req.kind == lock_kind::exclusive ? wait_ : kinds_.wait;
-  if (req.stop.stop_requested()) return std::nullopt;
-  try {
-    sql::rows r;
-    {
-      // A stop ends the wait in the server (statement_stopper.hpp); the call then fails and its
-      // session is closed below, which ends anything it registered.
-      auto stopper = c.conn().break_wait_on(req.stop);
-      r = c.conn().run(op, p, sw.answer_by);
-    }
-    return granted(c, req, r);
-  } catch (const config_error&) {
-    throw;
-  } catch (const sql::conflict_error&) {
-    // A deadlock with another waiter, a lock timeout: contention, busy whenever it comes, once
-    // the session gave back what the failed call may have left taken.
-    if (req.stop.stop_requested()) {
-      c.kill();  // the stop may have cut the wait: its state is unknown
-    } else {
-      let_go_after_failure(c, req, p, deadline);
-    }
-    return std::nullopt;
-  } catch (const error&) {
-    // The wait's outcome is unknown: closing the session ends whatever it may hold (nothing
-    // but, perhaps, this lock). At the caller's deadline that is a plain timeout.
-    c.kill();
-    if (std::chrono::steady_clock::now() >= deadline || req.stop.stop_requested())
-      return std::nullopt;
-    throw;
-  }
+  auto r = run_server_wait(c, op, p, sw, deadline, req.stop,
+                           [&] { let_go_after_failure(c, req, p, deadline); });
+  if (!r) return std::nullopt;
+  return granted(c, req, *r);
 }
 
 bool advisory_backend::renew(const lease_info& l, milliseconds, steady_time deadline) {

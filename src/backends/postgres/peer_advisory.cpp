@@ -143,27 +143,10 @@ std::optional<lease_info> peer_advisory_backend::wait_in_server(sql::session_poo
   sql::params p;
   p.key = key.value;
   p.lease_ms = sw.lock_timeout.count();  // :lease_ms carries the wait here
-  if (req.stop.stop_requested()) return std::nullopt;
-  try {
-    // A stop ends the wait in the server (statement_stopper.hpp); the call then fails and its
-    // session is closed below.
-    auto stopper = c.conn().break_wait_on(req.stop);
-    c.conn().run(waits_[key.pair][shared], p, sw.answer_by);
-  } catch (const config_error&) {
-    throw;
-  } catch (const sql::conflict_error&) {
-    // The lock timeout: busy, nothing taken (a waiter session holds nothing a deadlock could
-    // involve). After a stop the state is unknown: the session is closed.
-    if (req.stop.stop_requested()) c.kill();
+  // A waiter session holds nothing a deadlock could involve, and a lock timeout takes nothing:
+  // after a conflict there is nothing to give back.
+  if (!run_server_wait(c, waits_[key.pair][shared], p, sw, deadline, req.stop, [] {}))
     return std::nullopt;
-  } catch (const error&) {
-    // The outcome is unknown: closing the session ends whatever it may hold (nothing but,
-    // perhaps, this lock). At the caller's deadline or stop that is a plain "not obtained".
-    c.kill();
-    if (std::chrono::steady_clock::now() >= deadline || req.stop.stop_requested())
-      return std::nullopt;
-    throw;
-  }
   c.keep(req.name, {req.owner, 0, shared, {}});
   lease_info l{req.name, req.owner, 0, c.token()};
   l.sent = std::chrono::steady_clock::now();  // no lease on the server: it runs from the grant

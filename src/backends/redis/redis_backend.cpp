@@ -7,6 +7,7 @@
 #include <map>
 
 #include "redis_connection.hpp"
+#include "redis_subscriber.hpp"
 #include "redis_diagnostics.hpp"
 #include "redis_list.hpp"
 #include "redis_names.hpp"

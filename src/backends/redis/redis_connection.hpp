@@ -1,7 +1,8 @@
 // Connections of the Redis backend: one hiredis context wrapped with timeouts and error mapping
 // (the one place where hiredis failures become sqlock errors), a per-server pool with reconnect
-// backoff (hiredis contexts are not thread-safe, so each call borrows its own), script calls
-// with EVALSHA and reload on NOSCRIPT, and the pub/sub listener that wakes waiters.
+// backoff (hiredis contexts are not thread-safe, so each call borrows its own), and script calls
+// with EVALSHA and reload on NOSCRIPT. The pub/sub listener that wakes waiters is
+// redis_subscriber.hpp.
 #pragma once
 
 #include <atomic>
@@ -130,6 +131,9 @@ std::vector<std::string> script_argv(const lua::script& s, bool full,
 /// True when an error reply is NOSCRIPT.
 bool is_noscript(const redisReply* r);
 
+/// The next reconnect backoff after `previous` (0 at first): 25 ms, doubling up to 1 s.
+milliseconds reconnect_backoff(milliseconds previous);
+
 /// One Redis server: a pool of idle connections and the reconnect backoff.
 class node {
  public:
@@ -164,104 +168,6 @@ class node {
   std::vector<std::unique_ptr<connection>> idle_;
   steady_time retry_at_{};
   milliseconds backoff_{0};
-};
-
-/// Waiters of one store, shared by the listener thread and the interest registrations (which
-/// may outlive the store: a wait state can be destroyed after it).
-struct wait_registry {
-  /// The waiters of one lock (by encoded name).
-  struct waiter {
-    std::condition_variable_any cv;  ///< notified when gen changes
-    std::uint64_t gen = 0;           ///< bumped by every release message of this lock
-    int count = 0;                   ///< registrations holding this entry
-    /// Armed asynchronous waits (interest::arm), called once at the next bump of `gen`.
-    std::map<const void*, std::function<void()>> wakers;
-  };
-  std::mutex m;                          ///< guards everything below
-  std::condition_variable_any ready_cv;  ///< notified when `ready` or `stop` change
-  int ready = 0;                         ///< servers whose subscription stands
-  bool stop = false;                     ///< the listener is shutting down
-  std::unordered_map<std::string, std::shared_ptr<waiter>> waiters;  ///< by encoded name
-};
-
-/// Interest in the releases of one lock, taken before an attempt is sent: a release published
-/// after that moment bumps the generation it remembers, so no notification can slip between a
-/// busy attempt and the wait that follows it.
-class interest {
- public:
-  /// Registers interest in encoded name `key`.
-  interest(std::shared_ptr<wait_registry> reg, std::string key);
-  /// Unregisters.
-  ~interest();
-  interest(const interest&) = delete;
-  interest& operator=(const interest&) = delete;
-  /// Waits until a release of the lock arrived since registration, a resubscription happened,
-  /// `until` or `stop`. When no subscription stood at registration, returns as soon as one does.
-  void wait(steady_time until, const std::stop_token& stop);
-  /// Called at the start of every attempt: arm() looks for releases from then on.
-  void attempt_starts();
-  /// What arm() found.
-  enum class armed { wake_armed, heard, cannot };
-  /// The non-blocking form of wait() (acquisition::arm): `heard` when a release (or a
-  /// resubscription) arrived since the last attempt started; `cannot` while no subscription
-  /// stands (the caller backs off); else keeps `wake`, called once at the next release.
-  armed arm(std::function<void()> wake);
-  /// Drops the wake-up of arm().
-  void disarm() noexcept;
-  /// The registry this interest belongs to.
-  const wait_registry* registry() const { return reg_.get(); }
-  /// The encoded name.
-  const std::string& key() const { return key_; }
-
- private:
-  std::shared_ptr<wait_registry> reg_;
-  std::string key_;
-  std::shared_ptr<wait_registry::waiter> w_;
-  std::uint64_t gen_ = 0;
-  std::uint64_t seen_ = 0;  // gen when the last attempt started (arm())
-  bool was_ready_ = false;
-};
-
-/// The pub/sub listener of one store: one thread, one subscriber connection per server
-/// (PSUBSCRIBE on the release channels of the key prefix), reconnecting with backoff. A message
-/// wakes the waiters of its lock; a (re)subscription wakes every waiter (releases during the
-/// outage went unheard).
-class subscriber {
- public:
-  /// Starts the thread. `channel_head`/`channel_tail` frame the encoded name in a channel.
-  subscriber(std::vector<node_address> nodes, const settings& s, std::string channel_head,
-             std::string channel_tail);
-  /// Stops and joins the thread.
-  ~subscriber();
-  subscriber(const subscriber&) = delete;
-  subscriber& operator=(const subscriber&) = delete;
-
-  /// Registers interest in the releases of encoded name `key` (before sending an attempt).
-  std::unique_ptr<interest> watch(const std::string& key) {
-    return std::make_unique<interest>(reg_, key);
-  }
-  /// The registry of waiters.
-  const wait_registry* registry() const { return reg_.get(); }
-
- private:
-  struct link {
-    node_address addr;
-    redisContext* c = nullptr;
-    steady_time retry_at{};
-    milliseconds backoff{0};
-  };
-  void run();
-  bool subscribe(link& l);
-  void drop(link& l);
-  void on_message(std::string_view channel);
-  void bump_all();
-
-  std::vector<link> links_;
-  const settings& s_;
-  std::string head_, tail_;
-  std::shared_ptr<wait_registry> reg_ = std::make_shared<wait_registry>();
-  int wake_[2] = {-1, -1};
-  std::thread thread_;
 };
 
 }  // namespace sqlock::redis::detail

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "redis_connection.hpp"
+#include "redis_subscriber.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/random.hpp"
 

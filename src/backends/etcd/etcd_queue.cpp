@@ -1,6 +1,10 @@
+// The lock queue's writes and waits: taking a key (try_take), a waiter's look at where its key
+// stands and its wait, keep-alive, release and the owner's key (see etcd_queue.hpp). The
+// administrative reads are in etcd_queue_admin.cpp.
 #include "etcd_queue.hpp"
 
 #include "etcd_kinds.hpp"
+#include "etcd_requests.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -24,23 +28,6 @@ std::string hex(std::int64_t v) {
   return buf;
 }
 
-std::string str(std::int64_t v) {
-  return std::to_string(v);
-}
-
-json range_of(const std::string& from, const std::string& to) {
-  return {{"key", b64(from)}, {"range_end", b64(to)}};
-}
-
-// The keys under `pfx` in creation `order` ("ASCEND", "DESCEND"), at most `limit` (0: all).
-json by_creation(const std::string& pfx, const char* order, int limit = 0) {
-  json r = range_of(pfx, prefix_end(pfx));
-  r["sort_order"] = order;
-  r["sort_target"] = "CREATE";
-  if (limit > 0) r["limit"] = std::to_string(limit);
-  return r;
-}
-
 // The first-created key under `pfx`.
 json first_of(const std::string& pfx) {
   return by_creation(pfx, "ASCEND", 1);
@@ -49,17 +36,6 @@ json first_of(const std::string& pfx) {
 // The two last-created keys under `pfx`, newest first.
 json newest_two(const std::string& pfx) {
   return by_creation(pfx, "DESCEND", 2);
-}
-
-const json& kvs_of(const json& range_response) {
-  static const json none = json::array();
-  auto it = range_response.find("kvs");
-  return it == range_response.end() ? none : *it;
-}
-
-// Every key of the queue `pfx`, first created first.
-json all_of(const std::string& pfx) {
-  return by_creation(pfx, "ASCEND");
 }
 
 // Up to the first 64 keys under `pfx`, first created first: a waiter behind fewer knows every
@@ -73,7 +49,7 @@ json put_then_read(const std::string& key, const lock_request& req, std::int64_t
                    const json& range) {
   json absent = {
       {"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
-  json put = {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(lease)}};
+  json put = {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", decimal(lease)}};
   return {{"compare", json::array({absent})},
           {"success", json::array({{{"request_put", put}}, {{"request_range", range}}})}};
 }
@@ -102,7 +78,7 @@ std::int64_t queue::ttl_for(milliseconds lease) {
 
 void queue::revoke_quietly(std::int64_t lease, steady_time deadline) {
   try {
-    gw_.call("lease/revoke", {{"ID", str(lease)}}, deadline);
+    gw_.call("lease/revoke", {{"ID", decimal(lease)}}, deadline);
   } catch (const error&) {
     // Gone already, or the store is unreachable: the lease then ends at its TTL.
   }
@@ -131,7 +107,7 @@ std::optional<taken> queue::try_take(const lock_request& req, steady_time deadli
       {"success",
        json::array(
            {{{"request_put",
-              {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", str(sp.id)}}}}})},
+              {{"key", b64(key)}, {"value", b64(value_for(req))}, {"lease", decimal(sp.id)}}}}})},
       {"failure", json::array({{{"request_range", first_of(pfx)}}})}};
   json r = put_txn(txn, sp.id, deadline);
   if (r.value("succeeded", false))
@@ -347,9 +323,9 @@ queue::look queue::look_exclusive(const std::string& pfx, const hold& h, const s
   // Our key and the one created just before it, and the first keys of the queue up to ours,
   // in one read.
   json pred = newest_two(pfx);
-  pred["max_create_revision"] = str(h.revision);
+  pred["max_create_revision"] = decimal(h.revision);
   json start = queue_start(pfx);
-  start["max_create_revision"] = str(h.revision);
+  start["max_create_revision"] = decimal(h.revision);
   json both = {{"success", json::array({{{"request_range", pred}}, {{"request_range", start}}})}};
   auto pr = gw_.call("kv/txn", both, deadline);
   return look_from(kvs_of(pr["responses"][0]["response_range"]),
@@ -379,7 +355,7 @@ queue::look queue::look_kind(const std::string& pfx, const hold& h, const std::s
                              steady_time deadline) {
   // Every key up to ours, in creation order: ours (the last) missing = our lease died.
   json upto = all_of(pfx);
-  upto["max_create_revision"] = str(h.revision);
+  upto["max_create_revision"] = decimal(h.revision);
   auto r = gw_.call("kv/range", upto, deadline);
   auto q = keys_of(kvs_of(r));
   if (q.empty() || q.back().revision != h.revision)
@@ -389,14 +365,14 @@ queue::look queue::look_kind(const std::string& pfx, const hold& h, const std::s
 }
 
 bool queue::keep_alive(const hold& h, steady_time deadline) {
-  return num(gw_.call("lease/keepalive", {{"ID", str(h.lease)}}, deadline), "TTL") > 0;
+  return num(gw_.call("lease/keepalive", {{"ID", decimal(h.lease)}}, deadline), "TTL") > 0;
 }
 
 bool queue::still_holds(const hold& h, steady_time deadline) {
   json cmp = {{"key", b64(h.key)},
               {"target", "CREATE"},
               {"result", "EQUAL"},
-              {"create_revision", str(h.revision)}};
+              {"create_revision", decimal(h.revision)}};
   auto r = gw_.call("kv/txn", {{"compare", json::array({cmp})}}, deadline);
   return r.value("succeeded", false);
 }
@@ -426,7 +402,7 @@ bool queue::give_up(const hold& h, steady_time refreshed, steady_time deadline) 
   json cmp = {{"key", b64(h.key)},
               {"target", "CREATE"},
               {"result", "EQUAL"},
-              {"create_revision", str(h.revision)}};
+              {"create_revision", decimal(h.revision)}};
   json txn = {{"compare", json::array({cmp})},
               {"success", json::array({{{"request_delete_range", {{"key", b64(h.key)}}}}})}};
   bool deleted = false;
@@ -450,109 +426,6 @@ std::optional<hold> queue::find_owner(const std::string& name, const std::string
   for (const auto& kv : kvs_of(r))
     if (key_of(kv).owner == owner) return hold_of(kv, 0);
   return std::nullopt;
-}
-
-std::map<std::string, std::vector<queue_key>> queue::queues_of(std::string_view name_prefix,
-                                                               steady_time deadline) {
-  const std::string base = prefix_.empty() ? std::string() : prefix_ + "/";
-  const std::string from = base + encode_name(name_prefix);
-  json req = range_of(from, prefix_end(from));
-  req["sort_order"] = "ASCEND";
-  req["sort_target"] = "CREATE";
-  auto r = gw_.call("kv/range", req, deadline);
-  std::map<std::string, std::vector<queue_key>> queues;
-  for (const auto& kv : kvs_of(r)) {
-    auto k = key_of(kv);
-    auto slash = k.key.rfind('/');
-    if (slash == std::string::npos || slash < base.size()) continue;
-    queues[k.key.substr(base.size(), slash - base.size())].push_back(std::move(k));
-  }
-  return queues;
-}
-
-namespace {
-// The lock name an encoded key segment stands for; the segment itself for a key sqlock did not
-// write.
-std::string name_of_segment(const std::string& encoded) {
-  try {
-    return decode_name(encoded);
-  } catch (const config_error&) {
-    return encoded;
-  }
-}
-}  // namespace
-
-std::vector<waiting_request> queue::waiting(std::string_view name_prefix, steady_time deadline) {
-  std::vector<waiting_request> out;
-  for (const auto& [encoded, q] : queues_of(name_prefix, deadline)) {
-    std::uint32_t position = 0;
-    for (std::size_t i = 0; i < q.size(); ++i) {
-      if (turn_of(q, i).holds) continue;
-      const auto& k = q[i];
-      waiting_request w;
-      w.name = name_of_segment(encoded);
-      w.owner = k.owner;
-      w.holder = k.holder.empty() ? "lease " + k.key.substr(k.key.rfind('/') + 1) : k.holder;
-      w.kind = k.kind;
-      w.permits = k.permits;
-      w.position = ++position;  // etcd keeps no time of a key: `since` stays unknown
-      out.push_back(std::move(w));
-    }
-  }
-  return out;
-}
-
-std::vector<lock_status> queue::list(std::string_view name_prefix, steady_time deadline) {
-  std::vector<lock_status> out;
-  for (const auto& [encoded, q] : queues_of(name_prefix, deadline)) {
-    for (std::size_t i = 0; i < q.size(); ++i) {
-      if (!turn_of(q, i).holds) continue;  // a waiter
-      const auto& k = q[i];
-      lock_status s;
-      s.name = name_of_segment(encoded);
-      s.owner = k.owner;
-      s.holder = k.holder.empty() ? "lease " + k.key.substr(k.key.rfind('/') + 1) : k.holder;
-      s.fence = static_cast<std::uint64_t>(k.revision);
-      s.mode = "lease";
-      s.kind = k.kind;
-      s.permits = k.permits;
-      if (k.lease != 0) {
-        auto t = gw_.call("lease/timetolive", {{"ID", str(k.lease)}}, deadline);
-        auto ttl = num(t, "TTL");
-        if (ttl > 0) {
-          auto now = std::chrono::duration_cast<milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-          s.expires_at = format_utc_ms(now + ttl * 1000);  // display only: the server's TTL
-        }
-      }
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
-}
-
-bool queue::delete_holder(const std::string& name, steady_time deadline) {
-  const std::string pfx = lock_prefix(prefix_, name);
-  auto q = keys_of(kvs_of(gw_.call("kv/range", all_of(pfx), deadline)));
-  bool deleted = false;
-  for (std::size_t i = 0; i < q.size(); ++i) {
-    if (!turn_of(q, i).holds) continue;
-    json cmp = {{"key", b64(q[i].key)},
-                {"target", "CREATE"},
-                {"result", "EQUAL"},
-                {"create_revision", str(q[i].revision)}};
-    json txn = {{"compare", json::array({cmp})},
-                {"success", json::array({{{"request_delete_range", {{"key", b64(q[i].key)}}}}})}};
-    deleted |= gw_.call("kv/txn", txn, deadline).value("succeeded", false);
-  }
-  return deleted;
-}
-
-void queue::ping(steady_time deadline) {
-  json req = range_of(prefix_, prefix_end(prefix_));
-  req["count_only"] = true;
-  gw_.call("kv/range", req, deadline);
 }
 
 }  // namespace sqlock::etcd::detail

@@ -1,9 +1,9 @@
 // The ZooKeeper backend: the seam's calls on the lock queue (zookeeper_queue.hpp) over one session
 // per backend object (zookeeper_connection.hpp), replaced when it expires; a fair acquire() that
 // waits in the queue and retries connection trouble within the caller's deadline and always leaves
-// the queue when it gives up; loss reported at once when a session expires; list and force_release.
+// the queue when it gives up; loss reported at once when a session expires (zookeeper_losses.hpp);
+// list and force_release.
 #include <algorithm>
-#include <deque>
 #include <thread>
 #include <type_traits>
 
@@ -13,6 +13,7 @@
 #include "zookeeper_diagnostics.hpp"
 #include "zookeeper_keeper.hpp"
 #include "zookeeper_layout.hpp"
+#include "zookeeper_losses.hpp"
 #include "zookeeper_queue.hpp"
 #include "zookeeper_url.hpp"
 
@@ -21,23 +22,6 @@ namespace zookeeper {
 namespace {
 
 using namespace detail;
-
-// Sessions that expired, reported to the loss listeners from a thread of its own (never from
-// the client's completion thread, and never under a lock a listener could need). Shared with
-// that thread, which may outlive the backend when the backend is destroyed from it.
-struct loss_queue {
-  std::mutex m;
-  std::condition_variable cv;
-  std::deque<std::uint64_t> epochs;
-  bool stop = false;
-  void push(std::uint64_t epoch) {
-    {
-      std::lock_guard g(m);
-      epochs.push_back(epoch);
-    }
-    cv.notify_all();
-  }
-};
 
 class zk_backend final : public backend,
                          public store_admin,
@@ -48,28 +32,17 @@ class zk_backend final : public backend,
       : opts_(checked_options(std::move(o))),
         root_(normalized_root(opts_.root)),
         layout_(make_layout(opts_.compat, root_)),
-        losses_(std::make_shared<loss_queue>()),
-        sessions_(
-            opts_, stats_, [q = losses_](std::uint64_t epoch) { q->push(epoch); },
-            [this](session& s, steady_time until) {
-              queue(s).ensure_path(layout_->base(), until);
-            }) {
-    loss_thread_ = std::thread([this, q = losses_] { report_losses(q); });
-  }
+        losses_([this](std::uint64_t epoch) { return book_.take_epoch(epoch); },
+                [this](const node_record& rec) { report_lost(rec.name, rec.owner); }),
+        sessions_(opts_, stats_, losses_.sink(), [this](session& s, steady_time until) {
+          queue(s).ensure_path(layout_->base(), until);
+        }) {}
 
   ~zk_backend() override {
     // Closing the session ends it on the server at once: its ephemeral nodes (a waiter's
     // queue node, a hold) are deleted now, not at the session timeout.
     sessions_.close_now();
-    {
-      std::lock_guard g(losses_->m);
-      losses_->stop = true;
-    }
-    losses_->cv.notify_all();
-    if (loss_thread_.get_id() == std::this_thread::get_id())
-      loss_thread_.detach();  // destroyed by a loss listener: the thread ends on its own
-    else
-      loss_thread_.join();
+    losses_.stop();  // before the members go: no report runs on a half-destroyed backend
   }
 
   // ---- the seam ----
@@ -497,35 +470,15 @@ class zk_backend final : public backend,
     }
   }
 
-  // The loss thread: every hold of an expired session is reported lost at once.
-  void report_losses(const std::shared_ptr<loss_queue>& q) {
-    std::unique_lock lk(q->m);
-    for (;;) {
-      q->cv.wait(lk, [&] { return q->stop || !q->epochs.empty(); });
-      if (q->stop) return;
-      auto epoch = q->epochs.front();
-      q->epochs.pop_front();
-      auto gone = book_.take_epoch(epoch);
-      lk.unlock();
-      for (const auto& rec : gone) {
-        report_lost(rec.name, rec.owner);
-        std::lock_guard g(q->m);
-        if (q->stop) return;  // the backend was destroyed by a listener
-      }
-      lk.lock();
-    }
-  }
-
   options opts_;
   std::string root_;
   std::unique_ptr<layout> layout_;
   counters stats_;
   node_book book_;
   release_tracker releases_;
-  std::shared_ptr<loss_queue> losses_;
+  loss_reporter losses_;  // before sessions_, which reports expired sessions to it
   session_keeper sessions_;
   zk_diagnostics diagnostics_{sessions_, opts_};
-  std::thread loss_thread_;
 };
 
 zk_backend* as_zk(const backend& b) {

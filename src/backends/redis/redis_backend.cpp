@@ -7,12 +7,12 @@
 #include <map>
 
 #include "redis_connection.hpp"
-#include "redis_subscriber.hpp"
 #include "redis_diagnostics.hpp"
 #include "redis_list.hpp"
 #include "redis_names.hpp"
 #include "redis_plain.hpp"
 #include "redis_servers.hpp"
+#include "redis_subscriber.hpp"
 #include "redis_wait.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/redis/redis.hpp"

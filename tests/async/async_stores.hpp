@@ -53,13 +53,16 @@ class async_store_test : public ::testing::TestWithParam<async_store> {
     } else {
       SQLOCK_REQUIRE_URL(s.url_var, url_);
     }
-    if (s.label == "postgres_advisory")
-      url_ += (url_.find('?') == std::string::npos ? "?" : "&") + std::string("mode=advisory");
+    // migrate=auto: on fresh servers these tests may run before any that creates the schema.
+    const auto add = [&](const char* option) {
+      url_ += (url_.find('?') == std::string::npos ? "?" : "&") + std::string(option);
+    };
+    if (s.label == "postgres") add("migrate=auto");
+    if (s.label == "postgres_advisory") add("mode=advisory&migrate=auto");
     // These tests are about the forms, not the server's latency: a reply may take longer than
     // Redis's default 2 s on a loaded CI machine (a full run saw a lock call fail with "read
     // failed" beside a chaos run's fsync-always servers).
-    if (s.label == "redis")
-      url_ += (url_.find('?') == std::string::npos ? "?" : "&") + std::string("timeout=10s");
+    if (s.label == "redis") add("timeout=10s");
   }
   /// A new client of the store, warmed up: one lock taken and given back, so that its first
   /// attempt under a short deadline does not also open a session (slow on a loaded machine).

@@ -61,9 +61,10 @@ const std::map<std::string, store_kind>& store_kinds() {
   static const std::map<std::string, store_kind> kinds{
       {"memory", {nullptr, ""}},
       {"sqlite", {nullptr, ""}},
-      {"postgres", {"SQLOCK_TEST_POSTGRES_URL", ""}},
-      {"postgres_advisory", {"SQLOCK_TEST_POSTGRES_URL", "mode=advisory"}},
-      {"mysql", {"SQLOCK_TEST_MYSQL_URL", ""}},
+      // migrate=auto: on fresh servers this may run before any test that creates the schema.
+      {"postgres", {"SQLOCK_TEST_POSTGRES_URL", "migrate=auto"}},
+      {"postgres_advisory", {"SQLOCK_TEST_POSTGRES_URL", "mode=advisory&migrate=auto"}},
+      {"mysql", {"SQLOCK_TEST_MYSQL_URL", "migrate=auto"}},
       {"redis", {"SQLOCK_TEST_REDIS_URL", ""}},
       {"zookeeper", {"SQLOCK_TEST_ZOOKEEPER_URL", ""}},
       {"etcd", {"SQLOCK_TEST_ETCD_URL", ""}},

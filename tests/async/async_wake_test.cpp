@@ -164,9 +164,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(wake_store{"sqlite", nullptr, "", true, false},
                       wake_store{"zookeeper", "SQLOCK_TEST_ZOOKEEPER_URL", "", true, true},
                       wake_store{"etcd", "SQLOCK_TEST_ETCD_URL", "", true, true},
-                      wake_store{"mysql", "SQLOCK_TEST_MYSQL_URL", "", false, false},
-                      wake_store{"mysql_advisory", "SQLOCK_TEST_MYSQL_URL", "mode=advisory", false,
-                                 false}),
+                      // migrate=auto: on fresh servers these may run before any test that
+                      // creates the schema.
+                      wake_store{"mysql", "SQLOCK_TEST_MYSQL_URL", "migrate=auto", false, false},
+                      wake_store{"mysql_advisory", "SQLOCK_TEST_MYSQL_URL",
+                                 "mode=advisory&migrate=auto", false, false}),
     [](const ::testing::TestParamInfo<wake_store>& p) { return p.param.label; });
 
 }  // namespace

@@ -35,8 +35,7 @@ Rules:
              restart or network cut) is followed by another holder within lease + 1 s of
              the fault (holder faults) or of the fault's end (server faults), plus the
              server's own expiry slack (run.json's expiry_slack_ms: ZooKeeper ends a session up
-             to one tickTime after its timeout; etcd revokes an expired lease in a 500 ms loop
-             through a synced raft entry), for each class of
+             to one tickTime after its timeout), for each class of
              request that was waiting (readers; every other kind); a server fault that begins
              within that bound moves its start to its own end. With readers in the run the
              bound is max(lease, --writer-mark-ms) + 1 s: a writer that dies while waiting

@@ -37,7 +37,10 @@ Rules:
              server's own expiry slack (run.json's expiry_slack_ms: ZooKeeper ends a session up
              to one tickTime after its timeout), for each class of
              request that was waiting (readers; every other kind); a server fault that begins
-             within that bound moves its start to its own end. With readers in the run the
+             within that bound moves its start to its own end, and a holder fault of another
+             process that was waiting for the name (a waiter ahead in a fair queue keeps the
+             others out until its own lease or session ends) moves it to that fault's start.
+             With readers in the run the
              bound is max(lease, --writer-mark-ms) + 1 s: a writer that dies while waiting
              keeps new readers out for its mark's life (Redis 3 s, SQL rows 5 s), and a
              waiting reader notices its end up to notify_recheck (1 s) later. A stopped
@@ -284,6 +287,21 @@ def check_writes(run, holds, procs, out):
     return len(store_writes), stale
 
 
+def waited_out(name, t0, fault, faults, waits, bound_ns):
+    """When the takeover after `fault` on `name` is counted from: `t0`, or later when another
+    process that was waiting for `name` met a holder fault (killed, stopped) before the bound
+    ran out. In a fair queue (etcd, ZooKeeper) a waiter ahead of the others keeps them waiting
+    until its own lease or session ends, which the bound then counts from that fault."""
+    for g in sorted(faults, key=lambda x: x["start"]):
+        if not g.get("pid") or g.get("condition") or g["pid"] == fault.get("pid"):
+            continue
+        if not t0 < g["start"] <= t0 + bound_ns + GRACE_NS:
+            continue
+        if any(s <= g["start"] < e and p == g["pid"] for s, e, p, _ in waits[name]):
+            t0 = g["start"]
+    return t0
+
+
 def check_takeover(holds, faults, failed, bound_ns, out):
     """bound_ns: how long a fault may keep a waiter out (lease, or a writer mark that outlives
     a dead waiting writer) - GRACE_NS is added."""
@@ -316,6 +334,7 @@ def check_takeover(holds, faults, failed, bound_ns, out):
             if t0 < s <= t0 + bound_ns + GRACE_NS:
                 t0 = max(t0, e)
         for name in {h.name for h in ended}:
+            t0 = waited_out(name, t0, f, faults, waits, bound_ns)
             # Each class of request that waited (readers; writers, permits or mutex holders) is
             # served within the bound: a dead reader must not keep writers out, and readers
             # queued behind a writer that waits for it must not wait on either.

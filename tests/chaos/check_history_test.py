@@ -2,6 +2,7 @@
 """The chaos checker must catch what it claims to: each case writes a small synthetic run
 (histories, store log, faults, list) that breaks one rule and expects exactly that rule to be
 reported; a clean run must pass."""
+import collections
 import json
 import os
 import shutil
@@ -42,7 +43,7 @@ def kind_hold(pid, thread, fence, start, end, kind, read=None, verified=True):
 def run_case(holds, faults=(), orphans=0, store_extra=(), log_writes=True, waits=(), args=()):
     d = tempfile.mkdtemp(prefix="chaos-check-")
     os.makedirs(os.path.join(d, "store"))
-    lines, store = {1: [], 2: []}, []
+    lines, store = collections.defaultdict(list, {1: [], 2: []}), []
     for h in holds:
         l, w = hold(*h)
         lines[h[0]] += l
@@ -118,6 +119,23 @@ def main():
                run_case([(1, 0, 1, 1.0, 1.5), (2, 1, 2, 4.3, 5.0)], waits=[(2, 1.1, 4.2)],
                         faults=[{"kind": "stop", "pid": 1, "start": int(1.2 * S),
                                  "end": int(4.2 * S)}])),
+        # Holder 1 killed at 1.2 s (lease 2 s: bound 4.2 s); process 2, waiting ahead in a fair
+        # queue, stopped at 3.0 s past its lease: the next holder is due by 6.0 s, counted from
+        # that stop. Without the stop catching process 2 waiting, 5.5 s is late.
+        expect("takeover behind a waiter stopped past its lease", None,
+               run_case([(1, 0, 1, 1.0, 1.5), (3, 1, 2, 5.5, 6.0)],
+                        waits=[(2, 1.1, 6.0), (3, 1.1, 5.5)],
+                        faults=[{"kind": "kill", "pid": 1, "start": int(1.2 * S),
+                                 "end": int(1.2 * S)},
+                                {"kind": "stop", "pid": 2, "start": int(3.0 * S),
+                                 "end": int(6.0 * S)}])),
+        expect("slow takeover, a stopped process not waiting for the name", "takeover",
+               run_case([(1, 0, 1, 1.0, 1.5), (3, 1, 2, 5.5, 6.0)],
+                        waits=[(2, 1.1, 2.0), (3, 1.1, 5.5)],
+                        faults=[{"kind": "kill", "pid": 1, "start": int(1.2 * S),
+                                 "end": int(1.2 * S)},
+                                {"kind": "stop", "pid": 2, "start": int(3.0 * S),
+                                 "end": int(6.0 * S)}])),
         expect("slow takeover long after a stopped store writer runs again", "takeover",
                run_case([(1, 0, 1, 1.0, 1.5), (2, 1, 2, 5.5, 6.0)], waits=[(2, 1.1, 5.0)],
                         faults=[{"kind": "stop", "pid": 1, "start": int(1.2 * S),

@@ -14,7 +14,9 @@ namespace sqlock::postgres {
 
 /// The statement that sets each timeout the server (`server_version`, PQserverVersion) has to
 /// 0: idle_session_timeout (14+), idle_in_transaction_session_timeout, transaction_timeout
-/// (17+), statement_timeout, lock_timeout; a setting the connection's startup `options` name
+/// (17+), statement_timeout, lock_timeout; and client_connection_check_interval (14+) to
+/// 100 ms, so that a statement waiting in the server ends once its client is gone; a setting
+/// the connection's startup `options` name
 /// ("-c statement_timeout=5s", "--lock-timeout=1s": the user's own choice) is left out.
 std::string session_settings_statement(int server_version, std::string_view startup_options);
 

@@ -125,6 +125,8 @@ TEST_F(postgres, library_sessions_turn_role_timeouts_off_and_keep_the_connection
   EXPECT_EQ(show(plain, "lock_timeout"), "0");
   EXPECT_EQ(show(plain, "idle_session_timeout"), "0");
   EXPECT_EQ(show(plain, "idle_in_transaction_session_timeout"), "0");
+  // A statement waiting in the server ends within 100 ms once its client is gone.
+  EXPECT_EQ(show(plain, "client_connection_check_interval"), "100ms");
   auto own = sqlock::connect(pg::with(url, "mode=pessimistic&options=-c%20statement_timeout%3D7s"));
   EXPECT_EQ(show(own, "statement_timeout"), "7s");
   EXPECT_EQ(show(own, "lock_timeout"), "0");

@@ -65,16 +65,16 @@ peer_advisory_backend::peer_advisory_backend(const std::string& conninfo, const 
       }
   // The wait inside the server, as the peer's own blocking acquire waits (in the server's queue,
   // where a waiting writer holds off new readers): lock_timeout for this statement only, set
-  // first (the materialized CTE is read before the lock is asked for); a client gone meanwhile
-  // is noticed within 100 ms.
+  // first (the materialized CTE is read before the lock is asked for). A client gone meanwhile
+  // is noticed within 100 ms by the session's client_connection_check_interval
+  // (session_settings.hpp).
   for (int pair = 0; pair < 2; ++pair)
     for (int shared = 0; shared < 2; ++shared) {
       const std::string fn = std::string("pg_advisory_lock") + (shared ? "_shared" : "");
       waits_[pair][shared] = {
           "peer_wait_" + fn + (pair ? "_pair" : ""),
           {"WITH s AS MATERIALIZED (SELECT pg_catalog.set_config('lock_timeout', "
-           "CAST(CAST(:lease_ms AS bigint) AS text) || 'ms', true), "
-           "pg_catalog.set_config('client_connection_check_interval', '100ms', true)) "
+           "CAST(CAST(:lease_ms AS bigint) AS text) || 'ms', true)) "
            "SELECT pg_catalog." +
            fn + "(" + (pair ? pair_args : bigint_arg) + ") FROM s"}};
     }

@@ -112,10 +112,7 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
       continue;
     }
     std::size_t idx = (first + i) % n;
-    const auto attempt_end =
-        n == 1 ? deadline
-               : std::min(deadline, clock::now() + std::max<std::chrono::milliseconds>(
-                                                       member_attempt_floor, opts_.timeout / 5));
+    const auto attempt_end = member_attempt_end(deadline);
     try {
       auto r = wire_->call(idx, path, body, current_token(deadline), attempt_end);
       preferred_ = idx;
@@ -139,6 +136,12 @@ json gateway::call(std::string_view path, const json& body, steady_time deadline
   }
   if (last) std::rethrow_exception(last);
   throw connection_error("etcd: no member answered " + std::string(path) + " in time");
+}
+
+steady_time gateway::member_attempt_end(steady_time deadline) const {
+  if (opts_.endpoints.size() == 1) return deadline;
+  return std::min(deadline, clock::now() + std::max<std::chrono::milliseconds>(member_attempt_floor,
+                                                                               opts_.timeout / 5));
 }
 
 std::string gateway::token(steady_time deadline, bool refresh) {
@@ -181,7 +184,7 @@ std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& 
   for (std::size_t i = 0; i < n && clock::now() < deadline; ++i) {
     auto s = wire_->open_stream((first + i) % n, path, body, current_token(deadline), on_message,
                                 on_end, deadline);
-    if (!confirm || s->wait_started(deadline)) return s;
+    if (!confirm || s->wait_started(member_attempt_end(deadline))) return s;
     s->stop();
   }
   throw connection_error("etcd: no member accepted a " + std::string(path) + " stream in time");

@@ -75,8 +75,15 @@ std::shared_ptr<grpc::Channel> make_channel(const options& o, const endpoint& e)
   return grpc::CreateCustomChannel(target, creds, args);
 }
 
-// A call's context: its deadline, require-leader and the token.
+// A call's context: require-leader, the token, and wait-for-ready. A fail-fast call (gRPC's
+// default) on a channel that lost its connection returns UNAVAILABLE at once, and gRPC's
+// synchronous API moves a reconnection on only while some thread waits inside a call: once the
+// member restarted, a client whose calls all failed fast never read the new connection's
+// handshake, and every attempt timed out unread (a waiter stalled until its 30 s deadline,
+// chaos.etcd.server). Waiting for ready, a call waits for the connection, bounded by its
+// deadline or (the watch) by its caller's wait for the stream to start.
 void prepare(grpc::ClientContext& ctx, const std::string& token) {
+  ctx.set_wait_for_ready(true);
   ctx.AddMetadata("hasleader", "true");
   if (!token.empty()) ctx.AddMetadata("token", token);
 }

@@ -66,17 +66,57 @@ inline void revoke_lease_of(const std::string& u, const std::string& key_line) {
   sh(etcdctl(u, "lease revoke " + lease_hex + " >/dev/null"));
 }
 
-// A private one-member etcd that a test may freeze (SIGSTOP) or stop: the shared members are in
-// use by the other tests at the same time.
+// A private one-member etcd that a test may freeze (SIGSTOP) or restart: the shared members are
+// in use by the other tests at the same time.
 class private_etcd {
  public:
   /// With `tls`: HTTPS with a CA, server and client certificates made here (openssl); with
   /// `client_certs` too, the member requires a client certificate.
   explicit private_etcd(int port, bool tls = false, bool client_certs = false)
       : port_(port), tls_(tls), client_certs_(client_certs) {
-    std::string c = std::to_string(port), p = std::to_string(port + 1);
-    std::string d = dir_.path.string();
     if (tls_) make_certificates();
+    spawn();
+  }
+  ~private_etcd() { stop(); }
+  private_etcd(const private_etcd&) = delete;
+  private_etcd& operator=(const private_etcd&) = delete;
+
+  /// The URL of this member (with the TLS files when it has TLS), `userinfo` ("u:p@") inserted.
+  std::string url(const std::string& userinfo = {}) const {
+    std::string d = dir_.path.string();
+    std::string u = std::string(tls_ ? "etcds://" : "etcd://") + userinfo +
+                    "127.0.0.1:" + std::to_string(port_) + "/private";
+    if (tls_) u += "?cacert=" + d + "/ca.crt";
+    if (client_certs_) u += "&cert=" + d + "/client.crt&key=" + d + "/client.key";
+    return u;
+  }
+  /// Runs etcdctl against this member; its output.
+  std::string etcdctl(const std::string& args) const {
+    std::string d = dir_.path.string();
+    std::string tls = tls_ ? " --cacert=" + d + "/ca.crt" : "";
+    if (client_certs_) tls += " --cert=" + d + "/client.crt --key=" + d + "/client.key";
+    return sh(
+        "ETCDCTL_API=3 timeout 5 etcdctl --endpoints=" + std::string(tls_ ? "https" : "http") +
+        "://127.0.0.1:" + std::to_string(port_) + tls + " --command-timeout=2s " + args);
+  }
+  std::filesystem::path dir() const { return dir_.path; }
+  /// True while the member runs.
+  bool running() const { return pid_ > 0; }
+  void freeze() { ASSERT_TRUE(freeze_process(pid_)) << "etcd did not stop"; }
+  void thaw() { ::kill(pid_, SIGCONT); }
+  /// Kills the member (SIGKILL) and starts it again on its data, as a crash and a supervisor's
+  /// restart would; returns once it answers (running() says whether it did).
+  void restart() {
+    stop();
+    spawn();
+  }
+
+ private:
+  // Starts the member on its port and data directory; returns once it answers, or with
+  // running() false when it failed to start.
+  void spawn() {
+    std::string c = std::to_string(port_), p = std::to_string(port_ + 1);
+    std::string d = dir_.path.string();
     std::string scheme = tls_ ? "https://" : "http://";
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -115,40 +155,13 @@ class private_etcd {
       std::this_thread::sleep_for(100ms);
     }
   }
-  ~private_etcd() {
+  void stop() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGCONT);
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
   }
-  private_etcd(const private_etcd&) = delete;
-  private_etcd& operator=(const private_etcd&) = delete;
-
-  /// The URL of this member (with the TLS files when it has TLS), `userinfo` ("u:p@") inserted.
-  std::string url(const std::string& userinfo = {}) const {
-    std::string d = dir_.path.string();
-    std::string u = std::string(tls_ ? "etcds://" : "etcd://") + userinfo +
-                    "127.0.0.1:" + std::to_string(port_) + "/private";
-    if (tls_) u += "?cacert=" + d + "/ca.crt";
-    if (client_certs_) u += "&cert=" + d + "/client.crt&key=" + d + "/client.key";
-    return u;
-  }
-  /// Runs etcdctl against this member; its output.
-  std::string etcdctl(const std::string& args) const {
-    std::string d = dir_.path.string();
-    std::string tls = tls_ ? " --cacert=" + d + "/ca.crt" : "";
-    if (client_certs_) tls += " --cert=" + d + "/client.crt --key=" + d + "/client.key";
-    return sh(
-        "ETCDCTL_API=3 timeout 5 etcdctl --endpoints=" + std::string(tls_ ? "https" : "http") +
-        "://127.0.0.1:" + std::to_string(port_) + tls + " --command-timeout=2s " + args);
-  }
-  std::filesystem::path dir() const { return dir_.path; }
-  /// True while the member runs.
-  bool running() const { return pid_ > 0; }
-  void freeze() { ASSERT_TRUE(freeze_process(pid_)) << "etcd did not stop"; }
-  void thaw() { ::kill(pid_, SIGCONT); }
-
- private:
   void make_certificates() {
     std::string d = dir_.path.string();
     std::string ext = d + "/san.cnf";

@@ -1,5 +1,6 @@
 // The etcd backend under faults: a frozen member (SIGSTOP of a private etcd) never holds a
-// caller past its deadline, a waiter gets the lock after the member comes back, and in the
+// caller past its deadline, a waiter gets the lock after the member comes back (thawed or
+// restarted), and in the
 // 3-member cluster a leader change grants no lock twice and keeps fences rising, while a lost
 // quorum makes renewals unknown and then the hold lost. etcd_cluster_test runs alone (it stops
 // members of the shared cluster); the others one at a time (tests/backends/etcd/CMakeLists.txt).
@@ -159,6 +160,29 @@ TEST(etcd_frozen, a_waiter_gets_the_lock_after_the_server_comes_back) {
   la.unlock();
   auto hb = got.get();
   EXPECT_TRUE(hb);
+  hb.release();
+}
+
+// A waiter whose member crashed and came back watches again: its client reconnects although
+// every call it made during the outage failed (with gRPC's fail-fast calls it never did, and the
+// waiter stalled until its deadline: chaos.etcd.server).
+TEST(etcd_restarted, a_waiter_gets_the_lock_after_the_member_restarts) {
+  std::string shared;
+  SQLOCK_REQUIRE_URL("SQLOCK_TEST_ETCD_URL", shared);
+  private_etcd server(22699);
+  ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
+  auto a = sqlock::connect(server.url() + "?timeout=1s");
+  auto la = a.make_lock("restarted", {.lease = 3s});
+  la.lock();
+  auto b = sqlock::connect(server.url() + "?timeout=1s");
+  auto lb = b.make_lock("restarted");
+  auto got = std::async(std::launch::async, [&] { return lb.try_acquire_for(20s); });
+  std::this_thread::sleep_for(300ms);  // b queues and watches (not a bound)
+  server.restart();
+  ASSERT_TRUE(server.running()) << "see " << server.dir() << "/log";
+  la.unlock();
+  auto hb = got.get();
+  EXPECT_TRUE(hb) << "the waiter did not get the lock after the member came back";
   hb.release();
 }
 

@@ -177,17 +177,15 @@ std::string gateway::current_token(steady_time deadline) {
 
 std::unique_ptr<stream> gateway::open_stream(std::string_view path, const json& body,
                                              std::function<void(const json&)> on_message,
-                                             std::function<void()> on_end, steady_time deadline,
-                                             bool confirm) {
+                                             std::function<void()> on_end, steady_time deadline) {
+  return wire_->open_stream(preferred_.load(), path, body, current_token(deadline),
+                            std::move(on_message), std::move(on_end), deadline);
+}
+
+void gateway::prefer_next_member() {
   const std::size_t n = opts_.endpoints.size();
-  const std::size_t first = preferred_.load();
-  for (std::size_t i = 0; i < n && clock::now() < deadline; ++i) {
-    auto s = wire_->open_stream((first + i) % n, path, body, current_token(deadline), on_message,
-                                on_end, deadline);
-    if (!confirm || s->wait_started(member_attempt_end(deadline))) return s;
-    s->stop();
-  }
-  throw connection_error("etcd: no member accepted a " + std::string(path) + " stream in time");
+  std::size_t p = preferred_.load();
+  preferred_.compare_exchange_strong(p, (p + 1) % n);
 }
 
 }  // namespace sqlock::etcd::detail

@@ -39,24 +39,26 @@ class gateway {
   /// refusals.
   json call(std::string_view path, const json& body, steady_time deadline);
 
-  /// Starts the stream `path` ("watch") on a member: `on_message` gets every message from a
-  /// reader thread until stop(), and `on_end`
-  /// (if set) is called from that thread when the call ends by itself (the member closed it,
-  /// the connection broke; not after stop()). With `confirm`, waits for the first message (on
-  /// each member for one member's attempt: call) and throws connection_error when no member
-  /// sends one by `deadline`; without, returns at once.
+  /// Starts the stream `path` ("watch") on the preferred member and returns at once (by
+  /// `deadline`, which bounds getting the token): `on_message` gets every message from a reader
+  /// thread until stop(), and `on_end` (if set) is called from that thread when the call ends
+  /// by itself (the member closed it, the connection broke; not after stop()). The caller
+  /// waits for its first message (stream::wait_started) for one member's attempt, and moves on
+  /// with prefer_next_member() when none came.
   std::unique_ptr<stream> open_stream(std::string_view path, const json& body,
                                       std::function<void(const json&)> on_message,
-                                      std::function<void()> on_end, steady_time deadline,
-                                      bool confirm = true);
+                                      std::function<void()> on_end, steady_time deadline);
+  /// The next call or stream goes first to the member after the preferred one (one member's
+  /// attempt at a stream found it unavailable).
+  void prefer_next_member();
+  /// When one member's attempt ends: with several members, after the request timeout / 5 (not
+  /// under a floor) so that the next one is tried in time; with one, at the deadline.
+  steady_time member_attempt_end(steady_time deadline) const;
 
   /// The I/O bound of one request (URL `timeout=`).
   milliseconds timeout() const { return opts_.timeout; }
 
  private:
-  // When one member's attempt ends: with several members, after the request timeout / 5 (not
-  // under a floor) so that the next one is tried in time; with one, at the deadline.
-  steady_time member_attempt_end(steady_time deadline) const;
   std::string token(steady_time deadline, bool refresh);
   // The token to send now: "" without authentication.
   std::string current_token(steady_time deadline);

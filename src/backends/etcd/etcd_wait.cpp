@@ -3,6 +3,7 @@
 #include "etcd_wait.hpp"
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,7 +39,7 @@ void deletion_watch::start(steady_time deadline) {
     std::lock_guard g(m_);
     if (closed_ || (stream_ && !stream_->ended())) return;
     try {
-      old = open(deadline, false);
+      old = open(deadline);
     } catch (const error&) {
       // No member now: confirmed() tries again, on every member.
     }
@@ -47,7 +48,7 @@ void deletion_watch::start(steady_time deadline) {
 }
 
 confirmation deletion_watch::confirmed(steady_time deadline) {
-  for (bool restarted = false;;) {
+  for (unsigned replaced = 0;; ++replaced) {
     start(deadline);
     std::shared_ptr<stream> s;
     std::uint64_t gen = 0;
@@ -59,27 +60,35 @@ confirmation deletion_watch::confirmed(steady_time deadline) {
       std::lock_guard st(started_m_);
       if (started_at_ > 0) return {gen, started_at_};
     }
-    if (s && s->wait_started(deadline)) {
+    // Its member has one member's attempt to start it (with one member, the whole deadline);
+    // the wait holds no lock, so a caller with an earlier deadline is never held up by it.
+    if (s && s->wait_started(gw_.member_attempt_end(deadline))) {
       std::unique_lock lk(started_m_);
       // The reader thread records the start revision right after the stream says it started.
       cv_.wait_until(lk, deadline, [&] { return started_at_ > 0 || generation_ != gen; });
       if (generation_ == gen && started_at_ > 0) return {gen, started_at_};
     }
-    if (std::chrono::steady_clock::now() >= deadline || restarted)
+    if (std::chrono::steady_clock::now() >= deadline)
       throw connection_error("etcd: no member confirmed a watch in time");
-    // The stream ended unconfirmed (its member went away): once more, on any member that
-    // confirms one in time.
-    restarted = true;
+    // The stream ended unconfirmed, or its member did not start it in time: the next one, on
+    // the next member, after a pause when streams keep ending at once.
+    if (replaced > 0)
+      std::this_thread::sleep_until(std::min(
+          deadline, std::chrono::steady_clock::now() +
+                        backoff_delay(replaced - 1, restart_pause_first, restart_pause_cap)));
     std::shared_ptr<stream> old;
     {
       std::lock_guard g(m_);
-      if (stream_ == s && !closed_) old = open(deadline, true);
+      if (stream_ == s && !closed_) {
+        gw_.prefer_next_member();
+        old = open(deadline);
+      }
     }
     if (old) old->stop();
   }
 }
 
-std::shared_ptr<stream> deletion_watch::open(steady_time deadline, bool confirm) {
+std::shared_ptr<stream> deletion_watch::open(steady_time deadline) {
   std::shared_ptr<stream> old = std::move(stream_);
   const auto gen = ++generation_;
   {
@@ -95,7 +104,7 @@ std::shared_ptr<stream> deletion_watch::open(steady_time deadline, bool confirm)
   try {
     stream_ = gw_.open_stream(
         "watch", {{"create_request", create}}, [this, gen](const json& msg) { deliver(msg, gen); },
-        [this, gen] { ended(gen); }, deadline, confirm);
+        [this, gen] { ended(gen); }, deadline);
     live_generation_ = gen;
     // A stream that ended before the line above: its ended() found nothing to clear.
     if (stream_->ended()) end_generation(gen);

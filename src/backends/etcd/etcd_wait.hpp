@@ -60,8 +60,9 @@ class deletion_watch {
 
   /// Starts the stream when none runs, without waiting for etcd to confirm it.
   void start(steady_time deadline);
-  /// Waits until a stream is confirmed (restarting it, on another member if need be, when it
-  /// ended); connection_error when no member confirms one by `deadline`.
+  /// Waits until a stream is confirmed (replacing it, on the next member, when it ended or its
+  /// member did not start it within one member's attempt); connection_error when no member
+  /// confirms one by `deadline`.
   confirmation confirmed(steady_time deadline);
   /// True while the stream numbered `generation` runs.
   bool live(std::uint64_t generation);
@@ -83,9 +84,9 @@ class deletion_watch {
   };
 
  private:
-  // With m_ held: opens the next stream (numbered anew) in place of the current one, which it
-  // returns for the caller to stop once m_ is released.
-  std::shared_ptr<stream> open(steady_time deadline, bool confirm);
+  // With m_ held: opens the next stream (numbered anew, on the gateway's preferred member) in
+  // place of the current one, which it returns for the caller to stop once m_ is released.
+  std::shared_ptr<stream> open(steady_time deadline);
   void deliver(const json& msg, std::uint64_t generation);
   // The stream numbered `generation` ended by itself (its reader thread calls this).
   void ended(std::uint64_t generation);
@@ -103,8 +104,7 @@ class deletion_watch {
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::uint64_t> live_generation_{0};  // the current stream's while it runs, else 0
   bool closed_ = false;                            // stop() was called: no stream opens any more
-  // started_at_ has its own mutex: a reader thread that records it never waits for m_, which
-  // open() holds while it stops a stream that failed to start (and waits for its reader).
+  // started_at_ has its own mutex: a reader thread that records it never waits for m_.
   std::mutex started_m_;         // started_at_; taken after m_ when both are
   std::condition_variable cv_;   // with started_m_: a stream started, or ended
   std::int64_t started_at_ = 0;  // the current stream's start revision; 0 = not confirmed yet

@@ -10,9 +10,12 @@
 #  4. whole commands: N x `etcdctl lock NAME true` vs N x `sqlock run NAME -- true`
 #  5. loss right after taking: a key deleted as soon as `sqlock hold` has its fence, until it
 #     exits 70 (tests/benchmarks/etcd_loss_probe.py)
-# Usage: scripts/bench/etcd.sh [build-dir]   (prints Markdown-ready raw output)
+#  6. one thread locking 100 names in a row with release=wait (the default) and release=async,
+#     interleaved over [rounds] rounds of 3 s (the machine's load moves between them)
+# Usage: scripts/bench/etcd.sh [build-dir] [rounds]   (prints Markdown-ready raw output)
 set -euo pipefail
 build=${1:-build}
+rounds=${2:-3}
 sqlock=$build/bin/sqlock
 url=${SQLOCK_TEST_ETCD_URL:?start the test servers (scripts/servers.sh start etcd)}
 hostport=${url#etcd://}
@@ -50,3 +53,10 @@ echo "$n x etcdctl lock NAME true:        ${etcdctl_s}s  ($(echo "scale=2; $etcd
 echo "$n x sqlock run NAME -- true:       ${sqlock_s}s  ($(echo "scale=2; $sqlock_s * 1000 / $n" | bc) ms each)"
 echo "\$ etcd_loss_probe.py 40"
 $py tests/benchmarks/etcd_loss_probe.py "$sqlock" "$url" 40
+for ((round = 1; round <= rounds; round++)); do
+  echo "## 100 names in a row, round $round, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  for release in wait async; do
+    echo "\$ sqlock bench --url \$ETCD${sep}release=$release --locks 100 --duration 3s --json"
+    "$sqlock" bench --url "$url${sep}release=$release" --locks 100 --duration 3s --json 2>/dev/null
+  done
+done

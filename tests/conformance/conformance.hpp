@@ -175,6 +175,11 @@ class conformance : public ::testing::TestWithParam<store_case> {
     if (GetParam().release_async) return l.try_lock_for(std::chrono::seconds(5));
     return l.try_lock();
   }
+  /// The same for a permit of a semaphore whose permit another client just released.
+  sqlock::permit permit_after_release(sqlock::semaphore& s) const {
+    if (GetParam().release_async) return s.try_acquire_for(std::chrono::seconds(5));
+    return s.try_acquire();
+  }
 
   temp_dir tmp_;
   std::string url_;

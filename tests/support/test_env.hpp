@@ -42,6 +42,11 @@ inline std::string unique_name(const std::string& stem = "t") {
   return "sqlock-test:" + stem + ":" + random_token().substr(0, 12);
 }
 
+/// `url` with the query parameter `kv` ("release=async") added.
+inline std::string url_with(const std::string& url, const std::string& kv) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + kv;
+}
+
 /// A fresh temporary directory, removed by the destructor.
 struct temp_dir {
   std::filesystem::path path;

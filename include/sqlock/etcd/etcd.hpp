@@ -42,6 +42,10 @@ struct options {
   std::string cert_file{};            ///< TLS: client certificate (mutual TLS), "" = none
   std::string key_file{};             ///< TLS: the client certificate's private key
   transport_kind transport = transport_kind::grpc;  ///< the wire (URL `transport=`)
+  /// true (URL `release=async`): unlock() returns once the key's deletion is handed to a
+  /// background sender, which sends it beside the caller's next request; the same client's next
+  /// acquire of that name waits for it first.
+  bool async_release = false;
 };
 
 /// Opens a store. Throws config_error for bad options; connects lazily.

@@ -10,6 +10,7 @@
 #include "etcd_connection.hpp"
 #include "etcd_diagnostics.hpp"
 #include "etcd_queue.hpp"
+#include "etcd_release.hpp"
 #include "etcd_wait.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/etcd/etcd.hpp"
@@ -55,11 +56,19 @@ class etcd_backend final : public backend,
         watch_(
             gw_, o.prefix, [this](const std::string& key) { deleted(key); },
             [this](steady_time deadline) { recheck(deadline); }),
-        q_(gw_, o.prefix, watch_) {}
+        q_(gw_, o.prefix, watch_) {
+    if (o.async_release)
+      releases_ = std::make_unique<detail::release_sender>(
+          [this](const detail::pending_release& r, steady_time deadline) {
+            q_.give_up(r.h, r.refreshed, deadline);
+          },
+          o.timeout);
+  }
   ~etcd_backend() override { watch_.stop(); }
 
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override {
     check_name(req.name);
+    own_release_settled(req.name, deadline);
     watch_.start(deadline);  // beside the attempt: held() waits for it to be confirmed
     auto h = q_.try_take(req, deadline);
     if (!h) return std::nullopt;
@@ -73,6 +82,7 @@ class etcd_backend final : public backend,
       check_name(req.name);
     }
     std::optional<lease_info> attempt(steady_time deadline) override {
+      b_.own_release_settled(req().name, deadline);
       auto h = w_.attempt(deadline);
       if (!h) return std::nullopt;
       auto l = b_.held(req(), *h);
@@ -122,12 +132,19 @@ class etcd_backend final : public backend,
   bool release(const lease_info& l, steady_time deadline) override {
     auto s = std::static_pointer_cast<state>(l.state);
     if (!s) {
+      own_release_settled(l.name, deadline);  // a release of ours on its way lands first
       auto found = q_.find_owner(l.name, l.owner, deadline);
       if (!found) return false;
       s = std::make_shared<state>(*found, steady_time{});  // an unknown age: never a reserved lease
     }
-    forget(s->h.key);  // our own deletion is not a loss
-    return q_.give_up(s->h, steady_time(steady_time::duration(s->refreshed.load())), deadline);
+    const steady_time refreshed(steady_time::duration(s->refreshed.load()));
+    // Our own deletion is not a loss. release=async: a key this client holds (not reported
+    // lost) is deleted by the sender while the caller goes on (etcd_release.hpp).
+    if (forget(s->h.key) && releases_) {
+      releases_->post({l.name, s->h, refreshed}, deadline);
+      return true;
+    }
+    return q_.give_up(s->h, refreshed, deadline);
   }
 
   std::vector<lock_status> list(std::string_view prefix) override {
@@ -165,7 +182,7 @@ class etcd_backend final : public backend,
     std::string s = o_.tls ? "etcds://" : "etcd://";
     for (std::size_t i = 0; i < o_.endpoints.size(); ++i)
       s += (i ? "," : "") + o_.endpoints[i].host + ":" + std::to_string(o_.endpoints[i].port);
-    return s + "/" + o_.prefix;
+    return s + "/" + o_.prefix + (releases_ ? " release=async" : "");
   }
   std::string kind() const override { return "etcd"; }
   store_diagnostics* diagnostics() noexcept override { return &diagnostics_; }
@@ -207,9 +224,18 @@ class etcd_backend final : public backend,
     return l;
   }
 
-  void forget(const std::string& key) {
+  // Stops reporting the deletion of `key` as a loss; false when it was not held (already
+  // reported lost, or never taken here).
+  bool forget(const std::string& key) {
     std::lock_guard g(held_m_);
-    held_.erase(key);
+    return held_.erase(key) > 0;
+  }
+
+  // release=async: waits (until `deadline`) for this client's own release of `name` still on its
+  // way, so that an acquire does not queue behind it; should it not end in time, the acquire
+  // queues behind it as behind any holder.
+  void own_release_settled(const std::string& name, steady_time deadline) {
+    if (releases_) releases_->settled(name, deadline);
   }
 
   // From the deletion watch's reader thread: a deleted key, perhaps one this backend holds.
@@ -268,6 +294,8 @@ class etcd_backend final : public backend,
   };
   std::mutex held_m_;
   std::map<std::string, held_key> held_;  // by key
+  // release=async: the sender of releases (destroyed first: it flushes through q_).
+  std::unique_ptr<detail::release_sender> releases_;
 };
 
 }  // namespace

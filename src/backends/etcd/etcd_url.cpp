@@ -9,7 +9,7 @@ namespace sqlock::etcd {
 
 /// Options from an etcd:// (or etcds://, TLS) URL.
 options options_from_url(const url& u) {
-  u.check_params({"timeout", "cacert", "cert", "key", "tls", "transport"});
+  u.check_params({"timeout", "cacert", "cert", "key", "tls", "transport", "release"});
   options o;
   if (u.hosts.empty())
     throw config_error("etcd URL needs at least one host: etcd://h1:2379,h2:2379/prefix");
@@ -37,6 +37,7 @@ options options_from_url(const url& u) {
     throw config_error("etcd URL needs both cert= and key= for a client certificate");
   if (u.choice_param("transport", {"grpc", "json"}).value_or("grpc") == "json")
     o.transport = transport_kind::json;
+  o.async_release = u.choice_param("release", {"async", "wait"}).value_or("wait") == "async";
   return o;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "acquire_loop.hpp"
+#include "async_release_checks.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
@@ -36,10 +37,6 @@ using sqlock::test::unique_name;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-std::string with_param(const std::string& url, const std::string& kv) {
-  return url + (url.find('?') == std::string::npos ? "?" : "&") + kv;
-}
 
 // Serializes the tests that stop ensemble members (ctest runs test cases in parallel).
 class ensemble_guard {
@@ -221,21 +218,11 @@ TEST_F(zk, acquire_is_idempotent_per_owner_token) {
 // ahead of it: try_lock() right after unlock() gets the lock, and lock() does not wait. Many
 // names in a row, as a client that locks one name after another does.
 TEST_F(zk, async_release_then_reacquire_by_the_same_client_is_never_behind_it) {
-  auto a = connect(with_param(url_, "release=async"));
+  auto a = connect(sqlock::test::url_with(url_, "release=async"));
   raw_zk raw(url_);
   std::vector<std::string> names;
   for (int i = 0; i < 60; ++i) names.push_back(unique_name("in-a-row"));
-  for (int round = 0; round < 2; ++round) {
-    for (const auto& n : names) {
-      auto l = a.make_lock(n);
-      l.lock();
-      l.unlock();
-      ASSERT_TRUE(l.try_lock()) << n << ": the acquire overtook its own release";
-      l.unlock();
-    }
-  }
-  EXPECT_EQ(a.stats().contended, 0u);  // no lock() waited behind its own release
-  EXPECT_EQ(a.stats().release_errors, 0u);
+  sqlock::test::expect_reacquire_never_behind_own_release(a, names);
   // Every release lands on the server.
   EXPECT_TRUE(eventually([&]() -> bool { return raw.no_orphans(names); }, 10s));
 }
@@ -243,8 +230,8 @@ TEST_F(zk, async_release_then_reacquire_by_the_same_client_is_never_behind_it) {
 // release=wait (the default, said explicitly here): unlock() returns once the server deleted
 // the node, so another client's try_lock() right after it gets the lock.
 TEST_F(zk, release_wait_frees_the_lock_for_others_before_unlock_returns) {
-  auto a = connect(with_param(url_, "release=wait"));
-  auto b = connect(with_param(url_, "release=async"));
+  auto a = connect(sqlock::test::url_with(url_, "release=wait"));
+  auto b = connect(sqlock::test::url_with(url_, "release=async"));
   raw_zk raw(url_);
   auto n = unique_name("release-wait");
   auto la = a.make_lock(n);
@@ -444,7 +431,7 @@ TEST_F(zk, expired_session_is_reported_lost_at_once_without_a_renewal) {
 
 TEST_F(zk, killed_holder_process_frees_the_lock_within_the_session_timeout) {
   auto n = unique_name("killed");
-  const std::string short_url = with_param(url_, "session_timeout=2s");
+  const std::string short_url = sqlock::test::url_with(url_, "session_timeout=2s");
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   // Fork before this process opens any ZooKeeper handle.
@@ -537,7 +524,7 @@ TEST(zk_ensemble, locks_survive_a_stopped_leader) {
   SQLOCK_REQUIRE_URL("SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_CTL", ctl);
   ensemble_guard exclusive(ctl);
   register_builtin_backends();
-  const std::string u = with_param(url, "session_timeout=15s");
+  const std::string u = sqlock::test::url_with(url, "session_timeout=15s");
   auto a = connect(u);
   auto b = connect(u);
   auto c = connect(u);
@@ -624,7 +611,7 @@ TEST(zk_ensemble, quorum_loss_is_unknown_then_lost_after_the_session_timeout) {
   SQLOCK_REQUIRE_URL("SQLOCK_TEST_ZOOKEEPER_ENSEMBLE_CTL", ctl);
   ensemble_guard exclusive(ctl);
   register_builtin_backends();
-  auto a = connect(with_param(url, "session_timeout=2s"));
+  auto a = connect(sqlock::test::url_with(url, "session_timeout=2s"));
   auto n = unique_name("ens-suspended");
   // A lease far longer than the session: the backend's policy, not the core's lease, decides.
   auto la = a.make_lock(n, {.lease = 120s, .auto_renew = false});

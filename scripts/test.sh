@@ -38,8 +38,8 @@ export SQLOCK_TEST_REQUIRE_ALL=1
 # side_build_setup) start in the background at idle CPU priority, so that they take the CPU the
 # tests leave idle without holding one of CTest's slots; meanwhile CTest runs every other test,
 # four at a time on two cores: most tests wait on their stores (the conformance cases keep the
-# CPU 46% busy four at a time), and those that keep it busy (compiles, the browser) take two
-# slots each (PROCESSORS 2); the chaos runs take their turns in one slot. Then the side_build tests, two at a time: the
+# CPU 46% busy four at a time), and those that keep it busy (compiles, the browser, the chaos
+# runs) take two slots each (PROCESSORS 2). Then the side_build tests, two at a time: the
 # builds again (up to date by then, or waited for) and the sanitized programs and fuzz targets
 # they built.
 jobs=-j"${SQLOCK_TEST_JOBS:-4}"

@@ -175,6 +175,13 @@ class conformance : public ::testing::TestWithParam<store_case> {
     if (GetParam().release_async) return l.try_lock_for(std::chrono::seconds(5));
     return l.try_lock();
   }
+  /// `take` (one try by another client) right after a client's release: tried again for up to
+  /// 20 s (eventually) where releases do not wait.
+  template <class F>
+  bool free_after_release(F take) const {
+    if (GetParam().release_async) return eventually(take);
+    return take();
+  }
   /// The same for a permit of a semaphore whose permit another client just released.
   sqlock::permit permit_after_release(sqlock::semaphore& s) const {
     if (GetParam().release_async) return s.try_acquire_for(std::chrono::seconds(5));

@@ -101,18 +101,19 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
       }
     }
     // On a lock session, not the engine's pool: waiting threads never open more connections.
-    register_waiter(*w, req, deadline,
-                    [this](const sql::operation& op, const sql::params& p, steady_time d) {
-                      auto c = sessions_.pick(d);
-                      try {
-                        c.conn().run(op, p, d);
-                      } catch (const config_error&) {
-                        throw;
-                      } catch (const error&) {
-                        c.kill();  // the session's state is unknown (see below)
-                        throw;
-                      }
-                    });
+    if (!register_waiter(*w, req, deadline,
+                         [this](const sql::operation& op, const sql::params& p, steady_time d) {
+                           auto c = sessions_.pick(d);
+                           try {
+                             c.conn().run(op, p, d);
+                           } catch (const config_error&) {
+                             throw;
+                           } catch (const error&) {
+                             c.kill();  // the session's state is unknown (see below)
+                             throw;
+                           }
+                         }))
+      return std::nullopt;
   }
   const auto p = keyed(params_for(req));
   const auto& op = req.kind == lock_kind::exclusive ? dialect_.acquire : kinds_.acquire;

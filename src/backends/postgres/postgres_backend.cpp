@@ -103,17 +103,26 @@ std::unique_ptr<acquisition> pg_backend::make_acquisition(const lock_request& re
       notifier_ ? std::make_unique<notify_wait>(*notifier_, req.name) : nullptr);
 }
 
-void pg_backend::register_waiter(pg_acquisition& w, const lock_request& req, steady_time deadline,
+bool pg_backend::register_waiter(pg_acquisition& w, const lock_request& req, steady_time deadline,
                                  const runner& run) {
   const auto now = std::chrono::steady_clock::now();
-  if (!w.listens() || w.registered(now)) return;
+  if (!w.listens() || w.registered(now)) return true;
   const auto span =
       std::min(std::chrono::duration_cast<milliseconds>(deadline - now), registration_span);
   sql::params p;
   p.name = req.name;
   p.lease_ms = std::max<std::int64_t>(span.count(), 1);
-  run(register_, p, exchange_bound(deadline, io_timeout()));
+  try {
+    run(register_, p, exchange_bound(deadline, io_timeout()));
+  } catch (const connection_error&) {
+    // Cut off by the call's deadline on a slow server (a try_lock_for of 500 ms beside a
+    // loaded full run): not obtained in time. Before it, a server that does not answer is
+    // still an error.
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    throw;
+  }
   w.registered_until(now + span);
+  return true;
 }
 
 capabilities pg_backend::caps() const noexcept {

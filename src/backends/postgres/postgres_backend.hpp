@@ -46,8 +46,11 @@ class pg_backend : public sql::engine_backend {
   /// Registers the request `a` (past its first attempt) as a waiter of req.name, for a minute
   /// of its wait at most, through `run` (the operation, its parameters and its deadline),
   /// unless it does not listen or is registered already: releases notify registered names only.
+  /// False when the server did not answer before `deadline`: the request then ends as its last
+  /// attempt found the lock, busy (the registration only makes releases wake it), not with a
+  /// connection_error at its deadline.
   using runner = std::function<void(const sql::operation&, const sql::params&, steady_time)>;
-  void register_waiter(pg_acquisition& a, const lock_request& req, steady_time deadline,
+  bool register_waiter(pg_acquisition& a, const lock_request& req, steady_time deadline,
                        const runner& run);
 
  private:

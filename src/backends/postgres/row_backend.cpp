@@ -30,10 +30,11 @@ std::optional<lease_info> row_backend::one_attempt(const lock_request& req, stea
                                                    pg_acquisition* w) {
   if (w && !w->first_attempt()) {
     try {
-      register_waiter(*w, req, deadline,
-                      [this](const sql::operation& op, const sql::params& p, steady_time d) {
-                        run(op, p, d);  // the engine's pool
-                      });
+      if (!register_waiter(*w, req, deadline,
+                           [this](const sql::operation& op, const sql::params& p, steady_time d) {
+                             run(op, p, d);  // the engine's pool
+                           }))
+        return std::nullopt;
     } catch (const sql::pool_busy&) {
       return std::nullopt;  // no connection came free in time: busy, as the engine counts it
     }

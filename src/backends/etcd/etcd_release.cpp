@@ -18,6 +18,7 @@ release_sender::~release_sender() {
   {
     std::lock_guard g(m_);
     stop_ = true;
+    flush_until_ = clock::now() + timeout_;
   }
   cv_.notify_all();
   if (th_.joinable()) th_.join();
@@ -40,17 +41,20 @@ bool release_sender::settled(std::string_view name, steady_time deadline) {
 }
 
 // Sends the queued releases one after another, off the callers' paths; at the stop, what is
-// still queued is sent before the thread ends.
+// still queued is sent before the thread ends, within one timeout in all (what is left then
+// ends with its lease, which nobody renews any more).
 void release_sender::run() {
   std::unique_lock lk(m_);
   for (;;) {
     cv_.wait(lk, [&] { return stop_ || !queued_.empty(); });
-    if (queued_.empty()) return;  // stopped, nothing left
+    if (queued_.empty() || (stop_ && clock::now() >= flush_until_)) return;
     pending_release r = std::move(queued_.front());
     queued_.pop_front();
+    const auto deadline =
+        stop_ ? std::min(flush_until_, clock::now() + timeout_) : clock::now() + timeout_;
     lk.unlock();
     try {
-      send_(r, clock::now() + timeout_);
+      send_(r, deadline);
     } catch (const std::exception&) {
       // Unknown or refused: give_up has left the key's lease to be revoked in the background,
       // or to end at its TTL.

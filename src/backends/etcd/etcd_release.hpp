@@ -36,7 +36,7 @@ class release_sender {
   /// ends as give_up leaves it); `timeout` bounds each one and the flush at destruction.
   release_sender(std::function<void(const pending_release&, steady_time)> send,
                  milliseconds timeout);
-  /// Sends what is still pending (each within one timeout), then stops the thread.
+  /// Sends what is still pending (within one timeout in all), then stops the thread.
   ~release_sender();
   release_sender(const release_sender&) = delete;
   release_sender& operator=(const release_sender&) = delete;
@@ -61,7 +61,8 @@ class release_sender {
   std::map<std::string, int, std::less<>> on_way_;  // by name: queued or being sent
   std::size_t count_ = 0;                           // releases queued or being sent
   bool stop_ = false;
-  std::thread th_;  // started by the first post()
+  steady_time flush_until_{};  // once stopped: when sending what is left ends
+  std::thread th_;             // started by the first post()
 };
 
 }  // namespace sqlock::etcd::detail

@@ -1,5 +1,5 @@
 -- Deletes up to p_limit expired or free lease rows, up to p_limit expired shared or permit
--- holds (and expired writer marks), and up to p_limit stale advisory records of each table
+-- holds (and expired writer marks and waiting requests' rows), and up to p_limit stale advisory records of each table
 -- (their session no longer holds the GET_LOCK lock); one row: how many were deleted.
 -- Schedule it on the server (instead of, or besides, client_options::sweep_every) with:
 --   SET GLOBAL event_scheduler = ON;
@@ -17,6 +17,7 @@ BEGIN
   DELETE FROM sqlock_holders WHERE expires_at <= sqlock_now() LIMIT v_limit;
   SET v_n = v_n + ROW_COUNT();
   DELETE FROM sqlock_writer_marks WHERE expires_at <= sqlock_now();
+  DELETE FROM sqlock_waiting WHERE until <= sqlock_now() LIMIT v_limit;
   DELETE FROM sqlock_advisory
    WHERE IS_USED_LOCK(lock_name) IS NULL OR IS_USED_LOCK(lock_name) <> connection_id
    LIMIT v_limit;

@@ -3,7 +3,8 @@
 -- shared and permit) that are free or whose session no longer holds the lock. Returns how many. Safe to run
 -- concurrently (SKIP LOCKED) and from pg_cron; call it again while it returns p_limit:
 --   SELECT cron.schedule('sqlock-sweep', '* * * * *', 'SELECT sqlock.sweep(10000)');
--- Waiters of expired holds are woken; stale advisory wait registrations are deleted. A sweep that
+-- Waiters of expired holds are woken; stale advisory wait registrations and rows of waiting
+-- requests (sqlock.waiting_requests) are deleted. A sweep that
 -- deleted something is written to events.
 CREATE OR REPLACE FUNCTION sqlock.sweep(p_limit integer DEFAULT 1000) RETURNS integer
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -76,6 +77,8 @@ BEGIN
   END IF;
   -- Registrations of notification-path waiters past their deadline.
   DELETE FROM sqlock.advisory_waits w WHERE w.until < clock_timestamp();
+  -- Rows of waiting requests whose client stopped writing them (sqlock.record_waits).
+  DELETE FROM sqlock.waiting_requests w WHERE w.until < clock_timestamp();
   IF v_locks + v_holds > 0 THEN
     PERFORM sqlock.log_event('sweep', NULL, NULL, NULL, NULL, NULL,
                              v_locks || ' lock rows, ' || v_holds || ' advisory rows');

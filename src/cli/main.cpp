@@ -277,7 +277,8 @@ int main(int argc, char** argv) {
     list->add_option("--prefix", list_prefix, "only names starting with this");
     list->add_flag("--json", list_json, "one JSON array");
     list->add_flag("--waiting", list_waiting,
-                   "the requests waiting for locks instead, in queue order (ZooKeeper, etcd)");
+                   "the requests waiting for locks instead (ZooKeeper, etcd: in queue order; "
+                   "PostgreSQL, MySQL)");
   }
 
   std::string rel_url, rel_name, rel_actor;

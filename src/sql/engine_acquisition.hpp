@@ -35,6 +35,26 @@ class release_watch {
   virtual void disarm() noexcept {}
 };
 
+/// One waiting request's place in its store's list of waiting requests
+/// (engine_backend::wait_began()): taken after its first busy attempt, left when it ends.
+class wait_listing {
+ public:
+  /// For `req` on `b` (both outlive it).
+  wait_listing(engine_backend& b, const lock_request& req) noexcept : b_(b), req_(req) {}
+  ~wait_listing() { leave(); }
+  wait_listing(const wait_listing&) = delete;
+  wait_listing& operator=(const wait_listing&) = delete;
+  /// After an attempt of the request: a busy one (`obtained` false) lists it.
+  void after_attempt(bool obtained);
+  /// The request no longer waits: no longer listed. Never throws.
+  void leave() noexcept;
+
+ private:
+  engine_backend& b_;
+  const lock_request& req_;
+  bool listed_ = false;
+};
+
 /// The engine's acquisition; a subclass adds what its backend keeps between attempts.
 class engine_acquisition : public acquisition {
  public:
@@ -42,7 +62,7 @@ class engine_acquisition : public acquisition {
   /// `policy`).
   engine_acquisition(engine_backend& b, lock_request req, const wait_policy& policy,
                      std::unique_ptr<release_watch> watch);
-  /// Clears a writer mark left behind (cancel()).
+  /// Clears a writer mark left behind and leaves the list of waiting requests (cancel()).
   ~engine_acquisition() override;
 
   std::optional<lease_info> attempt(steady_time deadline) override;
@@ -50,7 +70,8 @@ class engine_acquisition : public acquisition {
   /// The watch's arm() (empty without a watch: the core backs off).
   std::optional<steady_time> arm(steady_time until, waker wake) override;
   void disarm() noexcept override;
-  /// Removes the request's writer mark at once rather than leaving it to its short expiry.
+  /// Removes the request's writer mark at once rather than leaving it to its short expiry, and
+  /// its row of the store's waiting requests.
   void cancel() noexcept override;
 
   /// The request.
@@ -59,6 +80,13 @@ class engine_acquisition : public acquisition {
   void marked(bool on) noexcept { marked_ = on; }
 
  protected:
+  /// What an attempt of the request answered, after listing the request as waiting when it
+  /// is busy (what every override of attempt() returns through).
+  std::optional<lease_info> listed(std::optional<lease_info> r) {
+    listing_.after_attempt(r.has_value());
+    return r;
+  }
+
   engine_backend& backend_;  ///< the backend attempts go to
   lock_request req_;         ///< the request
 
@@ -67,6 +95,7 @@ class engine_acquisition : public acquisition {
   milliseconds initial_, cap_;
   unsigned waits_ = 0;
   bool marked_ = false;
+  wait_listing listing_{backend_, req_};
 };
 
 }  // namespace sqlock::sql

@@ -15,8 +15,13 @@ constexpr milliseconds retry_cap{5000};
 
 }  // namespace
 
+hold_recorder::hold_recorder(writer write, milliseconds delay, milliseconds timeout, upkeep keep)
+    : write_(std::move(write)), delay_(delay), timeout_(timeout), keep_(keep), thread_([this] {
+        run();
+      }) {}
+
 hold_recorder::hold_recorder(writer write, milliseconds delay, milliseconds timeout)
-    : write_(std::move(write)), delay_(delay), timeout_(timeout), thread_([this] { run(); }) {}
+    : hold_recorder(std::move(write), delay, timeout, upkeep{}) {}
 
 hold_recorder::~hold_recorder() {
   {
@@ -29,7 +34,14 @@ hold_recorder::~hold_recorder() {
 
 void hold_recorder::held(hold h) {
   key k{std::move(h.name), std::move(h.owner)};
-  entry e{std::move(h.holder), h.fence, h.pid, h.since, std::chrono::steady_clock::now() + delay_};
+  entry e{std::move(h.holder),
+          h.fence,
+          h.pid,
+          h.since,
+          std::chrono::steady_clock::now() + delay_,
+          h.kind,
+          h.permits};
+  const auto due = e.due;
   std::lock_guard lk(m_);
   auto it = holds_.find(k);
   if (it == holds_.end()) {
@@ -39,9 +51,8 @@ void hold_recorder::held(hold h) {
     if (it->second.sent) ++unsent_;
     it->second = std::move(e);
   }
-  // The thread waits without a time limit only when nothing was waiting: wake it then; it
-  // otherwise wakes by itself at the earliest due time and finds this one.
-  if (idle_) cv_.notify_all();
+  // The thread waits until the earliest due time it knew of: wake it when this one is earlier.
+  if (due < wakes_at_) cv_.notify_all();
 }
 
 bool hold_recorder::released(const std::string& name, const std::string& owner) {
@@ -50,61 +61,75 @@ bool hold_recorder::released(const std::string& name, const std::string& owner) 
   if (it == holds_.end()) return false;
   const bool sent = it->second.sent;
   if (!sent) --unsent_;
+  if (keep_.ends_written && (sent || it->second.stored)) {
+    ended_.push_back(it->first);
+    cv_.notify_all();
+  }
   holds_.erase(it);
   return sent;
 }
 
 void hold_recorder::flush(steady_time deadline) {
   std::unique_lock lk(m_);
-  if (unsent_ == 0 && !writing_) return;
+  if (unsent_ == 0 && ended_.empty() && !writing_) return;
   const auto mine = ++flushes_;
   cv_.notify_all();
   cv_.wait_until(lk, deadline, [&] { return flushed_ >= mine || stop_; });
 }
 
-std::vector<hold_recorder::record> hold_recorder::take_batch(steady_time now, bool all,
-                                                             std::vector<key>& keys) {
-  std::vector<record> batch;
+hold_recorder::batch hold_recorder::take_batch(steady_time now, bool all, std::vector<key>& keys) {
+  batch b;
+  const bool rewrites = keep_.rewrite_every > milliseconds(0);
   for (auto& [k, e] : holds_) {
-    if (e.sent || (!all && e.due > now)) continue;
+    if (e.sent ? !rewrites || e.due > now : !all && e.due > now) continue;
+    if (!e.sent) --unsent_;
     e.sent = true;
-    --unsent_;
+    if (rewrites) e.due = now + keep_.rewrite_every;
     keys.push_back(k);
-    batch.push_back({k.first, k.second, e.holder, e.fence, e.pid,
-                     std::chrono::duration_cast<milliseconds>(now - e.since).count()});
+    b.records.push_back({k.first, k.second, e.holder, e.fence, e.pid,
+                         std::chrono::duration_cast<milliseconds>(now - e.since).count(), e.kind,
+                         e.permits});
   }
-  return batch;
+  b.ended.swap(ended_);
+  return b;
+}
+
+steady_time hold_recorder::next_due(steady_time now) const {
+  auto due = ended_.empty() ? steady_time::max() : std::max(ends_due_, now);
+  const bool rewrites = keep_.rewrite_every > milliseconds(0);
+  for (const auto& [k, e] : holds_)
+    if ((!e.sent || rewrites) && e.due < due) due = e.due;
+  return due;
 }
 
 void hold_recorder::run() {
   std::unique_lock lk(m_);
   unsigned failures = 0;
   while (!stop_) {
-    if (unsent_ == 0) {
-      flushed_ = flushes_;
-      cv_.notify_all();
-      idle_ = true;
-      cv_.wait(lk);
-      idle_ = false;
-      continue;
-    }
     const auto now = std::chrono::steady_clock::now();
+    if (unsent_ == 0 && ended_.empty()) {
+      flushed_ = flushes_;  // nothing is owed to a flush
+      cv_.notify_all();
+    }
     const bool all = flushed_ < flushes_;
-    auto due = steady_time::max();
-    for (const auto& [k, e] : holds_)
-      if (!e.sent && e.due < due) due = e.due;
-    if (!all && now < due) {
-      cv_.wait_until(lk, due);
+    const auto due = all ? now : next_due(now);
+    if (now < due) {
+      wakes_at_ = due;
+      if (due == steady_time::max())
+        cv_.wait(lk);
+      else
+        cv_.wait_until(lk, due);
+      wakes_at_ = steady_time{};
       continue;
     }
     const auto served = flushes_;
     std::vector<key> keys;
-    auto batch = take_batch(now, all, keys);
+    auto b = take_batch(now, all, keys);
     writing_ = true;
     lk.unlock();
     bool ok = true;
     try {
-      write_(batch, now + timeout_);
+      write_(b, now + timeout_);
     } catch (...) {
       ok = false;  // a lost record only delays what list() shows; retried below
     }
@@ -112,6 +137,8 @@ void hold_recorder::run() {
     writing_ = false;
     if (ok) {
       failures = 0;
+      for (const auto& k : keys)
+        if (auto it = holds_.find(k); it != holds_.end()) it->second.stored = true;
     } else {
       const auto retry =
           std::chrono::steady_clock::now() + backoff_delay(failures++, retry_initial, retry_cap);
@@ -122,6 +149,8 @@ void hold_recorder::run() {
         it->second.due = retry;
         ++unsent_;
       }
+      ended_.insert(ended_.end(), b.ended.begin(), b.ended.end());
+      ends_due_ = retry;
     }
     flushed_ = std::max(flushed_, served);
     cv_.notify_all();

@@ -7,6 +7,9 @@
 // batch's wire form (hold_recorder_json.hpp) is theirs. With a 10 ms delay a recorded hold has
 // lived at least 50 times the write. One thread; every wait it does is bounded; a failed write is
 // retried with the next batch (list() then lags, no lock is affected).
+// The engine records its waiting requests with another one (sql_engine.hpp, waiting()): there
+// the end of a written record is written too, and a record still live is written again before
+// its row expires on the server.
 #pragma once
 
 #include <chrono>
@@ -31,7 +34,9 @@ class hold_recorder {
     std::string name, owner, holder;
     std::uint64_t fence = 0;
     std::int64_t pid = 0;  ///< the server's id of the session that holds it (pid, thread id)
-    steady_time since{};   ///< when it was granted (the answer arrived)
+    steady_time since{};   ///< when it was granted (the answer arrived), or began waiting
+    lock_kind kind = lock_kind::exclusive;
+    std::uint32_t permits = 0;  ///< kind permit: the name's number of permits
   };
   /// A hold as written: its age when the batch was taken in place of `since`.
   struct record {
@@ -39,10 +44,27 @@ class hold_recorder {
     std::uint64_t fence = 0;
     std::int64_t pid = 0;
     std::int64_t age_ms = 0;
+    lock_kind kind = lock_kind::exclusive;
+    std::uint32_t permits = 0;
+  };
+  using key = std::pair<std::string, std::string>;  ///< name, owner
+  /// What one write carries.
+  struct batch {
+    std::vector<record> records;  ///< to write (again, for a record being kept alive)
+    std::vector<key> ended;       ///< written records that ended (only with ends_written)
   };
   /// Writes a batch by `deadline`; throws when it could not (the batch is retried later).
-  using writer = std::function<void(const std::vector<record>& batch, steady_time deadline)>;
+  using writer = std::function<void(const batch& b, steady_time deadline)>;
+  /// What happens to a written record later. By default nothing: the release that ends a hold
+  /// removes its row itself, and a row left by a lost session is recognised as stale.
+  struct upkeep {
+    bool ends_written = false;     ///< released() of a written record queues its end
+    milliseconds rewrite_every{};  ///< a written record still live is written again this long
+                                   ///< after its last write (0: never)
+  };
 
+  hold_recorder(writer write, milliseconds delay, milliseconds timeout, upkeep keep);
+  /// Without upkeep (holds).
   hold_recorder(writer write, milliseconds delay, milliseconds timeout);
   ~hold_recorder();
   hold_recorder(const hold_recorder&) = delete;
@@ -51,9 +73,11 @@ class hold_recorder {
   /// A hold was granted: recorded `delay` from now unless released before.
   void held(hold h);
   /// The hold of `name` by `owner` ended (released, lost): it is not recorded any more. True
-  /// when its record was written or is being written.
+  /// when its record was written or is being written (its end is then written too when
+  /// upkeep::ends_written).
   bool released(const std::string& name, const std::string& owner);
-  /// Records every waiting hold now, waiting for that at most until `deadline`.
+  /// Records every waiting hold (and queued end) now, waiting for that at most until
+  /// `deadline`.
   void flush(steady_time deadline);
 
  private:
@@ -61,28 +85,36 @@ class hold_recorder {
     std::string holder;
     std::uint64_t fence = 0;
     std::int64_t pid = 0;
-    steady_time since, due;
-    bool sent = false;  // written, or in the batch being written
+    steady_time since, due;  // due: when it is (or, once sent, is again) to be written
+    lock_kind kind = lock_kind::exclusive;
+    std::uint32_t permits = 0;
+    bool sent = false;    // written, or in the batch being written
+    bool stored = false;  // a write of it succeeded
   };
-  using key = std::pair<std::string, std::string>;  // name, owner
 
   void run();
-  // The entries due by `now` (every unsent one when `all`), marked sent, as records; their
-  // keys appended to `keys`.
-  std::vector<record> take_batch(steady_time now, bool all, std::vector<key>& keys);
+  // The entries due by `now` (every unsent one when `all`), marked sent, as records, and the
+  // queued ends; the records' keys appended to `keys`.
+  batch take_batch(steady_time now, bool all, std::vector<key>& keys);
+  // When the next write is due: the earliest due entry (a sent one only when rewritten), now
+  // with ends queued; max() when there is nothing to write.
+  steady_time next_due(steady_time now) const;
 
   const writer write_;
   const milliseconds delay_, timeout_;
+  const upkeep keep_;
   std::mutex m_;
   std::condition_variable cv_;
   std::map<key, entry> holds_;
+  std::vector<key> ended_;  // ends of written records, to write (upkeep::ends_written)
   std::size_t unsent_ = 0;
   std::uint64_t flushes_ = 0;  // flush requests made
   std::uint64_t flushed_ = 0;  // flush requests served (a batch written or failed after them)
+  steady_time ends_due_{};     // when the queued ends are written (later after a failed write)
   bool stop_ = false;
-  bool idle_ = false;     // the thread waits with nothing to record
-  bool writing_ = false;  // a batch is being written
-  std::thread thread_;    // last: started once the rest is ready
+  steady_time wakes_at_{};  // until when the thread waits (max(): nothing to record)
+  bool writing_ = false;    // a batch is being written
+  std::thread thread_;      // last: started once the rest is ready
 };
 
 }  // namespace sqlock::sql

@@ -52,6 +52,12 @@ std::uint64_t decode_u64(const std::optional<std::string>& v, const char* what) 
   return x;
 }
 
+lock_kind decode_kind(const std::optional<std::string>& v) {
+  if (v && *v == "shared") return lock_kind::shared;
+  if (v && *v == "permit") return lock_kind::permit;
+  return lock_kind::exclusive;
+}
+
 int schema_version(connection& c, const dialect& d, steady_time deadline) {
   if (c.query(d.version_table_query, deadline).empty()) return 0;
   auto r = c.query(d.version_query, deadline);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sqlock/types.hpp"
+
 namespace sqlock::sql {
 
 /// A result row as text (NULL = nullopt); drivers convert numbers and times to text.
@@ -22,5 +24,7 @@ bool says_true(const rows& r);
 /// A fencing token (or count) as the database printed it; backend_error naming `what` when it
 /// is NULL or not a decimal number.
 std::uint64_t decode_u64(const std::optional<std::string>& v, const char* what);
+/// A kind column ("shared", "permit"; anything else, NULL too, is exclusive).
+lock_kind decode_kind(const std::optional<std::string>& v);
 
 }  // namespace sqlock::sql

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hold_recorder.hpp"
 #include "sqlock/backend/request.hpp"
 #include "statements.hpp"
 
@@ -24,11 +25,20 @@ struct dialect {
   operation renew;    ///< rows: [truthy] = renewed
   operation release;  ///< rows: [truthy] = released
   operation list;     ///< rows: name, owner, fence, acquired_at, expires_at, mode, holder
-  operation force_release;    ///< rows: [truthy] = something released
-  operation sweep;            ///< rows: [count]
-  operation fence_check;      ///< rows: [truthy] = :fence is the current holder's token
-  operation events;           ///< rows: at, event, name, owner, fence, mode, holder, actor, detail
-                              ///< (:prefix, :limit), newest first; no statements = no audit trail
+  operation force_release;  ///< rows: [truthy] = something released
+  operation sweep;          ///< rows: [count]
+  operation fence_check;    ///< rows: [truthy] = :fence is the current holder's token
+  operation events;         ///< rows: at, event, name, owner, fence, mode, holder, actor, detail
+                            ///< (:prefix, :limit), newest first; no statements = no audit trail
+  /// The store's waiting requests (:prefix), by name and then since: rows name, owner, holder,
+  /// kind, permits, since; no statements = waiting requests are not listed (waiters() null).
+  operation waiting;
+  /// Writes a batch of this client's waiting requests (:waits, encode_waits()'s text) whose rows
+  /// live :lease_ms unless written again; rows ignored. Needed with `waiting`.
+  operation record_waits;
+  /// The text of a batch of waiting requests for record_waits (the backend's JSON library);
+  /// empty = waiting requests are not listed.
+  std::function<std::string(const hold_recorder::batch&)> encode_waits;
   std::string version_query;  ///< one row, one column: current schema version; no row/NULL = 0
   std::string version_table_query;  ///< one row when the version table exists, none otherwise
   std::string versions_query;  ///< every recorded version, one per row (migrate() runs it as the

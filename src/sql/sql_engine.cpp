@@ -248,9 +248,7 @@ std::vector<lock_status> engine_backend::list(std::string_view prefix) {
     s.mode = r[5].value_or(dialect_.mode);
     s.holder = r[6].value_or("");
     if (r.size() >= 9) {  // dialects with kinds: kind, permits
-      s.kind = r[7] && *r[7] == "shared"   ? lock_kind::shared
-               : r[7] && *r[7] == "permit" ? lock_kind::permit
-                                           : lock_kind::exclusive;
+      s.kind = decode_kind(r[7]);
       s.permits = r[8] ? static_cast<std::uint32_t>(decode_u64(r[8], "permits")) : 0;
     }
     out.push_back(std::move(s));

@@ -31,6 +31,7 @@
 #include "connection.hpp"
 #include "connection_counter.hpp"
 #include "engine_acquisition.hpp"
+#include "hold_recorder.hpp"
 #include "migrations.hpp"
 #include "params.hpp"
 #include "rows.hpp"
@@ -50,6 +51,7 @@ class engine_backend : public backend,
                        public hold_breaker,
                        public audit_trail,
                        public expiry_sweeper,
+                       public waiter_lister,
                        public schema_owner {
  public:
   /// `pool_size` bounds idle connections kept (more are opened under load) unless
@@ -60,6 +62,8 @@ class engine_backend : public backend,
   engine_backend(bundle b, dialect d, connector open, std::string url_text,
                  std::size_t pool_size = 4, bool bounded = false,
                  std::shared_ptr<connection_counter> counter = nullptr);
+  /// Writes what its waiting-request recorder still has (bounded), then stops it.
+  ~engine_backend() override;
 
   /// attempt() of a single try: no writer mark.
   std::optional<lease_info> try_acquire(const lock_request& req, steady_time deadline) override;
@@ -99,6 +103,19 @@ class engine_backend : public backend,
   expiry_sweeper* sweeper() noexcept override {
     return dialect_.sweep.statements.empty() ? nullptr : this;
   }
+  waiter_lister* waiters() noexcept override {
+    return dialect_.waiting.statements.empty() || !dialect_.encode_waits ? nullptr : this;
+  }
+  /// The store's waiting requests (the dialect's `waiting`), this client's own written first.
+  std::vector<waiting_request> waiting(std::string_view prefix) override;
+  /// `req` waits (an attempt of it found the name busy): it is written to the store's waiting
+  /// requests once it has waited the recorder's delay (from one background thread, started
+  /// here the first time), and written again while it waits, until wait_ended(). Nothing
+  /// without the dialect's `waiting`.
+  void wait_began(const lock_request& req);
+  /// `req` no longer waits (granted, given up): its row, if written, is deleted in the
+  /// background. Never throws.
+  void wait_ended(const lock_request& req) noexcept;
   schema_owner* schema() noexcept override { return this; }
 
   /// True when `fence` is the token of the current hold of `name` (fenced writes).
@@ -183,6 +200,8 @@ class engine_backend : public backend,
   std::deque<pool_waiter*> pool_waiters_;  // guarded by pool_mutex_
   bool auto_migrate_ = false;
   milliseconds io_timeout_{5000};
+  std::mutex waits_mutex_;
+  std::unique_ptr<hold_recorder> waits_;  // this client's waiting requests; made by wait_began()
 };
 
 }  // namespace sqlock::sql

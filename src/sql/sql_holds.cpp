@@ -59,7 +59,7 @@ engine_acquisition::~engine_acquisition() {
 
 std::optional<lease_info> engine_acquisition::attempt(steady_time deadline) {
   if (watch_) watch_->attempt_starts();
-  return backend_.attempt(req_, deadline, this);
+  return listed(backend_.attempt(req_, deadline, this));
 }
 
 std::optional<steady_time> engine_acquisition::arm(steady_time until, waker wake) {
@@ -78,6 +78,7 @@ void engine_acquisition::wait(steady_time until, const std::stop_token& stop) {
 }
 
 void engine_acquisition::cancel() noexcept {
+  listing_.leave();
   if (!std::exchange(marked_, false)) return;
   backend_.clear_writer_mark(req_.name, req_.owner);
 }

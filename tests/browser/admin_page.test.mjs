@@ -4,8 +4,8 @@
 // backend) with live holders started by `sqlock run NAME -- sleep 60`; on SQLite also 10,000
 // locks written straight into the file (paging, numeric sort), on PostgreSQL serve started
 // while its store is down (through a relay that refuses connections until resumed); on
-// ZooKeeper (SQLOCK_TEST_ZOOKEEPER_URL, CTest sets SQLOCK_BROWSER_ZOOKEEPER=1) a `sqlock run`
-// that waits for a held lock.
+// ZooKeeper (SQLOCK_TEST_ZOOKEEPER_URL, CTest sets SQLOCK_BROWSER_ZOOKEEPER=1) and PostgreSQL a
+// `sqlock run` that waits for a held lock.
 // Usage: node admin_page.test.mjs SQLOCK_BINARY ARTIFACT_DIR
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -344,18 +344,9 @@ test('PostgreSQL', async (t) => {
 });
 
 // A `sqlock run` waiting for a held lock shows on the page: the lock's Waiting count, and in
-// the waiting section its position, kind and holder text; it leaves once it is granted.
-test('ZooKeeper, a waiting sqlock run', async (t) => {
-  const url = process.env.SQLOCK_TEST_ZOOKEEPER_URL;
-  if (process.env.SQLOCK_BROWSER_ZOOKEEPER !== '1') {
-    t.skip('this sqlock was built without the ZooKeeper backend');
-    return;
-  }
-  if (!url) {
-    assert.notEqual(process.env.SQLOCK_TEST_REQUIRE_ALL, '1', 'SQLOCK_TEST_ZOOKEEPER_URL is unset');
-    t.skip('SQLOCK_TEST_ZOOKEEPER_URL is unset');
-    return;
-  }
+// the waiting section its kind, since when and holder text, with its position where the store
+// queues its waiters (`queued`); it leaves once it is granted.
+async function waitingRun(t, label, url, { queued }) {
   const tag = randomBytes(4).toString('hex');
   const name = `browser-queue-${tag}`;
   const first = holder(url, name);
@@ -379,15 +370,17 @@ test('ZooKeeper, a waiting sqlock run', async (t) => {
   const row = page.locator('#rows tr', { hasText: name });
   await row.locator('td.waiting', { hasText: '1' }).waitFor({ timeout: DEADLINE_MS });
   await row.click();
-  const queued = page.locator('#waiting-rows tr', { hasText: `waiter-${tag}` });
-  await queued.waitFor({ timeout: DEADLINE_MS });
-  const cells = await queued.locator('td').allTextContents();
+  const waiting = page.locator('#waiting-rows tr', { hasText: `waiter-${tag}` });
+  await waiting.waitFor({ timeout: DEADLINE_MS });
+  const cells = await waiting.locator('td').allTextContents();
   assert.equal(cells[0], name);
-  assert.equal(cells[1], '1', 'first in line');
+  assert.equal(cells[1], queued ? '1' : '', queued ? 'first in line' : 'no queue order');
   assert.equal(cells[2], 'exclusive');
   assert.match(cells[3], /^\d{4}-\d\d-\d\dT/, 'since when, from the store');
+  assert.match(await page.locator('#waiting-scope').innerText(),
+    queued ? /in queue order/ : /keeps no queue order/);
   assert.match(await page.locator('#details').innerText(), /waiting\s+1/);
-  await page.screenshot({ path: path.join(artifacts, 'zookeeper-waiting.png'), fullPage: true });
+  await page.screenshot({ path: path.join(artifacts, `${label}-waiting.png`), fullPage: true });
   first.proc.kill('SIGTERM');  // the waiter is granted, runs `true` and exits 0
   let timer;
   const code = await Promise.race([waiterExit,
@@ -396,4 +389,34 @@ test('ZooKeeper, a waiting sqlock run', async (t) => {
   assert.equal(code, 0, 'the waiter ran once granted');
   await page.locator('#no-waiting').waitFor({ state: 'visible', timeout: DEADLINE_MS });
   assert.equal(await page.locator('#waiting-rows tr').count(), 0);
+}
+
+test('ZooKeeper, a waiting sqlock run', async (t) => {
+  const url = process.env.SQLOCK_TEST_ZOOKEEPER_URL;
+  if (process.env.SQLOCK_BROWSER_ZOOKEEPER !== '1') {
+    t.skip('this sqlock was built without the ZooKeeper backend');
+    return;
+  }
+  if (!url) {
+    assert.notEqual(process.env.SQLOCK_TEST_REQUIRE_ALL, '1', 'SQLOCK_TEST_ZOOKEEPER_URL is unset');
+    t.skip('SQLOCK_TEST_ZOOKEEPER_URL is unset');
+    return;
+  }
+  await waitingRun(t, 'zookeeper', url, { queued: true });
+});
+
+test('PostgreSQL, a waiting sqlock run', async (t) => {
+  const url = process.env.SQLOCK_TEST_POSTGRES_URL;
+  if (process.env.SQLOCK_BROWSER_POSTGRES !== '1') {
+    t.skip('this sqlock was built without the PostgreSQL backend');
+    return;
+  }
+  if (!url) {
+    assert.notEqual(process.env.SQLOCK_TEST_REQUIRE_ALL, '1', 'SQLOCK_TEST_POSTGRES_URL is unset');
+    t.skip('SQLOCK_TEST_POSTGRES_URL is unset');
+    return;
+  }
+  const migrated = spawnSync(sqlock, ['migrate', '--url', url], { encoding: 'utf8' });
+  assert.equal(migrated.status, 0, 'sqlock migrate: ' + migrated.stderr);
+  await waitingRun(t, 'postgresql', url, { queued: false });
 });

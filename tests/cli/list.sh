@@ -3,7 +3,8 @@
 # holders made harmless; on PostgreSQL's advisory mode (SQLOCK_CLI_POSTGRES=1, in a schema of
 # its own) a session-bound hold expires with its session; `list --waiting`: unsupported on
 # SQLite, and on ZooKeeper and etcd (SQLOCK_CLI_ZOOKEEPER=1, SQLOCK_CLI_ETCD=1) a waiting
-# `sqlock run` listed first in line until it is granted.
+# `sqlock run` listed first in line until it is granted; on PostgreSQL and MySQL
+# (SQLOCK_CLI_POSTGRES=1, SQLOCK_CLI_MYSQL=1) listed without a position until it is granted.
 source "$(dirname "$0")/lib.sh"
 export LC_ALL=C.UTF-8 # ${#var} counts characters
 printf -v evil 'esc\033[31mred'
@@ -57,9 +58,12 @@ wait 2>/dev/null
 "$sqlock" list --waiting >/dev/null 2>&1
 check "SQLite cannot tell who waits: exit 64" 64 "$?"
 
-# waiting_on KIND URL: a `sqlock run` waiting behind a holder is listed, then leaves the list.
+# waiting_on KIND URL POSITION: a `sqlock run` waiting behind a holder is listed (at POSITION:
+# 1, or - where the store keeps no queue order), then leaves the list.
 waiting_on() {
   local name="cli-waiting-$1-$$-$RANDOM" holder_pid waiter_pid out
+  # The SQL stores' schema (this test may run before any other has migrated the database).
+  if [ "$3" = - ]; then "$sqlock" migrate --url "$2" >/dev/null; fi
   "$sqlock" run --url "$2" "$name" -- sleep 60 &
   holder_pid=$!
   for _ in $(seq 100); do "$sqlock" list --url "$2" --prefix "$name" | grep -q "^$name " && break; sleep 0.1; done
@@ -72,7 +76,7 @@ waiting_on() {
   done
   echo "$out"
   check "$1: header" "NAME POSITION KIND SINCE WAITED FOR HOLDER" "$(head -1 <<<"$out" | xargs)"
-  check "$1: the waiting run, first in line" "$name 1 exclusive waiter-$$" \
+  check "$1: the waiting run, at position $3" "$name $3 exclusive waiter-$$" \
     "$(awk 'NR == 2 {print $1, $2, $3, $NF}' <<<"$out")"
   check "$1: JSON" "1 waiter-$$" "$("$sqlock" list --url "$2" --waiting --json --prefix "$name" |
     python3 -c 'import json, sys; r = json.load(sys.stdin); print(len(r), r[0]["holder"])')"
@@ -82,11 +86,13 @@ waiting_on() {
   check "$1: nobody waits any more" "no requests waiting" \
     "$("$sqlock" list --url "$2" --waiting --prefix "$name")"
 }
-for backend in ZOOKEEPER ETCD; do
+for backend in ZOOKEEPER ETCD POSTGRES MYSQL; do
   enabled=SQLOCK_CLI_$backend url_var=SQLOCK_TEST_${backend}_URL
   [ "${!enabled:-}" = 1 ] || continue
+  position=1
+  case $backend in POSTGRES | MYSQL) position=- ;; esac
   if [ -n "${!url_var:-}" ]; then
-    waiting_on "${backend,,}" "${!url_var}"
+    waiting_on "${backend,,}" "${!url_var}" "$position"
   elif [ "${SQLOCK_TEST_REQUIRE_ALL:-}" = 1 ]; then
     check "$url_var set under SQLOCK_TEST_REQUIRE_ALL" set unset
   else

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -465,8 +466,8 @@ TEST_P(conformance, admin_calls_are_what_the_backend_implements) {
 }
 
 // Where the store can tell (caps().waiting), a blocked request is listed with its holder text
-// and its place in the queue, and is no longer listed once granted or given up; elsewhere
-// waiting() throws unsupported.
+// and its place in the queue (in a fair store; 0 elsewhere, listed by when each began waiting),
+// and is no longer listed once granted or given up; elsewhere waiting() throws unsupported.
 TEST_P(conformance, waiting_requests_are_listed_in_queue_order) {
   auto a = this->connect_new();
   auto n = this->name("waiting");
@@ -474,45 +475,67 @@ TEST_P(conformance, waiting_requests_are_listed_in_queue_order) {
     EXPECT_THROW(a.waiting(n), unsupported);
     return;
   }
+  const bool fair = a.caps().fair;
+  const std::uint32_t first = fair ? 1 : 0, second = fair ? 2 : 0;
   auto b = sqlock::connect(this->url_, {.holder = "waiter-b"});
   auto c = sqlock::connect(this->url_, {.holder = "waiter-c"});
   auto la = a.make_lock(n);
   la.lock();
   EXPECT_TRUE(a.waiting(n).empty());
-  auto lb = b.make_lock(n);
-  auto lc = c.make_lock(n);
-  std::atomic<bool> b_got{false}, b_done{false};
-  std::thread tb([&] {
-    b_got = lb.try_lock_for(15s);
-    while (b_got && !b_done) std::this_thread::sleep_for(5ms);
-    if (b_got) lb.unlock();
-  });
+  // A waiter that holds, once granted, until told it is done; `stop` makes it give up.
+  struct waiter {
+    waiter(const sqlock::client& c, const std::string& name) : lock(c.make_lock(name)) {}
+    sqlock::mutex lock;
+    std::atomic<bool> got{false}, done{false};
+    std::stop_source stop;
+    std::thread thread;
+    void start() {
+      thread = std::thread([this] {
+        try {
+          got = lock.try_lock_for(15s, stop.get_token());
+        } catch (const interrupted&) {  // stopped: gave up, nothing held
+        }
+        while (got && !done) std::this_thread::sleep_for(5ms);
+        if (got) lock.unlock();
+      });
+    }
+  };
+  waiter wb(b, n), wc(c, n);
+  wb.start();
   std::vector<waiting_request> w;
   EXPECT_TRUE(eventually([&] { return (w = a.waiting(n)).size() == 1; }));
-  std::atomic<bool> c_got{true};
-  std::thread tc([&] { c_got = lc.try_lock_for(3s); });  // gives up: b holds by then
+  wc.start();
   EXPECT_TRUE(eventually([&] { return (w = a.waiting(n)).size() == 2; }));
-  if (w.size() == 2) {
+  if (w.size() == 2) {  // in queue order, or by when each began waiting
     EXPECT_EQ(w[0].name, n);
     EXPECT_EQ(w[0].holder, "waiter-b");
-    EXPECT_EQ(w[0].position, 1u);
+    EXPECT_EQ(w[0].position, first);
     EXPECT_EQ(w[0].kind, lock_kind::exclusive);
+    if (!fair) {
+      EXPECT_FALSE(w[0].since.empty());  // the order it is listed in
+    }
     EXPECT_EQ(w[1].holder, "waiter-c");
-    EXPECT_EQ(w[1].position, 2u);
+    EXPECT_EQ(w[1].position, second);
     EXPECT_FALSE(w[0].owner.empty());
     EXPECT_NE(w[0].owner, w[1].owner);
   }
   EXPECT_TRUE(a.waiting("no-such-prefix-" + n).empty());
-  la.unlock();  // b is granted: c moves up
+  la.unlock();  // one is granted (b, first in a fair queue); the other moves up
   EXPECT_TRUE(eventually([&] {
+    if (!wb.got && !wc.got) return false;
     w = a.waiting(n);
-    return b_got && w.size() == 1 && w[0].holder == "waiter-c" && w[0].position == 1;
+    return w.size() == 1 && w[0].holder == (wb.got ? "waiter-c" : "waiter-b") &&
+           w[0].position == first;
   }));
-  tc.join();  // c gave up
-  EXPECT_FALSE(c_got);
+  if (fair) {
+    EXPECT_TRUE(wb.got);
+  }
+  (wb.got ? wc : wb).stop.request_stop();  // the other gives up
   EXPECT_TRUE(eventually([&] { return a.waiting(n).empty(); }));
-  b_done = true;
-  tb.join();
+  wb.done = wc.done = true;
+  wb.thread.join();
+  wc.thread.join();
+  EXPECT_NE(wb.got, wc.got) << "exactly one was granted";
 }
 
 }  // namespace sqlock::test

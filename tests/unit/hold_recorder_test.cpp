@@ -1,6 +1,8 @@
-// hold_recorder (shared by the PostgreSQL and MySQL advisory backends): a hold is written once it
-// has lived the delay, never when it ends before; flush() writes what waits at once; a failed
-// write is tried again; released() says whether the hold's record was written.
+// hold_recorder (shared by the PostgreSQL and MySQL advisory backends, and the SQL engine's
+// waiting requests): a hold is written once it has lived the delay, never when it ends before;
+// flush() writes what waits at once; a failed write is tried again; released() says whether the
+// hold's record was written; with upkeep, the end of a written record is written too, and a live
+// record is written again.
 #include "sql/hold_recorder.hpp"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 using namespace sqlock;
 using namespace std::chrono_literals;
 using record = sql::hold_recorder::record;
+using key = sql::hold_recorder::key;
 
 namespace {
 
@@ -22,19 +25,32 @@ namespace {
 struct sink {
   std::mutex m;
   std::vector<std::vector<record>> batches;
+  std::vector<key> ended;
   std::atomic<int> failures{0};
   std::atomic<int> calls{0};
 
   sql::hold_recorder::writer writer() {
-    return [this](const std::vector<record>& b, steady_time) {
+    return [this](const sql::hold_recorder::batch& b, steady_time) {
       ++calls;
       if (failures.load() > 0) {
         --failures;
         throw std::runtime_error("server down");
       }
       std::lock_guard g(m);
-      batches.push_back(b);
+      if (!b.records.empty()) batches.push_back(b.records);
+      ended.insert(ended.end(), b.ended.begin(), b.ended.end());
     };
+  }
+  std::vector<key> ends() {
+    std::lock_guard g(m);
+    return ended;
+  }
+  // Waits (up to 10 s) until `n` ends were written.
+  std::vector<key> await_ends(std::size_t n) {
+    for (auto until = std::chrono::steady_clock::now() + 10s;
+         ends().size() < n && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(1ms);
+    return ends();
   }
   std::vector<record> written() {
     std::lock_guard g(m);
@@ -117,4 +133,39 @@ TEST(hold_recorder, a_hold_taken_again_replaces_the_one_whose_end_was_not_told) 
   auto got = s.written();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].fence, 2u);
+}
+
+// The waiting requests' upkeep: the end of a written record is written (once, and again after a
+// failed write); the end of one never written is not.
+TEST(hold_recorder, with_ends_written_a_written_record_has_its_end_written) {
+  sink s;
+  sql::hold_recorder r(s.writer(), 10ms, 1s, {.ends_written = true});
+  r.held(a_hold("w", 0));
+  ASSERT_EQ(s.await(1).size(), 1u);
+  s.failures = 1;
+  EXPECT_TRUE(r.released("w", "owner-w"));
+  auto ends = s.await_ends(1);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0], (key{"w", "owner-w"}));
+  EXPECT_EQ(s.calls.load(), 3) << "the record, the failed end, the end again";
+  r.held(a_hold("brief", 0));
+  EXPECT_FALSE(r.released("brief", "owner-brief"));
+  r.flush(std::chrono::steady_clock::now() + 10s);
+  EXPECT_EQ(s.ends().size(), 1u) << "nothing of a record never written";
+  EXPECT_EQ(s.written().size(), 1u);
+}
+
+TEST(hold_recorder, a_live_record_is_written_again_until_it_ends) {
+  sink s;
+  sql::hold_recorder r(s.writer(), 0ms, 1s, {.ends_written = true, .rewrite_every = 30ms});
+  r.held(a_hold("long", 0));
+  auto got = s.await(3);
+  ASSERT_GE(got.size(), 3u);
+  EXPECT_EQ(got[2].name, "long");
+  EXPECT_GE(got[2].age_ms, got[0].age_ms + 50) << "written again with its age";
+  EXPECT_TRUE(r.released("long", "owner-long"));
+  ASSERT_EQ(s.await_ends(1).size(), 1u);
+  const auto writes = s.written().size();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(s.written().size(), writes) << "not written again once ended";
 }

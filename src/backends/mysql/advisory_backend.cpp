@@ -18,6 +18,7 @@
 #include "galera.hpp"
 #include "lock_name.hpp"
 #include "lock_session.hpp"
+#include "mysql_backend.hpp"
 #include "mysql_driver.hpp"
 #include "sql/hold_recorder.hpp"
 #include "sql/hold_recorder_json.hpp"
@@ -78,12 +79,12 @@ class advisory_backend final : public sql::engine_backend {
   advisory_backend(const options& o, std::string url_text, std::size_t statements,
                    std::shared_ptr<sql::connection_counter> counter)
       : engine_backend(
-            sql_bundle(), make_dialect(o.mode),
+            sql_bundle(), lock_dialect(o.mode),
             [o, counter] { return open_connection(o, counter); }, std::move(url_text), statements,
             true, counter),
         opts_(o),
-        recorder_([this](const std::vector<sql::hold_recorder::record>& batch,
-                         steady_time deadline) { record(batch, deadline); },
+        recorder_([this](const sql::hold_recorder::batch& b,
+                         steady_time deadline) { record(b.records, deadline); },
                   o.record_after, o.timeout),
         wait_chunk_(std::max(o.timeout / 2 - wait_margin, milliseconds(100))),
         pool_(
@@ -370,14 +371,18 @@ class server_acquisition final : public acquisition {
  public:
   server_acquisition(advisory_backend& b, lock_request req) : b_(b), req_(std::move(req)) {}
   std::optional<lease_info> attempt(steady_time deadline) override {
-    return b_.attempt_with(req_, deadline, &state_);
+    auto r = b_.attempt_with(req_, deadline, &state_);
+    listing_.after_attempt(r.has_value());
+    return r;
   }
   void wait(steady_time until, const std::stop_token& stop) override { state_.wait(until, stop); }
+  void cancel() noexcept override { listing_.leave(); }
 
  private:
   advisory_backend& b_;
   lock_request req_;
   server_wait state_;
+  sql::wait_listing listing_{b_, req_};
 };
 
 std::unique_ptr<acquisition> advisory_backend::make_acquisition(const lock_request& req,

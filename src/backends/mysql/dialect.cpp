@@ -56,6 +56,9 @@ sql::dialect make_dialect(const std::string& mode) {
   }
   d.sweep = call("sweep", "CALL sqlock_sweep(:limit)");
   d.events = call("events", "CALL sqlock_recent_events(:prefix, :limit)");
+  // Waiting requests (sql/mysql/waiting.sql), written by each client's recorder.
+  d.waiting = call("waiting", "CALL sqlock_list_waiting(:prefix)");
+  d.record_waits = call("record_waits", "CALL sqlock_record_waits(:waits, :lease_ms)");
   // An EXECUTE-only user sees neither the tables nor their rows, only the routines: the
   // version is read through a DEFINER function installed last (its presence = routines done).
   d.version_table_query =

@@ -4,8 +4,15 @@
 #include "diagnostics.hpp"
 #include "dialect.hpp"
 #include "mysql_driver.hpp"
+#include "sql/hold_recorder_json.hpp"
 
 namespace sqlock::mysql::detail {
+
+sql::dialect lock_dialect(const std::string& mode) {
+  auto d = make_dialect(mode);
+  d.encode_waits = sql::waits_to_json;
+  return d;
+}
 
 namespace {
 
@@ -15,7 +22,7 @@ class row_backend final : public sql::engine_backend {
   row_backend(const options& o, std::string url_text, std::size_t statements,
               std::shared_ptr<sql::connection_counter> counter)
       : engine_backend(
-            sql_bundle(), make_dialect(o.mode),
+            sql_bundle(), lock_dialect(o.mode),
             [o, counter] { return open_connection(o, counter); }, std::move(url_text), statements,
             true, counter),
         opts_(o),

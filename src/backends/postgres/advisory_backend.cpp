@@ -61,8 +61,8 @@ advisory_backend::advisory_backend(const std::string& conninfo, const std::strin
              {"pg_advisory_release_shared",
               {"SELECT " + o.schema + ".release_advisory_shared(:name, :owner)"}}},
       turns_(o.sessions),
-      recorder_([this](const std::vector<sql::hold_recorder::record>& batch,
-                       steady_time deadline) { record(batch, deadline); },
+      recorder_([this](const sql::hold_recorder::batch& b,
+                       steady_time deadline) { record(b.records, deadline); },
                 o.record_after, o.timeout),
       sessions_(
           o.sessions, o.waiters,

@@ -128,6 +128,11 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
   d.events =
       op("events", "SELECT at, event, name, owner, fence, mode, holder, actor, detail FROM " + s +
                        "recent_events(:prefix, :limit)");
+  // Waiting requests (sql/postgresql/waiting.sql), written by each client's recorder.
+  d.waiting = op("waiting", "SELECT name, owner, holder, kind, permits, since FROM " + s +
+                                "list_waiting(:prefix)");
+  d.record_waits =
+      op("record_waits", "SELECT " + s + "record_waits(CAST(:waits AS jsonb), :lease_ms)");
   // The version function is part of V001 and callable by EXECUTE-only roles (the version table
   // itself is not readable by them).
   d.version_table_query =

@@ -84,7 +84,7 @@ pg_acquisition::pg_acquisition(pg_backend& b, lock_request req, const wait_polic
     : engine_acquisition(b, std::move(req), policy, nullptr), pg_(b), notify_(std::move(notify)) {}
 
 std::optional<lease_info> pg_acquisition::attempt(steady_time deadline) {
-  return pg_.one_attempt(req_, deadline, this);
+  return listed(pg_.one_attempt(req_, deadline, this));
 }
 
 std::optional<lease_info> pg_backend::one_attempt(const lock_request& req, steady_time deadline,

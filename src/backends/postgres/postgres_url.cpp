@@ -6,6 +6,7 @@
 #include "dialect.hpp"
 #include "pooler.hpp"
 #include "row_backend.hpp"
+#include "sql/hold_recorder_json.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/url.hpp"
 
@@ -20,6 +21,7 @@ std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::st
   split_budget(o);  // the parts must fit the budget
   if (o.timeout <= milliseconds(0)) throw config_error("PostgreSQL timeout must be positive");
   d.notify = o.listen;
+  d.encode_waits = sql::waits_to_json;  // the waiting requests' batches (needs the JSON library)
   check_conninfo(conninfo);
   if (!o.compat.empty()) return open_compat(conninfo, shown, o);  // a peer's layout
   if (o.mode == "advisory" && moves_sessions(o.pooler)) refuse_advisory(o.pooler);

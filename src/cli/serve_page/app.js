@@ -234,9 +234,13 @@ async function refreshWaiting() {
       cell(tr, w.holder);
       body.appendChild(tr);
     }
+    // A store with a queue gives positions; elsewhere (the SQL stores) the first request to
+    // try after a release gets the lock, and the rows come by when each began waiting.
+    const queued = page.rows.some((w) => w.position != null);
     $('waiting-scope').textContent = (one ? 'Requests waiting for the selected lock'
-      : 'Requests waiting for a lock under the filter') + ', in queue order: position 1 is ' +
-      'granted next.';
+      : 'Requests waiting for a lock under the filter') + (queued
+      ? ', in queue order: position 1 is granted next.'
+      : ', by when each began waiting: this store keeps no queue order.');
     $('waiting-count').textContent = page.total + (page.total === 1 ? ' request waiting'
                                                                      : ' requests waiting');
     const last = page.offset + page.rows.length;

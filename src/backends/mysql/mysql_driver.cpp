@@ -21,6 +21,7 @@
 #include <utf8.h>
 #include <mutex>
 
+#include "core/process_instance.hpp"
 #include "dialect.hpp"
 #include "mysql_driver.hpp"
 #include "session_settings.hpp"
@@ -451,6 +452,9 @@ void check_name(std::string_view name, const char* what) {
 }
 
 namespace {
+// The process's one-connect-at-a-time gate (connect_native()).
+struct connect_gate : std::timed_mutex {};
+
 native connect_native(const options& o, milliseconds limit) {
   ::sql::ConnectOptionsMap m;
   if (!o.socket.empty()) {
@@ -489,9 +493,10 @@ native connect_native(const options& o, milliseconds limit) {
   const std::string where = server_address(o);
   try {
     // One connect at a time in the process, so the socket that appeared is this connection's;
-    // waiting for another connect counts against this call's time.
-    static std::timed_mutex connecting;
-    std::unique_lock g(connecting, std::defer_lock);
+    // waiting for another connect counts against this call's time. A child forked while a
+    // thread of its parent connected has a gate of its own (process_instance): that connect
+    // does not go on in the child, and its copy of the parent's gate would stay locked.
+    std::unique_lock g(process_instance<connect_gate>(), std::defer_lock);
     const auto start = std::chrono::steady_clock::now();
     if (!g.try_lock_for(limit))
       throw connection_error("MySQL connect to " + where +

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "forked_child.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
@@ -48,20 +49,12 @@ template <class F>
 void in_processes(int procs, F work) {
   std::vector<pid_t> children;
   for (int p = 1; p < procs; ++p) {
-    pid_t pid = ::fork();
+    pid_t pid = fork_child(work);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      work();
-      ::_exit(0);
-    }
     children.push_back(pid);
   }
   work();
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  for (pid_t pid : children) expect_child_succeeded(pid);
 }
 
 /// In `procs` processes (forked), `threads` threads each: body(c, t), with two clients per

@@ -44,21 +44,17 @@ TEST_P(conformance, shared_and_exclusive_exclude_each_other_across_processes) {
     std::atomic<int> child_holds, release;
   };
   shared_mem<flags> f;
-  pid_t pid = ::fork();
+  pid_t pid = fork_child([&] {
+    // Closed before the child ends, as a process that exits closes its client: a store whose
+    // releases do not wait (release=async) sends what is left then.
+    auto cc = sqlock::connect(this->url_);
+    auto s = cc.make_shared_mutex(n);
+    s.lock_shared();
+    f->child_holds = 1;
+    eventually([&] { return f->release.load() == 1; });
+    s.unlock_shared();
+  });
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    {
-      // Closed before the child ends, as a process that exits closes its client: a store whose
-      // releases do not wait (release=async) sends what is left then.
-      auto cc = sqlock::connect(this->url_);
-      auto s = cc.make_shared_mutex(n);
-      s.lock_shared();
-      f->child_holds = 1;
-      eventually([&] { return f->release.load() == 1; });
-      s.unlock_shared();
-    }
-    ::_exit(0);
-  }
   EXPECT_TRUE(eventually([&] { return f->child_holds.load() == 1; }));
   EXPECT_FALSE(sc.try_lock());
   EXPECT_TRUE(sa.try_lock_shared());
@@ -66,9 +62,7 @@ TEST_P(conformance, shared_and_exclusive_exclude_each_other_across_processes) {
   f->release = 1;
   EXPECT_TRUE(sc.try_lock_for(10s));
   sc.unlock();
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  expect_child_succeeded(pid);
 }
 
 TEST_P(conformance, many_shared_holders_at_once) {

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "forked_child.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/semaphore.hpp"
@@ -64,28 +65,11 @@ class shared_board {
 inline void in_children(const std::vector<std::function<void()>>& works) {
   std::vector<pid_t> pids;
   for (const auto& w : works) {
-    std::fflush(nullptr);
-    pid_t pid = ::fork();
+    pid_t pid = fork_child(w);
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int rc = 0;
-      try {
-        w();
-        rc = ::testing::Test::HasFailure() ? 1 : 0;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child: %s\n", e.what());
-        rc = 2;
-      }
-      std::fflush(nullptr);
-      ::_exit(rc);
-    }
     pids.push_back(pid);
   }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+  for (pid_t pid : pids) expect_child_succeeded(pid);
 }
 
 /// Waits (20 s at most: a liveness bound) until the board's step is at least `s`.

@@ -15,6 +15,8 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -42,20 +44,32 @@ std::string read_only_message(const std::string& where, const std::string& what)
 
 namespace {
 
+// True once the process exits (an exit handler registered with the driver): the connector's
+// static objects, the driver among them, are destroyed after the exit handlers, so a thread that
+// ends from then on (one of a client destroyed during exit, joined by its destructor) must not
+// call into the driver.
+std::atomic<bool> process_exiting{false};
+
 ::sql::mysql::MySQL_Driver* driver() {
   // get_mysql_driver_instance() is not safe to call concurrently the first time.
   static std::once_flag once;
   static ::sql::mysql::MySQL_Driver* d = nullptr;
-  std::call_once(once, [] { d = ::sql::mysql::get_mysql_driver_instance(); });
+  std::call_once(once, [] {
+    d = ::sql::mysql::get_mysql_driver_instance();
+    std::atexit([] { process_exiting = true; });
+  });
   return d;
 }
 
 // The client library wants mysql_thread_init()/mysql_thread_end() around each thread's use of
 // it (Connector/C++'s threadInit()/threadEnd()). This thread_local is only that per-thread init
-// guard: it carries no state between calls, so it stays.
+// guard: it carries no state between calls, so it stays. (A thread that ends while the process
+// exits leaves its per-thread state to the exit.)
 struct thread_scope {
   thread_scope() { driver()->threadInit(); }
-  ~thread_scope() { driver()->threadEnd(); }
+  ~thread_scope() {
+    if (!process_exiting) driver()->threadEnd();
+  }
   thread_scope(const thread_scope&) = delete;
   thread_scope& operator=(const thread_scope&) = delete;
 };

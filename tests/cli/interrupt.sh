@@ -45,21 +45,28 @@ pg_waiters() {
     and objsubid = 1 and ((classid::bigint << 32) | objid::bigint) = sqlock.lock_key('$2')"
 }
 
+# count_until COUNTER URL NAME WANT TRIES: COUNTER's count of NAME's waiters, asked every 0.1 s
+# until it is WANT (TRIES times at most); prints the last count.
+count_until() {
+  local n= _
+  for _ in $(seq 1 "$5"); do
+    n=$("$1" "$2" "$3")
+    [ "$n" = "$4" ] && break
+    sleep 0.1
+  done
+  echo "$n"
+}
+
 # stopped LABEL SIGNAL COUNTER URL NAME COMMAND...: COMMAND waits behind the holder of NAME,
 # gets SIGNAL, exits 128 + SIGNAL's number and leaves no waiter in the store.
 stopped() {
   local label=$1 sig=$2 counter=$3 url=$4 name=$5
   shift 5
   "$@" 2>"$dir/$name.waiter" &
-  local waiter=$! queued=
+  local waiter=$!
   if [ -n "$counter" ]; then
     # The waiter queues behind the holder (no time is asserted: up to 10 s on a loaded machine).
-    for _ in $(seq 1 100); do
-      queued=$($counter "$url" "$name")
-      [ "$queued" = 1 ] && break
-      sleep 0.1
-    done
-    check "$label: the waiter is queued" 1 "$queued"
+    check "$label: the waiter is queued" 1 "$(count_until "$counter" "$url" "$name" 1 100)"
   else
     sleep 1  # no view of the queue: time for the waiter to start waiting
   fi
@@ -73,13 +80,7 @@ stopped() {
   [ -n "$counter" ] || return 0
   # The server ends a waiting session's statement when the cancel the command sent on its way
   # out arrives: within moments, not necessarily before the command's exit (up to 3 s here).
-  local left
-  for _ in $(seq 1 30); do
-    left=$($counter "$url" "$name")
-    [ "$left" = 0 ] && break
-    sleep 0.1
-  done
-  check "$label: no waiter is left in the store" 0 "$left"
+  check "$label: no waiter is left in the store" 0 "$(count_until "$counter" "$url" "$name" 0 30)"
 }
 
 # interrupted LABEL URL COUNTER: waiters of `run`, `hold` and `elect` interrupted on one store

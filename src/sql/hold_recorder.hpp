@@ -112,7 +112,8 @@ class hold_recorder {
   std::uint64_t flushed_ = 0;  // flush requests served (a batch written or failed after them)
   steady_time ends_due_{};     // when the queued ends are written (later after a failed write)
   bool stop_ = false;
-  steady_time wakes_at_{};  // until when the thread waits (max(): nothing to record)
+  steady_time wakes_at_{};  // until when the thread waits (max(): nothing to record; the
+                            // epoch while it is not waiting)
   bool writing_ = false;    // a batch is being written
   std::thread thread_;      // last: started once the rest is ready
 };

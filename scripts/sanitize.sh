@@ -19,15 +19,13 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 # The programs and the gtest filter each runs under a sanitizer, and the server URL each needs.
-# The conformance case that fork()s worker processes out of a multithreaded test is left out: a
+# The conformance cases that fork() worker processes out of a multithreaded test are left out: a
 # child of a multithreaded parent may only call async-signal-safe functions, and GCC 12's
 # ASan/TSan runtimes do not lock their allocators around fork(), so the child hangs on an
-# allocator lock another thread held (seen in libpq's connect). Cross-process exclusion is the
-# chaos suite's job (tests/chaos).
-nofork="*threads_and_processes_keep_an_exact_counter*"
-# TSan also refuses to start a thread in such a child (die_after_fork): the shared-lock and
-# semaphore cases that fork workers are left out under TSan only (ASan runs them).
-nofork_tsan="$nofork:*_across_processes*:*_across_threads_and_processes*"
+# allocator lock another thread held (seen in libpq's connect and OpenSSL's CRYPTO_zalloc); TSan
+# also refuses to start a thread in such a child (die_after_fork). The normal build runs them,
+# and cross-process exclusion is also the chaos suite's job (tests/chaos).
+nofork="*threads_and_processes_keep_an_exact_counter*:*_across_processes*:*_across_threads_and_processes*"
 # Two conformance cases that only time a wait that gives up (400 ms each, in every store variant)
 # are left out too: the normal build's runs check their timing, and the give-up path they take
 # runs here in other cases (works_with_standard_lock_types, permits_agree_expire_alone_and_time_out).
@@ -86,7 +84,6 @@ run() {
   flags_of "$name" >/dev/null
   [ -n "$(url_of "$prog")" ] || { unset_url "$prog"; return; }
   filter="$(filter_of "$prog")-$nofork:$timing_only"
-  [ "$name" = tsan ] && filter="$(filter_of "$prog")-$nofork_tsan:$timing_only"
   exe=$(find "$dir/tests" -type f -name "$prog" -perm -u+x | head -1)
   [ -n "$exe" ] || { echo "sanitize.sh: $prog is not built in $dir (run: sanitize.sh build $name $root)" >&2; return 1; }
   export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1

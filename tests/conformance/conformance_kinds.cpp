@@ -82,8 +82,9 @@ TEST_P(conformance, many_shared_holders_at_once) {
         // Everybody holds at once: nobody leaves before all are in (bounded wait).
         eventually([&] { return max_holding.load() == threads; });
         --holding;
-      } catch (...) {
+      } catch (const std::exception& e) {
         ++errors;
+        ADD_FAILURE() << "a thread of the test: " << e.what();
       }
     });
   }
@@ -111,8 +112,9 @@ TEST_P(conformance, waiting_writer_is_not_starved_by_arriving_readers) {
           std::this_thread::sleep_for(40ms);
           s.unlock_shared();
         }
-      } catch (...) {
+      } catch (const std::exception& e) {
         ++errors;
+        ADD_FAILURE() << "a thread of the test: " << e.what();
       }
     });
   }

@@ -152,19 +152,6 @@ inline std::string same_url(const std::string& base, const std::filesystem::path
   return base;
 }
 
-/// The options of the suite's clients. Under a sanitizer one attempt gets 1 s instead of
-/// wait_policy::min_attempt's 250 ms: the instrumented client runs several times slower, and an
-/// attempt that must open a connection (TCP, SCRAM, the session's settings) does so within that
-/// time (seen: a reader's try_lock_shared_for(100ms) threw "cannot connect to PostgreSQL: no
-/// answer from the server in time" under ASan and TSan on a two-core machine).
-inline client_options suite_client_options() {
-  client_options o;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  o.waiting.min_attempt = std::chrono::seconds(1);
-#endif
-  return o;
-}
-
 class conformance : public ::testing::TestWithParam<store_case> {
  protected:
   void SetUp() override {
@@ -172,7 +159,7 @@ class conformance : public ::testing::TestWithParam<store_case> {
     if (const char* var = GetParam().url_var) SQLOCK_REQUIRE_URL(var, base);
     url_ = GetParam().url(base, tmp_.path);
   }
-  client connect_new() { return sqlock::connect(url_, suite_client_options()); }
+  client connect_new() { return sqlock::connect(url_, patient_tries()); }
   std::string name(const std::string& stem) { return unique_name(stem); }
   /// try_lock() of a lock that another client's unlock() just gave up. A store opened with
   /// releases that do not wait (release_async: unlock() returns once the release is sent) may

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sqlock/backend.hpp"
+#include "sqlock/client.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::test {
@@ -19,6 +20,18 @@ namespace sqlock::test {
 /// attempt's allowance, scheduling on a loaded machine, a watchdog's wake-up): a correctness
 /// bound, not a speed claim. A call that waited for a frozen server would take far longer.
 inline constexpr std::chrono::seconds deadline_slack{2};
+
+/// Options of a client whose single tries check what the locks do, not how long one try may
+/// take (the frozen-server and budget tests bound that): one attempt gets 1 s instead of
+/// wait_policy::min_attempt's 250 ms. An attempt that must open a connection or session (TCP,
+/// SCRAM, the session's settings) does so within that time (docs/design.md); on a loaded
+/// two-core machine, and under the sanitizers, 250 ms was sometimes not enough ("cannot connect
+/// to PostgreSQL: no answer from the server in time").
+inline client_options patient_tries() {
+  client_options o;
+  o.waiting.min_attempt = std::chrono::seconds(1);
+  return o;
+}
 
 /// True when SQLOCK_TEST_REQUIRE_ALL=1: a missing server is a failure, not a skip.
 inline bool require_all() {

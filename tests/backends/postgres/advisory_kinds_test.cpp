@@ -77,8 +77,8 @@ TEST_F(postgres, migrate_to_v6_keeps_a_live_advisory_hold_of_the_v5_routines) {
 }
 
 TEST_F(postgres, advisory_shared_and_permit_holds_as_the_execute_only_role) {
-  auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
-  auto b = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto a = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
+  auto b = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
   auto name = unique_name("adv-shared");
   auto ra = a.make_shared_mutex(name);
   auto rb = b.make_shared_mutex(name);

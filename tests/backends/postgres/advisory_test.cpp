@@ -255,14 +255,15 @@ TEST_F(postgres, advisory_waiters_beyond_the_server_waiters_register_and_are_not
 
 TEST_F(postgres, advisory_holds_and_waiters_of_one_process_use_at_most_8_connections) {
   auto tag = unique_name("conns");
-  auto c = sqlock::connect(pg::with(owner_, "mode=advisory&application_name=" + tag));
+  auto c =
+      sqlock::connect(pg::with(owner_, "mode=advisory&application_name=" + tag), patient_tries());
   std::vector<mutex> held;
   for (int i = 0; i < 1000; ++i) {
     held.push_back(c.make_lock(tag + ":" + std::to_string(i)));
     ASSERT_TRUE(held.back().try_lock()) << i;
   }
   // Six threads of the same process wait for locks it holds elsewhere.
-  auto other = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto other = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
   std::vector<mutex> busy;
   for (int i = 0; i < 6; ++i) {
     busy.push_back(other.make_lock(tag + ":busy" + std::to_string(i)));

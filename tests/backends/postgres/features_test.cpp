@@ -165,7 +165,9 @@ TEST_F(postgres, fence_check_in_the_applications_own_transaction) {
   auto a = sqlock::connect(pg::with(owner_, "mode=pessimistic"));
   auto b = sqlock::connect(pg::with(owner_, "mode=pessimistic"));
   auto n = unique_name("fenced");
-  auto la = a.make_lock(n, {.lease = 300ms, .auto_renew = false});
+  // Long enough for the checks below to run before it ends on a loaded machine (connecting
+  // the application's connection alone took 250 ms there); it then runs out during the test.
+  auto la = a.make_lock(n, {.lease = 2s, .auto_renew = false});
   ASSERT_TRUE(la.try_lock());
   auto fence = la.fence();
 
@@ -241,7 +243,7 @@ TEST_F(postgres, fence_check_sees_advisory_holds) {
 TEST_F(postgres, transaction_scoped_locks_end_with_the_transaction) {
   auto n = unique_name("xact");
   pqxx::connection c1(app_), c2(app_);
-  auto adv = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto adv = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
   {
     pqxx::work t1(c1);
     sqlock::postgres::xact_lock(t1, n);

@@ -103,7 +103,7 @@ inline void pairs_exclude(const url_for& url, const std::vector<std::string>& mo
     const auto name = unique_name("mixed-pair");
     shared_board s;
     in_children({[&] {
-                   auto c = sqlock::connect(url(a));
+                   auto c = sqlock::connect(url(a), patient_tries());
                    auto l = c.make_lock(name);
                    ASSERT_TRUE(l.try_lock());
                    s->last_fence = l.fence();
@@ -112,7 +112,7 @@ inline void pairs_exclude(const url_for& url, const std::vector<std::string>& mo
                    l.unlock();
                  },
                  [&] {
-                   auto c = sqlock::connect(url(b));
+                   auto c = sqlock::connect(url(b), patient_tries());
                    await_step(s.get(), 1);
                    auto l = c.make_lock(name);
                    EXPECT_FALSE(l.try_lock());
@@ -133,7 +133,7 @@ inline void shared_across(const url_for& url, const std::vector<std::string>& mo
     const auto name = unique_name("mixed-shared");
     shared_board s;
     in_children({[&] {
-                   auto c = sqlock::connect(url(a));
+                   auto c = sqlock::connect(url(a), patient_tries());
                    auto rw = c.make_shared_mutex(name);
                    ASSERT_TRUE(rw.try_lock_shared());
                    s->step = 1;
@@ -141,7 +141,7 @@ inline void shared_across(const url_for& url, const std::vector<std::string>& mo
                    rw.unlock_shared();
                  },
                  [&] {
-                   auto c = sqlock::connect(url(b));
+                   auto c = sqlock::connect(url(b), patient_tries());
                    await_step(s.get(), 1);
                    auto rw = c.make_shared_mutex(name);
                    EXPECT_FALSE(rw.try_lock());
@@ -162,7 +162,7 @@ inline void permits_count_together(const url_for& url, const std::vector<std::st
   std::vector<std::function<void()>> works;
   for (const auto& m : modes) {
     works.push_back([&, m] {
-      auto c = sqlock::connect(url(m));
+      auto c = sqlock::connect(url(m), patient_tries());
       auto sem = c.make_semaphore(name, n);
       for (int i = 0; i < 12; ++i) {
         auto p = sem.try_acquire_for(std::chrono::seconds(20));
@@ -188,7 +188,7 @@ inline void sizes_must_agree(const url_for& url, const std::vector<std::string>&
     const auto name = unique_name("mixed-sizes");
     shared_board s;
     in_children({[&] {
-                   auto c = sqlock::connect(url(a));
+                   auto c = sqlock::connect(url(a), patient_tries());
                    auto sem = c.make_semaphore(name, 3);
                    auto p = sem.try_acquire();
                    ASSERT_TRUE(p);
@@ -196,7 +196,7 @@ inline void sizes_must_agree(const url_for& url, const std::vector<std::string>&
                    await_step(s.get(), 2);
                  },
                  [&] {
-                   auto c = sqlock::connect(url(b));
+                   auto c = sqlock::connect(url(b), patient_tries());
                    await_step(s.get(), 1);
                    auto sem = c.make_semaphore(name, 5);
                    EXPECT_THROW((void)sem.try_acquire(), config_error);
@@ -213,7 +213,7 @@ inline void one_order(const url_for& url, const std::vector<std::string>& modes,
   std::vector<std::function<void()>> works;
   for (const auto& m : modes) {
     works.push_back([&, m] {
-      auto c = sqlock::connect(url(m));
+      auto c = sqlock::connect(url(m), patient_tries());
       auto l = c.make_lock(name);
       for (int i = 0; i < rounds; ++i) {
         ASSERT_TRUE(l.try_lock_for(std::chrono::seconds(20))) << m;

@@ -222,10 +222,11 @@ TEST_F(postgres, advisory_keys_from_the_client_are_the_servers_and_exclude_versi
 
 TEST_F(postgres, advisory_waiters_wait_inside_the_server_and_get_the_lock_at_release) {
   auto name = unique_name("server-wait");
-  auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto a = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
   // As the DBA's role: pg_stat_activity shows the wait events of other roles' sessions only to
   // privileged roles.
-  auto b = sqlock::connect(pg::with(owner_, "mode=advisory&waiters=1&application_name=" + name));
+  auto b = sqlock::connect(pg::with(owner_, "mode=advisory&waiters=1&application_name=" + name),
+                           patient_tries());
   auto dc = dba();
   // b's waiter session sits in the server's lock queue.
   const std::string queued = "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +

@@ -27,8 +27,8 @@ TEST_F(postgres, odd_names_are_stored_and_keyed_verbatim_on_the_server) {
   std::vector<std::string> names = {"it's " + tag, "\"; DROP SCHEMA sqlock CASCADE; -- " + tag,
                                     "$$; SELECT pg_sleep(10); $$ " + tag, "ключ-🔒-鍵 " + tag,
                                     "sqlock.locks " + tag};
-  auto pc = sqlock::connect(pg::with(app_, "mode=pessimistic"));
-  auto ac = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto pc = sqlock::connect(pg::with(app_, "mode=pessimistic"), patient_tries());
+  auto ac = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
   auto dc = dba();
   for (const auto& n : names) {
     auto lp = pc.make_lock(n);
@@ -323,7 +323,7 @@ namespace sqlock::test {
 // The audit trail through the public API (what `sqlock serve` shows): a forced release is
 // recorded with its name, fence and actor; the prefix filters literally; the limit holds.
 TEST_F(postgres, the_audit_trail_is_read_through_events) {
-  auto app = sqlock::connect(app_);
+  auto app = sqlock::connect(app_, patient_tries());
   ASSERT_TRUE(app.caps().events);
   auto prefix = unique_name("events") + ":%_";  // LIKE characters are matched literally
   auto l = app.make_lock(prefix + "a");

@@ -64,8 +64,8 @@ template <class F>
 void in_threads_of_processes(int procs, int threads, const std::string& url,
                              std::atomic<int>& errors, F body) {
   in_processes(procs, [&] {
-    auto c1 = sqlock::connect(url);
-    auto c2 = sqlock::connect(url);
+    auto c1 = sqlock::connect(url, patient_tries());
+    auto c2 = sqlock::connect(url, patient_tries());
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t) {
       ts.emplace_back([&, t] {

@@ -47,7 +47,7 @@ TEST_P(conformance, shared_and_exclusive_exclude_each_other_across_processes) {
   pid_t pid = fork_child([&] {
     // Closed before the child ends, as a process that exits closes its client: a store whose
     // releases do not wait (release=async) sends what is left then.
-    auto cc = sqlock::connect(this->url_);
+    auto cc = sqlock::connect(this->url_, patient_tries());
     auto s = cc.make_shared_mutex(n);
     s.lock_shared();
     f->child_holds = 1;

@@ -7,10 +7,10 @@
 #include <map>
 #include <thread>
 
+#include "core/release_sender.hpp"
 #include "etcd_connection.hpp"
 #include "etcd_diagnostics.hpp"
 #include "etcd_queue.hpp"
-#include "etcd_release.hpp"
 #include "etcd_wait.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/etcd/etcd.hpp"
@@ -57,12 +57,7 @@ class etcd_backend final : public backend,
             gw_, o.prefix, [this](const std::string& key) { deleted(key); },
             [this](steady_time deadline) { recheck(deadline); }),
         q_(gw_, o.prefix, watch_) {
-    if (o.async_release)
-      releases_ = std::make_unique<detail::release_sender>(
-          [this](const detail::pending_release& r, steady_time deadline) {
-            q_.give_up(r.h, r.refreshed, deadline);
-          },
-          o.timeout);
+    if (o.async_release) releases_ = std::make_unique<sqlock::detail::release_sender>(o.timeout);
   }
   ~etcd_backend() override { watch_.stop(); }
 
@@ -139,9 +134,13 @@ class etcd_backend final : public backend,
     }
     const steady_time refreshed(steady_time::duration(s->refreshed.load()));
     // Our own deletion is not a loss. release=async: a key this client holds (not reported
-    // lost) is deleted by the sender while the caller goes on (etcd_release.hpp).
+    // lost) is deleted by the sender while the caller goes on (core/release_sender.hpp); a
+    // deletion whose outcome is unknown ends as every release without an answer does
+    // (give_up revokes the key's lease in the background; at worst the lease ends at its TTL).
     if (forget(s->h.key) && releases_) {
-      releases_->post({l.name, s->h, refreshed}, deadline);
+      releases_->post(
+          l.name, [this, h = s->h, refreshed](steady_time d) { q_.give_up(h, refreshed, d); },
+          deadline);
       return true;
     }
     return q_.give_up(s->h, refreshed, deadline);
@@ -295,7 +294,7 @@ class etcd_backend final : public backend,
   std::mutex held_m_;
   std::map<std::string, held_key> held_;  // by key
   // release=async: the sender of releases (destroyed first: it flushes through q_).
-  std::unique_ptr<detail::release_sender> releases_;
+  std::unique_ptr<sqlock::detail::release_sender> releases_;
 };
 
 }  // namespace

@@ -13,9 +13,13 @@ interrupted interrupted_error(const std::string& name) {
   return interrupted("the wait for lock '" + name + "' was stopped; nothing is held");
 }
 
-void client_impl::prepare(const lock_request& req) {
+void client_impl::prepare(const lock_request& req, steady_time deadline) {
   require_kind(*backend_, req);
   if (req.stop.stop_requested()) throw interrupted_error(req.name);
+  // A release of ours still on its way lands first: the request does not find the name busy
+  // with it. Should it not land in time, the request finds the name as the store has it.
+  if (releases_)
+    releases_->settled(req.name, std::max(deadline, clock::now() + opts_.waiting.min_attempt));
   observe.attempt(req.name);
 }
 
@@ -30,7 +34,7 @@ void client_impl::failed(const lock_request& req) {
 bool client_impl::take(const std::shared_ptr<hold_slot>& s, const lock_request& req,
                        const lock_options& o, steady_time deadline, bool wait, steady_time started,
                        bool watch_expiry) {
-  prepare(req);
+  prepare(req, deadline);
   const auto sent = clock::now();
   // One call: acquire() makes its first attempt at once, so a busy lock costs no extra
   // round trip (and no extra queue node on ZooKeeper) before the wait begins.
@@ -96,25 +100,46 @@ void client_impl::give_back(hold_slot& s) noexcept {
   lk.unlock();
   if (!h) return;
   unwatch(&s, h->lease.owner);
+  if (releases_) {
+    try {
+      auto release = [this, name = s.name, held = *h](steady_time cap) {
+        (void)release_now(name, held, cap);
+      };
+      releases_->post(s.name, std::move(release), clock::now() + opts_.release_timeout);
+      return;
+    } catch (...) {
+      // No memory or thread to spare (nothing was handed over): release it here.
+    }
+  }
+  if (auto failure = release_now(s.name, *h, steady_time::max())) {
+    std::lock_guard g(s.m);
+    s.last_error = std::move(*failure);
+  }
+}
+
+std::optional<std::string> client_impl::release_now(const std::string& name, const backend_hold& h,
+                                                    steady_time cap) noexcept {
   try {
     // Bounded: after the lease ends the store frees the lock anyway.
     auto now = clock::now();
-    auto left = std::max<clock::duration>(h->valid_until - now, opts_.waiting.min_attempt);
-    backend_->release(h->lease, now + std::min<clock::duration>(left, opts_.release_timeout));
+    auto left = std::max<clock::duration>(h.valid_until - now, opts_.waiting.min_attempt);
+    backend_->release(h.lease,
+                      std::min(cap, now + std::min<clock::duration>(left, opts_.release_timeout)));
     stats.releases++;
-    observe.released(s.name, h->lease.fence, h->lease.sent);
+    observe.released(name, h.lease.fence, h.lease.sent);
+    return std::nullopt;
   } catch (const std::exception& ex) {
     // No answer: the hold may still be there, for nobody. Try again in the background, for as
     // long as its lease may run (a restarted etcd gives every lease its full TTL again).
     if (dynamic_cast<const connection_error*>(&ex))
-      orphans_->add(h->lease, std::max(h->valid_until, clock::now() + h->duration));
+      orphans_->add(h.lease, std::max(h.valid_until, clock::now() + h.duration));
     stats.release_errors++;
-    observe.release_failed(s.name, h->lease.fence, h->lease.sent, ex.what());
-    std::lock_guard g(s.m);
-    s.last_error = std::string("release of lock '") + s.name + "' failed: " + ex.what();
+    observe.release_failed(name, h.lease.fence, h.lease.sent, ex.what());
+    return std::string("release of lock '") + name + "' failed: " + ex.what();
   } catch (...) {
     stats.release_errors++;
-    observe.release_failed(s.name, h->lease.fence, h->lease.sent, "unknown error");
+    observe.release_failed(name, h.lease.fence, h.lease.sent, "unknown error");
+    return std::string("release of lock '") + name + "' failed: unknown error";
   }
 }
 

@@ -19,7 +19,7 @@ void hold_maker::take_async(const target& t, steady_time deadline,
       t.name,   random_token(), t.o.lease, t.a.holder.empty() ? c->opts().holder : t.a.holder,
       t.a.kind, t.a.permits,    t.a.stop};
   const auto started = c->observe.now();
-  c->prepare(req);
+  c->prepare(req, deadline);
   const auto sent = std::chrono::steady_clock::now();
   auto a = c->b().make_acquisition(req, c->opts().waiting);
   auto finish = [c, s, req, o = t.o, started, sent, watch = t.a.watch_expiry, cb = t.a.on_lost,

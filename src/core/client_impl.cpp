@@ -35,6 +35,8 @@ client_impl::client_impl(std::shared_ptr<backend> b, client_options o)
   // waits for the try under way.
   orphans_ = std::make_unique<orphan_releases>(
       *backend_, std::min<milliseconds>(opts_.release_timeout, orphan_try_bound));
+  if (backend_->release_in_background())
+    releases_ = std::make_unique<release_sender>(opts_.release_timeout);
   observe = observe_point(opts_.observer, *backend_);
   if (!opts_.waiting.on_retry) opts_.waiting.on_retry = observe.retry_hook();
   renewer_ = std::thread([this] { renewal_loop(); });

@@ -23,6 +23,7 @@
 #include "acquire.hpp"
 #include "observe.hpp"
 #include "orphan_releases.hpp"
+#include "release_sender.hpp"
 #include "sqlock/backend.hpp"
 #include "sqlock/client.hpp"
 
@@ -125,8 +126,10 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   bool take(const std::shared_ptr<hold_slot>& s, const lock_request& req, const lock_options& o,
             steady_time deadline, bool wait, steady_time started, bool watch_expiry = false);
   /// What take() does before asking the backend: the kind check (config_error), a stop
-  /// already requested (interrupted), the observer's attempt event.
-  void prepare(const lock_request& req);
+  /// already requested (interrupted), the observer's attempt event; with releases in the
+  /// background, a wait (until `deadline`, at least one attempt's time) for this client's own
+  /// release of the name still on its way.
+  void prepare(const lock_request& req, steady_time deadline);
   /// What take() does when the backend's answer was lost (connection_error): releases what
   /// the request may hold in the background; throws interrupted when it was stopped.
   void failed(const lock_request& req);
@@ -136,7 +139,9 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
              std::optional<lease_info> got, steady_time sent, steady_time started,
              bool watch_expiry);
   /// Releases the current hold of `s` on the backend, bounded by release_timeout and the
-  /// lease left; a failure is counted and kept in s.last_error, never thrown.
+  /// lease left; a failure is counted and kept in s.last_error, never thrown. With releases in
+  /// the background (backend::release_in_background()) it hands the release to the sender and
+  /// returns; a failure there is counted, but no hold slot keeps it.
   void give_back(hold_slot& s) noexcept;
   /// Shortens the current hold of `s` to `left` and leaves it on the server unreleased (it
   /// ends by its lease); false when the hold was found gone or the store did not answer.
@@ -169,6 +174,11 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // try again within the lease. False when the hold is lost.
   bool renewed(hold_slot& s, const backend_hold& h, const renewal& r);
   void backend_lost(const std::string& name, const std::string& owner);
+  // Releases `h` of lock `name` on the backend by `cap` at the latest (and by release_timeout
+  // and the lease left); a release without an answer goes to the orphan releases. Empty when
+  // released (or found gone), else what failed.
+  std::optional<std::string> release_now(const std::string& name, const backend_hold& h,
+                                         steady_time cap) noexcept;
   // Adds a hold to the renewal set; wakes the renewal thread only when this hold is due before
   // the time it is sleeping until (keeps the thread out of the acquire hot path).
   void watch(const std::shared_ptr<hold_slot>& s, const std::string& owner, steady_time due);
@@ -192,7 +202,10 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::deque<std::shared_ptr<hold_slot>> work_;  // renewals to run; null = sweep
   bool work_stop_ = false;
   std::thread worker_;  // started by the renewer at its first hand-over, under work_m_
-  std::unique_ptr<orphan_releases> orphans_;  // destroyed first: its thread calls the backend
+  std::unique_ptr<orphan_releases> orphans_;  // destroyed late: its thread calls the backend
+  // Releases that do not wait (backend::release_in_background()), else null. Destroyed first:
+  // it flushes what is pending through the backend and the orphan releases.
+  std::unique_ptr<release_sender> releases_;
 };
 
 }  // namespace sqlock::detail

@@ -352,7 +352,7 @@ capabilities engine_backend::caps() const noexcept {
 }
 
 std::string engine_backend::describe() const {
-  return redact_url(url_text_) + " (" + dialect_.mode + ")";
+  return redact_url(url_text_) + " (" + dialect_.mode + ")" + release_note();
 }
 
 void engine_backend::check_schema(steady_time deadline) {

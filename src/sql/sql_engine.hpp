@@ -127,6 +127,9 @@ class engine_backend : public backend,
   void verify(steady_time deadline) override;
   /// Opt in to migrating at connect (URL flag `migrate=auto`); off by default for servers.
   void set_auto_migrate(bool on) { auto_migrate_ = on; }
+  /// Releases in a background thread of the client (URL `release=async`); off by default.
+  void set_release_in_background(bool on) { release_in_background_ = on; }
+  bool release_in_background() const noexcept override { return release_in_background_; }
   /// Applies migrations; returns the version afterwards.
   int migrate() override;
   /// The install script for --print.
@@ -148,6 +151,9 @@ class engine_backend : public backend,
   };
   rows run(const operation& op, const params& p, steady_time deadline, const std::stop_token& stop,
            on_conflict conflicts);
+  /// What describe() adds after the mode: " release=async" when releases are sent in the
+  /// background, else nothing.
+  std::string release_note() const { return release_in_background_ ? " release=async" : ""; }
   /// The deadline of an administrative call (list, force_release, sweep, fence_check, schema
   /// checks): now + the I/O timeout.
   steady_time admin_deadline() const;
@@ -199,6 +205,7 @@ class engine_backend : public backend,
   std::vector<std::unique_ptr<connection>> idle_;
   std::deque<pool_waiter*> pool_waiters_;  // guarded by pool_mutex_
   bool auto_migrate_ = false;
+  bool release_in_background_ = false;
   milliseconds io_timeout_{5000};
   std::mutex waits_mutex_;
   std::unique_ptr<hold_recorder> waits_;  // this client's waiting requests; made by wait_began()

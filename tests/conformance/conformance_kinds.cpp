@@ -265,16 +265,19 @@ TEST_P(conformance, run_exclusive_runs_once_with_at_least_and_at_most) {
   } else {
     // The job ends at once; the lock stays until at_least, then frees itself (800 ms: far
     // more than the moment between the job's return and b's attempt).
-    EXPECT_TRUE(run_exclusive(a, n, {.at_least = 800ms}, [] {}));
+    EXPECT_TRUE(
+        this->free_after_release([&] { return run_exclusive(a, n, {.at_least = 800ms}, [] {}); }));
     EXPECT_FALSE(run_exclusive(b, n, {}, [] {}));
     EXPECT_TRUE(run_exclusive(b, n, {.wait = 20s}, [] {}));
   }
   // at_most: the hold is not renewed past it and the job is told.
   std::atomic<bool> told{false};
-  EXPECT_TRUE(run_exclusive(a, n, {.at_most = 600ms}, [&](hold& h) {
+  auto until_lost = [&](hold& h) {
     h.on_lost([&](const std::string&) { told = true; });
     EXPECT_TRUE(eventually([&] { return h.lost(); }));
-  }));
+  };
+  EXPECT_TRUE(this->free_after_release(
+      [&] { return run_exclusive(a, n, {.at_most = 600ms}, until_lost); }));
   EXPECT_TRUE(told);
   EXPECT_TRUE(run_exclusive(b, n, {.wait = 10s}, [] {}));
 }

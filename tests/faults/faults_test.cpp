@@ -1,11 +1,15 @@
 // Network faults between a client and a real server, through tests/support/tcp_proxy.hpp:
 // a blackholed path while a lock is held, a reset of every connection, an acquire whose answer
-// is lost, a server that is down.
+// is lost, a server that is down; on the SQL servers, releases in the background (release=async).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "async_release_checks.hpp"
 #include "sql/sql_engine.hpp"
 #include "sqlock/client.hpp"
 #include "sqlock/url.hpp"
@@ -53,6 +57,27 @@ class faults : public ::testing::TestWithParam<server> {
     auto warm = c.make_lock(unique_name("warm"));
     ASSERT_TRUE(warm.try_lock());
     warm.unlock();
+  }
+
+  // Stops forwarding on every connection, and waits until the proxy's pumps have seen it
+  // (they poll every 20 ms).
+  void cut_path() {
+    proxy_->blackhole(true);
+    std::this_thread::sleep_for(100ms);
+  }
+  // Resets every connection, so that a request held in the proxy never reaches the server,
+  // then forwards again.
+  void restore_path_dropping_what_it_held() {
+    proxy_->reset_all();
+    std::this_thread::sleep_for(100ms);
+    proxy_->blackhole(false);
+  }
+  // `b` gets `n` well before a 60 s lease of another client would end: that client's release
+  // without an answer was tried again once the server answered.
+  static void expect_release_tried_again(client& b, const std::string& n) {
+    auto lb = b.make_lock(n);
+    EXPECT_TRUE(lb.try_lock_for(20s)) << "the hold whose release got no answer stayed";
+    lb.unlock();
   }
 
   std::string base_, host_, via_;
@@ -195,16 +220,11 @@ TEST_P(faults, a_release_without_an_answer_is_tried_again) {
   auto n = unique_name("lost-release");
   auto la = a.make_lock(n, {.lease = 60s});
   ASSERT_TRUE(la.try_lock());
-  proxy_->blackhole(true);
-  std::this_thread::sleep_for(100ms);  // the proxy's pumps have seen it (they poll every 20 ms)
-  la.unlock();                         // never throws: the failure is counted
+  cut_path();
+  la.unlock();  // never throws: the failure is counted
   EXPECT_EQ(a.stats().release_errors, 1u);
-  proxy_->reset_all();  // the release request held in the proxy never reaches the server
-  std::this_thread::sleep_for(100ms);
-  proxy_->blackhole(false);
-  auto lb = b.make_lock(n);
-  EXPECT_TRUE(lb.try_lock_for(20s)) << "the hold whose release got no answer stayed";
-  lb.unlock();
+  restore_path_dropping_what_it_held();
+  expect_release_tried_again(b, n);
 }
 
 TEST_P(faults, a_server_that_is_down_is_a_connection_error) {
@@ -227,6 +247,50 @@ TEST_P(faults, connect_returns_by_the_callers_deadline_when_the_server_says_noth
   EXPECT_LT(took, 3500ms) << "connect() outlived its deadline";
   proxy_->blackhole(false);
 }
+
+// The SQL servers, whose releases the client sends from a background thread with
+// release=async (backend::release_in_background()).
+class sql_faults : public faults {};
+
+// release=async on a SQL server: unlock() returns at once although the server does not answer
+// (with release=wait it waits up to release_timeout, 1 s here); the release that then gets no
+// answer is counted and tried again in the background once the server answers, rather than
+// leaving the hold to its 60 s lease.
+TEST_P(sql_faults, an_async_release_returns_at_once_and_one_without_an_answer_is_tried_again) {
+  auto a = sqlock::connect(url_with(via_, "release=async"), {.release_timeout = 1s});
+  auto b = sqlock::connect(base_);
+  auto n = unique_name("async-release");
+  auto la = a.make_lock(n, {.lease = 60s});
+  ASSERT_TRUE(la.try_lock());
+  cut_path();
+  const auto before = std::chrono::steady_clock::now();
+  la.unlock();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 500ms) << "unlock() waited for the server";
+  EXPECT_FALSE(la.owns_lock());
+  for (int i = 0; i < 250 && a.stats().release_errors == 0; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(a.stats().release_errors, 1u) << "the release without an answer was not counted";
+  restore_path_dropping_what_it_held();
+  expect_release_tried_again(b, n);
+}
+
+// release=async in every mode: the same client's next acquire of a name waits for its own
+// release still on its way instead of finding the name busy with it; many names in a row, as
+// a client that locks one name after another does.
+TEST_P(sql_faults, an_async_release_is_never_ahead_of_the_same_clients_next_acquire) {
+  for (const char* mode : {"pessimistic", "optimistic", "advisory"}) {
+    SCOPED_TRACE(mode);
+    auto c = sqlock::connect(
+        url_with(url_with(base_, "release=async"), std::string("mode=") + mode), patient_tries());
+    std::vector<std::string> names;
+    for (int i = 0; i < 20; ++i) names.push_back(unique_name("in-a-row"));
+    expect_reacquire_never_behind_own_release(c, names);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(servers, sql_faults,
+                         ::testing::Values(server{"postgres", "SQLOCK_TEST_POSTGRES_URL"},
+                                           server{"mysql", "SQLOCK_TEST_MYSQL_URL"}),
+                         [](const auto& p) { return std::string(p.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(servers, faults,
                          ::testing::Values(server{"postgres", "SQLOCK_TEST_POSTGRES_URL"},

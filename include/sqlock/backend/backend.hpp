@@ -69,6 +69,14 @@ class SQLOCK_API backend {
   /// connection_error when the outcome is unknown (then the lease ends on the server).
   virtual bool release(const lease_info& lease, steady_time deadline) = 0;
 
+  /// True when the client should call release() from a background thread of its own and let
+  /// unlock() return at once (URL option `release=async` of a store whose release() waits for
+  /// its answer): the client then makes the same client's next acquire of that name wait for
+  /// the release first, and hands a release without an answer to its orphan releases as it
+  /// does in the caller's thread. A backend that sends its releases without waiting by itself
+  /// returns false. Default: false.
+  virtual bool release_in_background() const noexcept { return false; }
+
   /// Declared capabilities of the lock itself (fencing, kinds, notify, ...). The admin and
   /// schema ones (list, force_release, events, sweep, schema) are not declared here: they
   /// follow from admin() and schema() (see capabilities_of()).

@@ -70,6 +70,9 @@ struct options {
   /// the GET_LOCK layouts take the default or advisory.
   std::string compat{};
   std::string shedlock_table = "shedlock";  ///< compat=shedlock: ShedLock's table
+  /// release=async: unlock() hands the release to a background thread of the client and
+  /// returns (backend::release_in_background()); false (release=wait): unlock() waits for it.
+  bool async_release = false;
 };
 
 /// Opens a backend. Throws config_error for a bad mode or missing database, connection_error

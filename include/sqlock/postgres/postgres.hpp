@@ -93,6 +93,9 @@ struct options {
   std::string compat{};
   std::string shedlock_table = "shedlock";  ///< compat=shedlock: ShedLock's table
   bool allow_hashing = false;               ///< compat=distributedlock: hash names of no key format
+  /// release=async: unlock() hands the release to a background thread of the client and
+  /// returns (backend::release_in_background()); false (release=wait): unlock() waits for it.
+  bool async_release = false;
 };
 
 /// A backend on the database named by `conninfo` (a libpq URI or key=value string without

@@ -100,6 +100,7 @@ class advisory_backend final : public sql::engine_backend {
             },
             sql::session_spread::first_free) {
     set_auto_migrate(o.auto_migrate);
+    set_release_in_background(o.async_release);
     set_io_timeout(o.timeout);
   }
 

@@ -36,6 +36,7 @@ std::shared_ptr<backend> open_compat(const options& o, std::string url_text) {
       [o, counter] { return detail::open_connection(o, counter); }, std::move(url_text),
       split_budget(o).statements, true, counter);
   b->set_io_timeout(o.timeout);
+  b->set_release_in_background(o.async_release);
   return b;
 }
 

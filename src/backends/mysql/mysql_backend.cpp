@@ -28,6 +28,7 @@ class row_backend final : public sql::engine_backend {
         opts_(o),
         diagnostics_(*this, o) {
     set_auto_migrate(o.auto_migrate);
+    set_release_in_background(o.async_release);
     set_io_timeout(o.timeout);
   }
 

@@ -38,7 +38,8 @@ options parse_url(const std::string& url_text) {
   u.check_params({"mode",       "socket",       "max_connections", "pool",     "sessions",
                   "waiters",    "record_after", "connect_timeout", "timeout",  "migrate",
                   "ssl_mode",   "ssl_ca",       "ssl_capath",      "ssl_cert", "ssl_key",
-                  "ssl_cipher", "ssl_crl",      "tls_version",     "compat",   "shedlock_table"});
+                  "ssl_cipher", "ssl_crl",      "tls_version",     "compat",   "shedlock_table",
+                  "release"});
   if (u.hosts.size() > 1)
     throw config_error("MySQL URL takes one host (got " + std::to_string(u.hosts.size()) + " in '" +
                        u.redacted() + "'); use a proxy or the primary's address");
@@ -77,6 +78,7 @@ options parse_url(const std::string& url_text) {
   if (auto v = u.choice_param("compat", {std::begin(compat_layouts), std::end(compat_layouts)}))
     o.compat = *v;
   if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
+  o.async_release = u.choice_param("release", {"async", "wait"}).value_or("wait") == "async";
   o.ssl_mode = u.choice_param("ssl_mode",
                               {"disabled", "preferred", "required", "verify_ca", "verify_identity"})
                    .value_or("");

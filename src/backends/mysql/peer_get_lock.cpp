@@ -35,6 +35,7 @@ class peer_get_lock final : public sql::engine_backend {
             [this](const std::string& name, const std::string& owner) { report_lost(name, owner); },
             sql::session_spread::first_free) {
     set_io_timeout(o.timeout);
+    set_release_in_background(o.async_release);
   }
 
   std::optional<lease_info> attempt(const lock_request& req, steady_time deadline,

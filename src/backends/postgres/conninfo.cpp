@@ -144,9 +144,10 @@ namespace {
 // sqlock's own URL parameters; everything else is libpq's.
 bool is_sqlock_param(const std::string& key) {
   for (const char* k :
-       {"mode", "schema", "execute_role", "migrate", "max_connections", "pool", "sessions",
-        "waiters", "listen", "timeout", "record_after", "pooler", "prepare", "listen_host",
-        "listen_port", "listen_dbname", "compat", "shedlock_table", "allow_hashing"})
+       {"mode",          "schema",   "execute_role",   "migrate",       "max_connections",
+        "pool",          "sessions", "waiters",        "listen",        "timeout",
+        "record_after",  "pooler",   "prepare",        "listen_host",   "listen_port",
+        "listen_dbname", "compat",   "shedlock_table", "allow_hashing", "release"})
     if (key == k) return true;
   return false;
 }
@@ -184,6 +185,7 @@ void read_options(const url& u, options& o) {
     o.compat = *v;
   if (u.query.count("shedlock_table")) o.shedlock_table = u.param("shedlock_table");
   if (auto v = u.flag_param("allow_hashing")) o.allow_hashing = *v;
+  if (auto v = u.choice_param("release", {"async", "wait"})) o.async_release = *v == "async";
   if (u.query.count("listen_host") && o.listen_host.empty())
     throw config_error("PostgreSQL URL parameter listen_host is empty");
   if (u.query.count("listen_dbname") && o.listen_dbname.empty())

@@ -75,6 +75,7 @@ pg_backend::pg_backend(const std::string& conninfo, const std::string& shown, co
       writable_{"pg_writable", {writable_query}} {
   set_io_timeout(o.timeout);
   set_auto_migrate(o.auto_migrate);
+  set_release_in_background(o.async_release);
   notifier_ = make_notifier(conninfo, o, counter_);
   diagnostics_ = std::make_unique<pg_diagnostics>(*this, conninfo, o);
 }
@@ -144,7 +145,7 @@ void pg_backend::verify(steady_time deadline) {
 }
 
 std::string pg_backend::describe() const {
-  return redact_conninfo(shown_) + " (" + dialect_.mode + ")";
+  return redact_conninfo(shown_) + " (" + dialect_.mode + ")" + release_note();
 }
 
 }  // namespace sqlock::postgres

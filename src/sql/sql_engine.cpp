@@ -172,10 +172,14 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
   bool reconnected = false;
   unsigned full = 0;
   std::string full_message;  // the last server_full, if any
-  // After a transient error: false when the next try would not start before the deadline.
+  // After a transient error: false when the next try would not start before the time kept
+  // for an exchange at the end of the call (connection_wait_deadline): a try started in the
+  // last moment would only run out of time, and the caller would be told of a time-out
+  // instead of the error that kept coming back (a missing routine naming `sqlock migrate`).
+  const steady_time last_start = connection_wait_deadline(deadline);
   auto pause_before_retry = [&](unsigned attempt) {
     auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(50));
-    if (std::chrono::steady_clock::now() + pause >= deadline) return false;
+    if (std::chrono::steady_clock::now() + pause >= last_start) return false;
     std::this_thread::sleep_for(pause);
     return true;
   };

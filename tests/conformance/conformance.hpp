@@ -160,6 +160,10 @@ class conformance : public ::testing::TestWithParam<store_case> {
     url_ = GetParam().url(base, tmp_.path);
   }
   client connect_new() { return sqlock::connect(url_, patient_tries()); }
+  /// The store's capabilities, read through a client closed again before the caller forks:
+  /// a ZooKeeper client just opened may be resolving its hosts in its own thread, inside
+  /// getaddrinfo() under a glibc lock, and a child forked then waits on that lock forever.
+  capabilities caps_before_fork() { return connect_new().caps(); }
   std::string name(const std::string& stem) { return unique_name(stem); }
   /// try_lock() of a lock that another client's unlock() just gave up. A store opened with
   /// releases that do not wait (release_async: unlock() returns once the release is sent) may

@@ -272,9 +272,7 @@ TEST_P(conformance, fencing_tokens_strictly_rise) {
 }
 
 TEST_P(conformance, threads_and_processes_keep_an_exact_counter) {
-  auto probe = this->connect_new();
-  const bool processes = probe.caps().cross_process;
-  const int procs = processes ? 3 : 1, threads = 4, rounds = 15;
+  const int procs = this->caps_before_fork().cross_process ? 3 : 1, threads = 4, rounds = 15;
   struct shared_state {
     std::atomic<int> holders;
     std::atomic<int> max_holders;

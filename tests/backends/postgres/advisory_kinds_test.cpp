@@ -171,10 +171,12 @@ TEST_F(postgres, advisory_session_taking_a_name_shared_after_exclusive_lists_onl
 
 TEST_F(postgres, advisory_writer_waiting_in_the_server_keeps_new_readers_out) {
   auto name = unique_name("adv-writer");
-  auto a = sqlock::connect(pg::with(app_, "mode=advisory"));
+  // patient_tries: each client's first call, a single try among them, opens its connection.
+  auto a = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
   // As the DBA's role: pg_stat_activity shows the wait events of other roles' sessions only to
   // privileged roles.
-  auto w = sqlock::connect(pg::with(owner_, "mode=advisory&application_name=" + name));
+  auto w =
+      sqlock::connect(pg::with(owner_, "mode=advisory&application_name=" + name), patient_tries());
   auto r = a.make_shared_mutex(name);
   r.lock_shared();
   std::uint64_t writer_fence = 0;
@@ -193,7 +195,7 @@ TEST_F(postgres, advisory_writer_waiting_in_the_server_keeps_new_readers_out) {
                .as<int>() == 1;
   }));
   // Only a reader holds, but the queued writer comes first: a try and a short wait are busy.
-  auto late = sqlock::connect(pg::with(app_, "mode=advisory"));
+  auto late = sqlock::connect(pg::with(app_, "mode=advisory"), patient_tries());
   auto l = late.make_shared_mutex(name);
   EXPECT_FALSE(l.try_lock_shared());
   EXPECT_FALSE(l.try_lock_shared_for(std::chrono::milliseconds(200)));

@@ -135,8 +135,9 @@ TEST(pgbouncer, key_value_conninfo_with_the_listener_straight_to_the_server) {
   o.listen_host = direct.hosts.at(0).host;
   o.listen_port = std::to_string(direct.hosts.at(0).port);
   o.listen_dbname = direct.path.substr(1);
-  client a(sqlock::postgres::open(conninfo, o));
-  client b(sqlock::postgres::open(conninfo, o));
+  // patient_tries: the holder's single try opens the client's first connection.
+  client a(sqlock::postgres::open(conninfo, o), patient_tries());
+  client b(sqlock::postgres::open(conninfo, o), patient_tries());
   EXPECT_TRUE(b.caps().notify);
   const auto n = unique_name("kv");
   std::atomic<bool> held{false};

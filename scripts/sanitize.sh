@@ -36,8 +36,8 @@ programs=(sqlock_unit_tests sqlock_conformance_local sqlock_postgres_conformance
 # row modes with and without compare-and-set (PostgreSQL's; SQLite's pessimistic one) and
 # PostgreSQL's advisory sessions with the background release sender; one Redis server and
 # Redlock (with the sender); the memory store. The variants left out (the peers' layouts, SQLite
-# optimistic, the synchronous releases) differ in their SQL and keys, not in the client's threads
-# and memory.
+# optimistic, advisory mode and Redlock with releases that wait, one Redis server with the sender)
+# differ in their SQL and keys or only combine paths taken here.
 variants_of() {
   if [ "${SQLOCK_SANITIZE_VARIANTS:-all}" != short ]; then echo "*"; return; fi
   case "$1" in

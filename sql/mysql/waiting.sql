@@ -27,13 +27,16 @@ BEGIN
     RESIGNAL;
   END;
   CALL sqlock_binlog_off(v_unlogged);
-  DELETE FROM sqlock_waiting
-   WHERE (name_key, owner) IN (
-           SELECT sqlock_key(e.name), CAST(e.owner AS BINARY)
-             FROM JSON_TABLE(p_waits, '$.ended[*]' COLUMNS (
-                    name TEXT CHARACTER SET utf8mb4 PATH '$.name',
-                    owner VARCHAR(64) CHARACTER SET ascii PATH '$.owner')) AS e
-            WHERE e.name IS NOT NULL AND e.owner IS NOT NULL);
+  -- A join, each ended request found by the primary key: MariaDB runs `(name_key, owner) IN
+  -- (SELECT ... FROM JSON_TABLE ...)` as a dependent subquery, the whole batch parsed again
+  -- for every row of the table (10,000 ended against 10,000 rows: minutes).
+  DELETE w
+    FROM JSON_TABLE(p_waits, '$.ended[*]' COLUMNS (
+           name TEXT CHARACTER SET utf8mb4 PATH '$.name',
+           owner VARCHAR(64) CHARACTER SET ascii PATH '$.owner')) AS e
+    JOIN sqlock_waiting w
+      ON w.name_key = sqlock_key(e.name) AND w.owner = CAST(e.owner AS BINARY)
+   WHERE e.name IS NOT NULL AND e.owner IS NOT NULL;
   SET v_n = ROW_COUNT();
   INSERT INTO sqlock_waiting (name_key, owner, name, holder, kind, permits, since, until)
   SELECT sqlock_key(r.name), CAST(r.owner AS BINARY), r.name, LEFT(COALESCE(r.holder, ''), 255),

@@ -1,6 +1,7 @@
 // Advisory holds recorded in the background, in batches.
 #include "hold_recorder.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "sqlock/random.hpp"
@@ -45,12 +46,14 @@ void hold_recorder::held(hold h) {
   std::lock_guard lk(m_);
   auto it = holds_.find(k);
   if (it == holds_.end()) {
-    holds_.emplace(std::move(k), std::move(e));
+    it = holds_.emplace(std::move(k), std::move(e)).first;
     ++unsent_;
   } else {  // an entry left by a hold whose end was not told (replaced: the new one counts)
     if (it->second.sent) ++unsent_;
+    unschedule(*it);
     it->second = std::move(e);
   }
+  schedule(*it);
   // The thread waits until the earliest due time it knew of: wake it when this one is earlier.
   if (due < wakes_at_) cv_.notify_all();
 }
@@ -65,6 +68,7 @@ bool hold_recorder::released(const std::string& name, const std::string& owner) 
     ended_.push_back(it->first);
     cv_.notify_all();
   }
+  unschedule(*it);
   holds_.erase(it);
   return sent;
 }
@@ -77,15 +81,34 @@ void hold_recorder::flush(steady_time deadline) {
   cv_.wait_until(lk, deadline, [&] { return flushed_ >= mine || stop_; });
 }
 
+bool hold_recorder::scheduled(const entry& e) const {
+  return !e.sent || keep_.rewrite_every > milliseconds(0);
+}
+
+void hold_recorder::schedule(const std::pair<const key, entry>& h) {
+  if (scheduled(h.second)) due_.emplace(h.second.due, h.first);
+}
+
+void hold_recorder::unschedule(const std::pair<const key, entry>& h) {
+  if (scheduled(h.second)) due_.erase({h.second.due, h.first});
+}
+
 hold_recorder::batch hold_recorder::take_batch(steady_time now, bool all, std::vector<key>& keys) {
+  // The entries due by now come first in due_; with `all`, unsent ones due later too.
+  for (const auto& [due, k] : due_) {
+    if (due > now && !all) break;
+    if (due > now && holds_.at(k).sent) continue;
+    keys.push_back(k);
+  }
   batch b;
-  const bool rewrites = keep_.rewrite_every > milliseconds(0);
-  for (auto& [k, e] : holds_) {
-    if (e.sent ? !rewrites || e.due > now : !all && e.due > now) continue;
+  for (const auto& k : keys) {
+    auto& h = *holds_.find(k);
+    auto& e = h.second;
+    unschedule(h);
     if (!e.sent) --unsent_;
     e.sent = true;
-    if (rewrites) e.due = now + keep_.rewrite_every;
-    keys.push_back(k);
+    if (keep_.rewrite_every > milliseconds(0)) e.due = now + keep_.rewrite_every;
+    schedule(h);
     b.records.push_back({k.first, k.second, e.holder, e.fence, e.pid,
                          std::chrono::duration_cast<milliseconds>(now - e.since).count(), e.kind,
                          e.permits});
@@ -96,9 +119,7 @@ hold_recorder::batch hold_recorder::take_batch(steady_time now, bool all, std::v
 
 steady_time hold_recorder::next_due(steady_time now) const {
   auto due = ended_.empty() ? steady_time::max() : std::max(ends_due_, now);
-  const bool rewrites = keep_.rewrite_every > milliseconds(0);
-  for (const auto& [k, e] : holds_)
-    if ((!e.sent || rewrites) && e.due < due) due = e.due;
+  if (!due_.empty()) due = std::min(due, due_.begin()->first);
   return due;
 }
 
@@ -145,8 +166,10 @@ void hold_recorder::run() {
       for (const auto& k : keys) {
         auto it = holds_.find(k);
         if (it == holds_.end() || !it->second.sent) continue;
+        unschedule(*it);
         it->second.sent = false;
         it->second.due = retry;
+        schedule(*it);
         ++unsent_;
       }
       ended_.insert(ended_.end(), b.ended.begin(), b.ended.end());

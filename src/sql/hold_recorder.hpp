@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -99,6 +100,12 @@ class hold_recorder {
   // When the next write is due: the earliest due entry (a sent one only when rewritten), now
   // with ends queued; max() when there is nothing to write.
   steady_time next_due(steady_time now) const;
+  // An entry waits in due_ to be written: unsent, or sent and to be written again.
+  bool scheduled(const entry& e) const;
+  // Puts the hold in due_ at its due time if it waits to be written, or takes it out: called
+  // around every change of its `sent` or `due` (each touches due_ alone, in O(log n)).
+  void schedule(const std::pair<const key, entry>& h);
+  void unschedule(const std::pair<const key, entry>& h);
 
   const writer write_;
   const milliseconds delay_, timeout_;
@@ -106,6 +113,7 @@ class hold_recorder {
   std::mutex m_;
   std::condition_variable cv_;
   std::map<key, entry> holds_;
+  std::set<std::pair<steady_time, key>> due_;  // the holds that wait to be written, by due time
   std::vector<key> ended_;  // ends of written records, to write (upkeep::ends_written)
   std::size_t unsent_ = 0;
   std::uint64_t flushes_ = 0;  // flush requests made

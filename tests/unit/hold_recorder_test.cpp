@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -168,4 +170,29 @@ TEST(hold_recorder, a_live_record_is_written_again_until_it_ends) {
   const auto writes = s.written().size();
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(s.written().size(), writes) << "not written again once ended";
+}
+
+// Many records at once (a client with thousands of waiting requests): each written once, only
+// the due ones taken, and every end written; a failed batch is tried again whole.
+TEST(hold_recorder, thousands_of_records_are_each_written_once_and_ended_once) {
+  sink s;
+  s.failures = 1;
+  sql::hold_recorder r(s.writer(), 0ms, 1s,
+                       {.ends_written = true, .rewrite_every = std::chrono::hours(1)});
+  constexpr int n = 3000;
+  for (int i = 0; i < n; ++i) r.held(a_hold("h" + std::to_string(i), 0));
+  r.held(a_hold("late", 0));
+  r.flush(std::chrono::steady_clock::now() + 10s);
+  auto got = s.await(n + 1);
+  std::set<std::string> names;
+  for (const auto& g : got) names.insert(g.name);
+  EXPECT_EQ(got.size(), static_cast<std::size_t>(n + 1)) << "each once, after the failed batch";
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(n + 1));
+  for (int i = 0; i < n; ++i)
+    EXPECT_TRUE(r.released("h" + std::to_string(i), "owner-h" + std::to_string(i)));
+  auto ends = s.await_ends(n);
+  EXPECT_EQ(ends.size(), static_cast<std::size_t>(n));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(s.written().size(), static_cast<std::size_t>(n + 1))
+      << "none written again before its hour";
 }

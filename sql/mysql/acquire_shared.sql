@@ -127,3 +127,23 @@ BEGIN
   SELECT ROW_COUNT() > 0 AS cleared;
 END$$
 DELIMITER ;
+
+-- sqlock_clear_mark() for many calls at once (schema version 9), in one statement: what a
+-- client cancelling many waits sends. p_marks: [{"name": ..., "owner": ...}, ...]. One row:
+-- how many marks there were. A join: each mark found by the primary key.
+--   CALL sqlock_clear_marks('[{"name": "reports", "owner": "owner-token"}]');
+DROP PROCEDURE IF EXISTS sqlock_clear_marks;
+DELIMITER $$
+CREATE PROCEDURE sqlock_clear_marks(IN p_marks LONGTEXT CHARACTER SET utf8mb4)
+MODIFIES SQL DATA SQL SECURITY DEFINER
+BEGIN
+  DELETE m
+    FROM JSON_TABLE(p_marks, '$[*]' COLUMNS (
+           name TEXT CHARACTER SET utf8mb4 PATH '$.name',
+           owner VARCHAR(64) CHARACTER SET ascii PATH '$.owner')) AS e
+    JOIN sqlock_writer_marks m
+      ON m.name_key = sqlock_key(e.name) AND m.owner = CAST(e.owner AS BINARY)
+   WHERE e.name IS NOT NULL AND e.owner IS NOT NULL;
+  SELECT ROW_COUNT() AS cleared;
+END$$
+DELIMITER ;

@@ -128,3 +128,26 @@ END
 $$;
 REVOKE ALL ON FUNCTION sqlock.clear_mark(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sqlock.clear_mark(text, text) TO sqlock_execute;
+
+-- clear_mark() for many calls at once (schema version 15), in one statement: what a client
+-- cancelling many waits sends. p_marks: [{"name": ..., "owner": ...}, ...]. Wakes the readers
+-- of each name whose mark was removed; returns how many marks there were.
+--   SELECT sqlock.clear_marks('[{"name": "reports", "owner": "owner-token"}]');
+CREATE OR REPLACE FUNCTION sqlock.clear_marks(p_marks jsonb) RETURNS integer
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = sqlock, pg_temp
+AS $$
+DECLARE
+  v_n integer;
+BEGIN
+  WITH gone AS (
+    DELETE FROM sqlock.writer_marks m
+     USING jsonb_to_recordset(coalesce(p_marks, '[]')) AS e(name text, owner text)
+     WHERE m.name = e.name AND m.owner = e.owner
+    RETURNING m.name)
+  SELECT count(*) INTO v_n FROM gone, LATERAL (SELECT sqlock.wake(gone.name)) AS w;
+  RETURN v_n;
+END
+$$;
+REVOKE ALL ON FUNCTION sqlock.clear_marks(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sqlock.clear_marks(jsonb) TO sqlock_execute;

@@ -206,7 +206,9 @@ class engine {
     return o.steps.backoff_until(next.until);
   }
 
-  // Ends `o`: cancels an acquisition without a hold, then tells its caller.
+  // Ends `o`: an acquisition without a hold is cancelled first (cancel_then: the backend may
+  // combine the removals of many requests ending at once, or answer on a thread of its own),
+  // then its caller is told, on a driver thread.
   void finish(op& o, std::exception_ptr e, std::optional<lease_info> l) {
     {
       std::lock_guard g(o.m);
@@ -214,13 +216,26 @@ class engine {
     }
     o.on_stop.reset();  // waits for a stop callback running now (it takes no lock of ours)
     if (std::exchange(o.armed, false)) o.a->disarm();
-    if (!l) o.a->cancel();
-    o.a.reset();
-    auto done = std::move(o.done);
     auto self = o.shared_from_this();  // the step's own reference keeps it until it returns
+    if (!l) {
+      o.a->cancel_then([this, self, e = std::move(e)]() mutable {
+        push([this, self, e = std::move(e)]() mutable {
+          complete(self, std::move(e), std::nullopt);
+        });
+      });
+      return;
+    }
+    complete(self, std::move(e), std::move(l));
+  }
+
+  // Tells the caller of `o` how it ended, its acquisition destroyed first (a completion may
+  // close the client whose backend it refers to).
+  void complete(const std::shared_ptr<op>& o, std::exception_ptr e, std::optional<lease_info> l) {
+    o->a.reset();
+    auto done = std::move(o->done);
     {
       std::lock_guard g(m_);
-      live_.erase(self);
+      live_.erase(o);
     }
     try {
       done(std::move(e), std::move(l));

@@ -73,6 +73,9 @@ class engine_acquisition : public acquisition {
   /// Removes the request's writer mark at once rather than leaving it to its short expiry, and
   /// its row of the store's waiting requests.
   void cancel() noexcept override;
+  /// cancel(), the writer mark removed with those of the other requests ending meanwhile
+  /// (engine_backend::clear_writer_mark_then()).
+  void cancel_then(std::function<void()> then) noexcept override;
 
   /// The request.
   const lock_request& request() const noexcept { return req_; }

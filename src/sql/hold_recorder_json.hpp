@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hold_recorder.hpp"
@@ -25,6 +26,18 @@ inline std::string to_json(const std::vector<hold_recorder::record>& batch) {
   return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+/// [{name, owner}, ...]
+inline nlohmann::json pairs_to_json(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  auto a = nlohmann::json::array();
+  for (const auto& [name, owner] : pairs) a.push_back({{"name", name}, {"owner", owner}});
+  return a;
+}
+
+/// Writer marks to remove (dialect::encode_marks): [{name, owner}, ...]
+inline std::string marks_to_json(const std::vector<std::pair<std::string, std::string>>& marks) {
+  return pairs_to_json(marks).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 /// {"waiting": [{name, owner, holder, kind, permits, age_ms}, ...], "ended": [{name, owner}]}
 inline std::string waits_to_json(const hold_recorder::batch& b) {
   auto waiting = nlohmann::json::array();
@@ -35,9 +48,7 @@ inline std::string waits_to_json(const hold_recorder::batch& b) {
                        {"kind", to_string(r.kind)},
                        {"permits", r.permits},
                        {"age_ms", r.age_ms}});
-  auto ended = nlohmann::json::array();
-  for (const auto& [name, owner] : b.ended) ended.push_back({{"name", name}, {"owner", owner}});
-  return nlohmann::json{{"waiting", std::move(waiting)}, {"ended", std::move(ended)}}.dump(
+  return nlohmann::json{{"waiting", std::move(waiting)}, {"ended", pairs_to_json(b.ended)}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

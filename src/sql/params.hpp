@@ -23,6 +23,7 @@ struct params {
   std::int64_t permits = 0;        ///< :permits — a permit request's number of permits (else 0)
   std::string holds;               ///< :holds — a JSON array of holds to record (advisory)
   std::string waits;  ///< :waits — waiting requests to record and ended ones to remove (JSON)
+  std::string marks;  ///< :marks — writer marks to remove: [{name, owner}, ...] (JSON)
   std::string actor;  ///< :actor — who forces a release ("" = not named: the role alone)
   std::int64_t mark_ms = 0;  ///< :mark_ms — lifetime of the writer mark a busy exclusive
                              ///< attempt leaves (0 = leave none: a try_lock() that will not wait)

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hold_recorder.hpp"
@@ -56,6 +57,12 @@ struct dialect {
   operation renew_shared;    ///< rows: [truthy] = renewed; empty = `renew` covers them
   operation release_shared;  ///< rows: [truthy] = released
   operation clear_mark;      ///< removes the writer mark of (:name, :owner); rows ignored
+  /// Removes the writer marks of many requests in one statement (:marks, encode_marks()'s
+  /// text); rows ignored. Empty = clear_mark for each.
+  operation clear_marks;
+  /// The text of a batch of marks, (name, owner) pairs, for clear_marks (the backend's JSON
+  /// library).
+  std::function<std::string(const std::vector<std::pair<std::string, std::string>>&)> encode_marks;
   /// Run after `force_release` / `sweep` when those do not cover the shared holds themselves
   /// (SQLite's statement scripts count one table per operation); empty = not needed.
   operation force_release_shared;

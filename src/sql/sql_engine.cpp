@@ -52,7 +52,17 @@ engine_backend::engine_backend(bundle b, dialect d, connector open, std::string 
       url_text_(std::move(url_text)),
       pool_size_(std::max<std::size_t>(1, pool_size)),
       bounded_(bounded),
-      counter_(std::move(counter)) {}
+      counter_(std::move(counter)) {
+  if (dialect_.clear_marks.statements.empty() || !dialect_.encode_marks) return;
+  marks_ = std::make_unique<mark_clearer>(
+      [this](const std::vector<mark_clearer::mark>& batch, steady_time deadline) {
+        params p;
+        p.marks = dialect_.encode_marks(batch);
+        p.mode = mode();
+        run(dialect_.clear_marks, p, deadline);
+      },
+      mark_clear_bound);
+}
 
 std::optional<connection_stats> engine_backend::connections() const {
   if (!counter_) return std::nullopt;

@@ -32,6 +32,7 @@
 #include "connection_counter.hpp"
 #include "engine_acquisition.hpp"
 #include "hold_recorder.hpp"
+#include "mark_clearer.hpp"
 #include "migrations.hpp"
 #include "params.hpp"
 #include "rows.hpp"
@@ -79,8 +80,16 @@ class engine_backend : public backend,
   /// How long a writer mark lives on the server unless refreshed by the writer's next busy
   /// attempt: longer than the wait between attempts (wait_policy::notify_recheck, 1 s).
   static constexpr milliseconds writer_mark{5000};
+  /// How long clearing a writer mark (or a batch of them) may take, past the caller's deadline;
+  /// bounded because a mark also expires by itself.
+  static constexpr milliseconds mark_clear_bound{1000};
   /// Clears the writer mark of (`name`, `owner`) within a short bound; never throws.
   void clear_writer_mark(const std::string& name, const std::string& owner) noexcept;
+  /// clear_writer_mark(), then `then`: with the dialect's clear_marks in one statement with
+  /// the marks of the other requests ending meanwhile (mark_clearer; `then` may then run later
+  /// on another thread), else at once. Never throws.
+  void clear_writer_mark_then(std::string name, std::string owner,
+                              std::function<void()> then) noexcept;
   bool renew(const lease_info& lease, milliseconds duration, steady_time deadline) override;
   bool release(const lease_info& lease, steady_time deadline) override;
   std::vector<lock_status> list(std::string_view prefix) override;
@@ -209,6 +218,7 @@ class engine_backend : public backend,
   milliseconds io_timeout_{5000};
   std::mutex waits_mutex_;
   std::unique_ptr<hold_recorder> waits_;  // this client's waiting requests; made by wait_began()
+  std::unique_ptr<mark_clearer> marks_;   // with the dialect's clear_marks
 };
 
 }  // namespace sqlock::sql

@@ -83,16 +83,28 @@ void engine_acquisition::cancel() noexcept {
   backend_.clear_writer_mark(req_.name, req_.owner);
 }
 
+void engine_acquisition::cancel_then(std::function<void()> then) noexcept {
+  listing_.leave();
+  if (!std::exchange(marked_, false)) return then();
+  backend_.clear_writer_mark_then(req_.name, req_.owner, std::move(then));
+}
+
 void engine_backend::clear_writer_mark(const std::string& name, const std::string& owner) noexcept {
-  constexpr milliseconds clear_bound{1000};  // one short call, past the caller's deadline
-  try {                                      // bounded: the mark also expires by itself
+  try {
     params p;
     p.name = name;
     p.owner = owner;
     p.mode = mode();
-    run(dialect_.clear_mark, p, std::chrono::steady_clock::now() + clear_bound);
+    run(dialect_.clear_mark, p, std::chrono::steady_clock::now() + mark_clear_bound);
   } catch (...) {
   }
+}
+
+void engine_backend::clear_writer_mark_then(std::string name, std::string owner,
+                                            std::function<void()> then) noexcept {
+  if (marks_) return marks_->clear_then(std::move(name), std::move(owner), std::move(then));
+  clear_writer_mark(name, owner);
+  then();
 }
 
 std::optional<lease_info> engine_backend::try_acquire(const lock_request& req,

@@ -25,6 +25,7 @@ value lookup(const params& p, std::string_view key) {
   if (key == "mark_ms") return {true, p.mark_ms, {}};
   if (key == "holds") return {false, 0, p.holds};
   if (key == "waits") return {false, 0, p.waits};
+  if (key == "marks") return {false, 0, p.marks};
   if (key == "key") {
     if (!p.key) throw config_error("internal error: a statement uses :key, and no key was set");
     return {true, *p.key, {}};

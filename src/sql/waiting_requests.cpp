@@ -22,6 +22,7 @@ constexpr milliseconds wait_close_bound{1000};
 }  // namespace
 
 engine_backend::~engine_backend() {
+  marks_.reset();  // removes what it still has, through the pool
   std::unique_ptr<hold_recorder> recorder;
   {
     std::lock_guard lk(waits_mutex_);

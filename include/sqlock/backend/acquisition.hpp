@@ -66,6 +66,17 @@ class SQLOCK_API acquisition {
   /// server (a queue node or key, a writer mark keeping shared holders out). Bounded; never
   /// throws (what it could not remove expires by itself).
   virtual void cancel() noexcept {}
+
+  /// cancel() for the asynchronous API, whose driver ends many requests at once (a server
+  /// stopping thousands of waits): leaves the same nothing behind, then calls `then` exactly
+  /// once, when the removal is done. A backend may send the removal without waiting for it, or
+  /// combine the removals of many requests into one exchange, and call `then` later from any
+  /// thread (its I/O thread included: `then` only queues the request's end and never blocks).
+  /// The acquisition lives until then. The default: cancel(), then `then` on this thread.
+  virtual void cancel_then(std::function<void()> then) noexcept {
+    cancel();
+    then();
+  }
 };
 
 /// The default acquisition: attempts through backend::try_acquire(), waits with capped jittered

@@ -53,6 +53,7 @@ sql::dialect make_dialect(const std::string& mode) {
                             ":permits, :mode)");
     d.release_shared = call("release_shared", "CALL sqlock_release_shared(:name, :owner)");
     d.clear_mark = call("clear_mark", "CALL sqlock_clear_mark(:name, :owner)");
+    d.clear_marks = call("clear_marks", "CALL sqlock_clear_marks(:marks)");
   }
   d.sweep = call("sweep", "CALL sqlock_sweep(:limit)");
   d.events = call("events", "CALL sqlock_recent_events(:prefix, :limit)");

@@ -11,6 +11,7 @@ namespace sqlock::mysql::detail {
 sql::dialect lock_dialect(const std::string& mode) {
   auto d = make_dialect(mode);
   d.encode_waits = sql::waits_to_json;
+  d.encode_marks = sql::marks_to_json;
   return d;
 }
 

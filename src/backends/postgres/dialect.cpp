@@ -117,6 +117,7 @@ sql::dialect make_dialect(const std::string& mode, const std::string& schema,
                                                 ":kind, :permits, :mode)");
     d.release_shared = op("release_shared", "SELECT " + s + "release_shared(:name, :owner)");
     d.clear_mark = op("clear_mark", "SELECT " + s + "clear_mark(:name, :owner)");
+    d.clear_marks = op("clear_marks", "SELECT " + s + "clear_marks(CAST(:marks AS jsonb))");
   }
   d.list = op("list",
               "SELECT name, owner, fence, acquired_at, expires_at, mode, holder, kind, permits "

@@ -22,6 +22,7 @@ std::shared_ptr<backend> open_backend(const std::string& conninfo, const std::st
   if (o.timeout <= milliseconds(0)) throw config_error("PostgreSQL timeout must be positive");
   d.notify = o.listen;
   d.encode_waits = sql::waits_to_json;  // the waiting requests' batches (needs the JSON library)
+  d.encode_marks = sql::marks_to_json;  // writer marks removed in batches, likewise
   check_conninfo(conninfo);
   if (!o.compat.empty()) return open_compat(conninfo, shown, o);  // a peer's layout
   if (o.mode == "advisory" && moves_sessions(o.pooler)) refuse_advisory(o.pooler);

@@ -155,6 +155,17 @@ class zk_backend final : public backend,
       b_.leave(req_, clock::now() + min_attempt_, threw_);
     }
 
+    // The node's delete is sent and `then` called when it is answered: the cancels of many
+    // requests ending at once travel together on the session instead of one round trip each.
+    void cancel_then(std::function<void()> then) noexcept override {
+      st_.slot.reset();
+      if (threw_) {
+        cancel();
+        return then();
+      }
+      b_.leave_then(req_, std::move(then));
+    }
+
    private:
     zk_backend& b_;
     lock_request req_;
@@ -455,6 +466,17 @@ class zk_backend final : public backend,
     } catch (...) {
       // Given up: the background delete (or the session's end) removes it.
     }
+  }
+
+  // leave() without its purge, not waiting for the delete: `then` is called once it is
+  // answered or given up (on the session's completion thread), or at once when there is
+  // nothing to delete. Never throws.
+  void leave_then(const lock_request& req, std::function<void()> then) noexcept {
+    auto rec = book_.find(req.owner);
+    book_.forget(req.owner);
+    auto s = sessions_.current();
+    if (!s || s->gone() || !rec || rec->epoch != s->epoch) return then();
+    queue(*s).remove_then(*rec, std::move(then));
   }
 
   // Runs `f` on a live session; a session that turns out gone is replaced once.

@@ -433,6 +433,10 @@ int create_and_list(session& s, const std::string& path, const std::string& data
   return rc;
 }
 
+void remove_then(session& s, const std::string& path, std::function<void()> done) noexcept {
+  remove_later(s.zh, path, std::move(done));
+}
+
 void remove_later(session& s, const std::string& path) {
   remove_later(s.zh, path);
 }

@@ -177,6 +177,9 @@ int remove(session& s, const std::string& path, steady_time until);
 /// Deletes `path` in the background, riding out connection losses (a release whose outcome
 /// was unknown: the node must not hold for nobody while the session lives).
 void remove_later(session& s, const std::string& path);
+/// remove_later(), then `done` once the delete was answered or given up (on the session's
+/// completion thread, or on this one when it could not be sent).
+void remove_then(session& s, const std::string& path, std::function<void()> done) noexcept;
 /// Deletes, in the background, every child of `parent` whose name starts with `prefix` (the
 /// nodes of one owner token: a create whose outcome stayed unknown may have made one).
 void purge_later(session& s, const std::string& parent, const std::string& prefix);

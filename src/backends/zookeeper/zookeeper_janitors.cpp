@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "zookeeper_connection.hpp"
 
@@ -14,9 +15,18 @@ namespace {
 constexpr int janitor_tries = 200;  // connection losses a janitor rides out before giving up
 
 struct janitor_job {
+  // `d` is taken last, by reference: a copy that throws before leaves it to the caller.
+  janitor_job(zhandle_t* h, const std::string& p, const std::string& pre, std::function<void()>&& d)
+      : zh(h), path(p), prefix(pre), done(std::move(d)) {}
+  janitor_job(const janitor_job&) = delete;
+  janitor_job& operator=(const janitor_job&) = delete;
+  ~janitor_job() {
+    if (done) done();  // the job ends: answered, given up, or never sent
+  }
   zhandle_t* zh;
   std::string path;    // node to delete, or parent to purge
   std::string prefix;  // child-name prefix to purge ("" = delete `path`)
+  std::function<void()> done;
   int tries = 0;
 };
 
@@ -40,13 +50,19 @@ void purge_cb(int rc, const String_vector* v, const void* data) {
 
 }  // namespace
 
-void remove_later(zhandle_t* zh, const std::string& path) {
-  auto j = std::make_unique<janitor_job>(janitor_job{zh, path, {}, 0});
+void remove_later(zhandle_t* zh, const std::string& path, std::function<void()> done) noexcept {
+  std::unique_ptr<janitor_job> j;
+  try {
+    j = std::make_unique<janitor_job>(zh, path, std::string(), std::move(done));
+  } catch (...) {  // out of memory before the job took `done`: the session's end removes it
+    if (done) done();
+    return;
+  }
   if (zoo_adelete(zh, path.c_str(), -1, delete_cb, j.get()) == ZOK) j.release();
 }
 
 void purge_later(zhandle_t* zh, const std::string& parent, const std::string& prefix) {
-  auto j = std::make_unique<janitor_job>(janitor_job{zh, parent, prefix, 0});
+  auto j = std::make_unique<janitor_job>(zh, parent, prefix, std::function<void()>());
   if (zoo_aget_children(zh, parent.c_str(), 0, purge_cb, j.get()) == ZOK) j.release();
 }
 

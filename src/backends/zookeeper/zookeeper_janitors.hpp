@@ -6,12 +6,14 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <functional>
 #include <string>
 
 namespace sqlock::zookeeper::detail {
 
-/// Deletes `path` in the background.
-void remove_later(zhandle_t* zh, const std::string& path);
+/// Deletes `path` in the background; `done` (if any) is called once the delete was answered,
+/// given up or could not be sent (on the handle's completion thread, or on this one).
+void remove_later(zhandle_t* zh, const std::string& path, std::function<void()> done = {}) noexcept;
 /// Deletes, in the background, every child of `parent` whose name starts with `prefix`.
 void purge_later(zhandle_t* zh, const std::string& parent, const std::string& prefix);
 

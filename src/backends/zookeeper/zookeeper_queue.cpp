@@ -168,6 +168,11 @@ bool lock_queue::remove(const node_record& rec, steady_time until) {
   fail(rc, "delete(" + rec.path + ")");
 }
 
+void lock_queue::remove_then(const node_record& rec, std::function<void()> done) noexcept {
+  book_.forget(rec.owner);
+  detail::remove_then(s_, rec.path, std::move(done));
+}
+
 bool lock_queue::remove_async(const node_record& rec) {
   if (releases_.send(s_, rec.parent, rec.path) != ZOK) return false;
   book_.forget(rec.owner);

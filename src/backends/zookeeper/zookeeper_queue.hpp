@@ -93,6 +93,9 @@ class lock_queue {
   /// Sends the delete of a node without waiting for the answer (release=async); true when
   /// sent. Forgets it in the book then.
   bool remove_async(const node_record& rec);
+  /// Deletes a node in the background and calls `done` once the delete was answered or given
+  /// up (a cancelled waiter's node: asynchronous cancel_then()). Forgets it in the book.
+  void remove_then(const node_record& rec, std::function<void()> done) noexcept;
   /// Waits (until `until` at most) while a release of this backend under `parent` is being
   /// sent again after a connection loss, so that an acquire never queues behind its own
   /// earlier release (zookeeper_release.hpp).

@@ -159,8 +159,8 @@ class zk_backend final : public backend,
     // requests ending at once travel together on the session instead of one round trip each.
     void cancel_then(std::function<void()> then) noexcept override {
       st_.slot.reset();
-      if (threw_) {
-        cancel();
+      if (threw_ || !b_.connected()) {  // as cancel(), bounded: a delete sent now would wait
+        cancel();                       // for the reconnect
         return then();
       }
       b_.leave_then(req_, std::move(then));
@@ -468,9 +468,17 @@ class zk_backend final : public backend,
     }
   }
 
-  // leave() without its purge, not waiting for the delete: `then` is called once it is
-  // answered or given up (on the session's completion thread), or at once when there is
-  // nothing to delete. Never throws.
+  // True while the current session is connected.
+  bool connected() noexcept {
+    auto s = sessions_.current();
+    if (!s) return false;
+    std::lock_guard g(s->m);
+    return s->connected;
+  }
+
+  // leave() without its purge, not waiting for the delete: `then` is called at its first
+  // answer (on the session's completion thread), or at once when there is nothing to delete.
+  // Never throws.
   void leave_then(const lock_request& req, std::function<void()> then) noexcept {
     auto rec = book_.find(req.owner);
     book_.forget(req.owner);

@@ -32,6 +32,9 @@ struct janitor_job {
 
 void delete_cb(int rc, const void* data) {
   std::unique_ptr<janitor_job> j(static_cast<janitor_job*>(const_cast<void*>(data)));
+  // The first answer ends the caller's wait, a connection loss too: the delete sent again
+  // waits for a reconnect, which the caller must not.
+  if (j->done) std::exchange(j->done, nullptr)();
   if (!is_connection_loss(rc) || ++j->tries >= janitor_tries) return;
   if (zoo_adelete(j->zh, j->path.c_str(), -1, delete_cb, j.get()) == ZOK) j.release();
 }

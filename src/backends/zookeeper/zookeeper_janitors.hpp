@@ -11,8 +11,9 @@
 
 namespace sqlock::zookeeper::detail {
 
-/// Deletes `path` in the background; `done` (if any) is called once the delete was answered,
-/// given up or could not be sent (on the handle's completion thread, or on this one).
+/// Deletes `path` in the background; `done` (if any) is called at its first answer (a
+/// connection loss too, after which the delete is sent again without it), or at once when it
+/// could not be sent (on the handle's completion thread, or on this one).
 void remove_later(zhandle_t* zh, const std::string& path, std::function<void()> done = {}) noexcept;
 /// Deletes, in the background, every child of `parent` whose name starts with `prefix`.
 void purge_later(zhandle_t* zh, const std::string& parent, const std::string& prefix);

@@ -69,7 +69,15 @@ TEST_P(async_test, deadline_gives_an_empty_hold) {
       },
       async_wait::within(300ms));
   auto [e, got] = p.get_future().get();
-  EXPECT_FALSE(e);
+  std::string error;
+  if (e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      error = x.what();
+    }
+  }
+  EXPECT_FALSE(e) << error;
   EXPECT_FALSE(got);
   EXPECT_GE(std::chrono::steady_clock::now() - began, 290ms);
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "conflict_retry.hpp"
 #include "connection_budget.hpp"
 #include "sqlock/random.hpp"
 #include "sqlock/url.hpp"
@@ -182,18 +183,8 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
   bool reconnected = false;
   unsigned full = 0;
   std::string full_message;  // the last server_full, if any
-  // After a transient error: false when the next try would not start before the time kept
-  // for an exchange at the end of the call (connection_wait_deadline): a try started in the
-  // last moment would only run out of time, and the caller would be told of a time-out
-  // instead of the error that kept coming back (a missing routine naming `sqlock migrate`).
-  const steady_time last_start = connection_wait_deadline(deadline);
-  auto pause_before_retry = [&](unsigned attempt) {
-    auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(50));
-    if (std::chrono::steady_clock::now() + pause >= last_start) return false;
-    std::this_thread::sleep_for(pause);
-    return true;
-  };
-  for (unsigned attempt = 0;; ++attempt) {
+  conflict_retry conflicts_left(deadline);
+  for (;;) {
     try {
       rows r;
       with_connection(
@@ -201,9 +192,9 @@ rows engine_backend::run(const operation& op, const params& p, steady_time deadl
           connection_wait_deadline(deadline), stop);
       return r;
     } catch (const conflict_error&) {
-      if (conflicts == on_conflict::raise || !pause_before_retry(attempt)) throw;
+      if (conflicts == on_conflict::raise || !conflicts_left.pause()) throw;
     } catch (const transient_error&) {
-      if (!pause_before_retry(attempt)) throw;
+      if (!conflicts_left.pause()) throw;
     } catch (const pool_busy&) {
       throw;
     } catch (const server_full& e) {

@@ -1,9 +1,9 @@
 // The engine's hold operations: acquire attempts of every kind, renew and release, and the
 // engine's acquisition (engine_acquisition.hpp), which clears the writer mark a waiting
 // exclusive request left when it ends without the hold.
-#include <thread>
 #include <utility>
 
+#include "conflict_retry.hpp"
 #include "sql_engine.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
@@ -125,7 +125,8 @@ std::optional<lease_info> engine_backend::attempt(const lock_request& req, stead
   auto* writer = exclusive && dialect_.kinds ? a : nullptr;
   if (writer) p.mark_ms = writer_mark.count();
   const operation& op = exclusive ? dialect_.acquire : dialect_.acquire_shared;
-  for (unsigned attempt = 0;; ++attempt) {
+  conflict_retry races_left(deadline, milliseconds(20));  // optimistic mode's lost races
+  for (;;) {
     rows r;
     try {
       // Within an acquisition a conflict is busy at once: the acquire loop tries again, each
@@ -155,9 +156,7 @@ std::optional<lease_info> engine_backend::attempt(const lock_request& req, stead
     // Optimistic mode lost a compare-and-set race to a writer that changed the row between
     // our read and our write: back off with jitter and read again while the deadline allows
     // (the lock may have been free all along); at the deadline it counts as busy.
-    auto pause = backoff_delay(attempt, milliseconds(1), milliseconds(20));
-    if (std::chrono::steady_clock::now() + pause >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(pause);
+    if (!races_left.pause()) return std::nullopt;
   }
 }
 

@@ -2,11 +2,11 @@
 #include "advisory_backend.hpp"
 
 #include <algorithm>
-#include <thread>
 
 #include "lock_key.hpp"
 #include "pooler.hpp"
 #include "postgres_driver.hpp"
+#include "sql/conflict_retry.hpp"
 #include "sql/hold_recorder_json.hpp"
 #include "sqlock/errors.hpp"
 #include "sqlock/random.hpp"
@@ -15,10 +15,6 @@ namespace sqlock::postgres {
 
 namespace {
 
-// Backoff between retries of an acquire that met a deadlock or serialization failure inside
-// the stored function (the pooled engine retries the same way).
-constexpr milliseconds transient_initial{1};
-constexpr milliseconds transient_cap{50};
 // Time the clean-up after a failed acquire may take past the caller's deadline.
 constexpr milliseconds let_go_bound{1000};
 // The parameters with the name's advisory key, which the exclusive pair takes from the client
@@ -117,7 +113,9 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
   }
   const auto p = keyed(params_for(req));
   const auto& op = req.kind == lock_kind::exclusive ? dialect_.acquire : kinds_.acquire;
-  for (unsigned attempt = 0;; ++attempt) {
+  // Retried as the pooled engine retries its statements (conflict_retry).
+  sql::conflict_retry conflicts_left(deadline);
+  for (;;) {
     auto c = session_for(req, deadline);
     if (!c) return std::nullopt;
     if (auto h = c->held(req.name)) return lease_info{req.name, req.owner, h->fence, c->token()};
@@ -128,9 +126,7 @@ std::optional<lease_info> advisory_backend::attempt(const lock_request& req, ste
       // advisory lock it took stays taken through the rollback. Let go of it, then retry while
       // the deadline allows; at the deadline the name was not obtained in time.
       let_go_after_failure(*c, req, p, deadline);
-      auto pause = backoff_delay(attempt, transient_initial, transient_cap);
-      if (std::chrono::steady_clock::now() + pause >= deadline) return std::nullopt;
-      std::this_thread::sleep_for(pause);
+      if (!conflicts_left.pause()) return std::nullopt;
     } catch (const config_error&) {
       throw;  // refused before anything changed (a bad name, a missing grant, another kind)
     } catch (const error&) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "sqlock/backend.hpp"
 #include "sqlock/errors.hpp"
@@ -55,26 +56,58 @@ struct name_state {
   bool empty() const { return holders.empty() && writer_marks.empty(); }
 };
 
+// An armed asynchronous wait (acquisition::arm) and whether its request is a shared one.
+struct armed_wait {
+  bool shared = false;
+  std::function<void()> wake;
+};
+
+// The waiting requests of one name: what a release of the name wakes, and nothing else.
+struct name_watch {
+  std::uint64_t releases = 0;       // holds of the name ended: every wait compares it
+  std::uint64_t marks_dropped = 0;  // writer marks dropped: only shared requests wait for those
+  std::size_t acquisitions = 0;     // the live acquisitions of the name (the entry goes with them)
+  std::condition_variable_any changed;      // blocking waits
+  std::map<const void*, armed_wait> armed;  // armed waits
+
+  // What a wait of a request of that kind compares.
+  std::uint64_t changes(bool shared) const { return shared ? releases + marks_dropped : releases; }
+};
+
 struct store {
   std::mutex m;
-  std::condition_variable_any changed;
   std::map<std::string, name_state> names;
+  std::map<std::string, name_watch> watched;  // names that live acquisitions wait for
   std::uint64_t fence = 0;
-  std::uint64_t releases = 0;  // counts releases and dropped marks: waits compare it
-  std::map<const void*, std::function<void()>> wakers;  // armed waits (acquisition::arm)
   faults f;
 
-  // Tells every wait of a release: the blocking ones (changed) and the armed ones (once each).
-  void notify_released() {
-    std::map<const void*, std::function<void()>> armed;
-    {
-      std::lock_guard g(m);
-      armed.swap(wakers);
+  // With m held: counts a hold of `name` that ended (or, with `mark_only`, a writer mark that
+  // was dropped, which only shared requests wait for), wakes the blocking waits and hands over
+  // the armed wake-ups it concerns, which the caller runs once m is no longer held. Waits of
+  // other names are left alone: 10,000 waits on 1,000 names cost one wake-up each per release.
+  std::vector<std::function<void()>> released(const std::string& name, bool mark_only = false) {
+    std::vector<std::function<void()>> wake;
+    auto it = watched.find(name);
+    if (it == watched.end()) return wake;
+    auto& w = it->second;
+    ++(mark_only ? w.marks_dropped : w.releases);
+    w.changed.notify_all();
+    for (auto a = w.armed.begin(); a != w.armed.end();) {
+      if (mark_only && !a->second.shared) {
+        ++a;
+        continue;
+      }
+      wake.push_back(std::move(a->second.wake));
+      a = w.armed.erase(a);
     }
-    changed.notify_all();
-    for (auto& [key, wake] : armed) wake();
+    return wake;
   }
 };
+
+// Runs the wake-ups store::released() handed over.
+void wake_all(const std::vector<std::function<void()>>& wake) {
+  for (const auto& fn : wake) fn();
+}
 
 std::string iso_ago(clock::time_point t) {
   // Memory leases have no wall-clock time; show the offset from now instead.
@@ -172,6 +205,7 @@ class memory_backend final : public backend,
   bool release(const lease_info& l, steady_time deadline) override {
     hang_while_asked(deadline);
     bool released = false;
+    std::vector<std::function<void()>> wake;
     {
       std::lock_guard g(s_->m);
       check_up();
@@ -181,9 +215,9 @@ class memory_backend final : public backend,
                                  [&](const holding& h) { return h.owner == l.owner; }) > 0;
         if (it->second.empty()) s_->names.erase(it);
       }
-      if (released) ++s_->releases;
+      if (released) wake = s_->released(l.name);
     }
-    if (released) s_->notify_released();
+    wake_all(wake);
     return released;
   }
 
@@ -210,19 +244,21 @@ class memory_backend final : public backend,
   // No audit trail here: the actor (who forced it) is not kept.
   bool force_release(std::string_view name, std::string_view /*actor*/) override {
     bool released = false;
+    std::vector<std::function<void()>> wake;
     {
       std::lock_guard g(s_->m);
       check_up();
-      auto it = s_->names.find(std::string(name));
+      const std::string n(name);
+      auto it = s_->names.find(n);
       if (it != s_->names.end()) {
         it->second.drop_expired(clock::now());
         released = !it->second.holders.empty();
         it->second.holders.clear();
         if (it->second.empty()) s_->names.erase(it);
       }
-      if (released) ++s_->releases;
+      if (released) wake = s_->released(n);
     }
-    if (released) s_->notify_released();
+    wake_all(wake);
     return released;
   }
 
@@ -279,11 +315,15 @@ class memory_acquisition final : public acquisition {
   memory_acquisition(memory_backend& b, std::shared_ptr<store> s, lock_request req)
       : b_(b), s_(std::move(s)), req_(std::move(req)) {
     std::lock_guard g(s_->m);
-    seen_ = s_->releases;
+    watch_ = &s_->watched[req_.name];  // std::map: the entry stays where it is
+    ++watch_->acquisitions;
+    seen_ = changes();
   }
   ~memory_acquisition() override {
     disarm();
     cancel();
+    std::lock_guard g(s_->m);
+    if (--watch_->acquisitions == 0) s_->watched.erase(req_.name);
   }
 
   std::optional<lease_info> attempt(steady_time deadline) override {
@@ -291,40 +331,47 @@ class memory_acquisition final : public acquisition {
   }
   void wait(steady_time until, const std::stop_token& stop) override {
     std::unique_lock lk(s_->m);
-    s_->changed.wait_until(lk, stop, until, [&] { return s_->releases != seen_; });
-    seen_ = s_->releases;
+    watch_->changed.wait_until(lk, stop, until, [&] { return changes() != seen_; });
+    seen_ = changes();
   }
   std::optional<steady_time> arm(steady_time until, waker wake) override {
     std::lock_guard g(s_->m);
-    if (s_->releases != seen_) {  // released since the last look: try again at once
-      seen_ = s_->releases;
+    if (changes() != seen_) {  // released since the last look: try again at once
+      seen_ = changes();
       return clock::now();
     }
-    s_->wakers[this] = std::move(wake);
+    watch_->armed[this] = {req_.kind == lock_kind::shared, std::move(wake)};
     return until;
   }
   void disarm() noexcept override {
     std::lock_guard g(s_->m);
-    s_->wakers.erase(this);
+    watch_->armed.erase(this);
   }
   void cancel() noexcept override {
-    bool dropped = false;
+    std::vector<std::function<void()>> wake;
     {
       std::lock_guard g(s_->m);
       auto it = s_->names.find(req_.name);
       if (it != s_->names.end() && it->second.writer_marks.erase(this) > 0) {
-        dropped = true;
-        ++s_->releases;
-        if (it->second.empty()) s_->names.erase(it);
+        // Shared requests may come in now unless another mark or a writer keeps them out.
+        const auto& st = it->second;
+        const bool opens = st.writer_marks.empty() &&
+                           (st.holders.empty() || st.holders.front().kind == lock_kind::shared);
+        if (st.empty()) s_->names.erase(it);
+        if (opens) wake = s_->released(req_.name, true);
       }
     }
-    if (dropped) s_->notify_released();
+    wake_all(wake);
   }
 
  private:
+  // With s_->m held: what this request's waits compare.
+  std::uint64_t changes() const { return watch_->changes(req_.kind == lock_kind::shared); }
+
   memory_backend& b_;
   std::shared_ptr<store> s_;
   lock_request req_;
+  name_watch* watch_ = nullptr;  // the name's entry in s_->watched, kept while this lives
   std::uint64_t seen_ = 0;
 };
 
@@ -355,6 +402,7 @@ faults& faults_of(const std::string& name) {
 bool end_session(const std::string& store_name, const std::string& lock) {
   auto s = store_named(store_name);
   std::vector<holding> ended;
+  std::vector<std::function<void()>> wake;
   {
     std::lock_guard g(s->m);
     auto it = s->names.find(lock);
@@ -362,9 +410,9 @@ bool end_session(const std::string& store_name, const std::string& lock) {
     ended = std::move(it->second.holders);
     it->second.holders.clear();
     if (it->second.empty()) s->names.erase(it);
-    ++s->releases;
+    wake = s->released(lock);
   }
-  s->notify_released();
+  wake_all(wake);
   for (const auto& h : ended)
     if (auto b = h.by.lock()) b->lose(lock, h.owner);
   return true;

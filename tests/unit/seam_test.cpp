@@ -137,3 +137,77 @@ TEST(seam, acquire_reports_when_the_winning_request_was_sent) {
   EXPECT_GE(l->sent, released);
   EXPECT_TRUE(b->release(*l, steady::now() + 10s));
 }
+
+TEST(seam, a_release_wakes_only_the_waits_of_its_name) {
+  // 10,000 asynchronous waits on 1,000 names: each release must cost one wake-up per waiter
+  // of its own name, not one per waiter of the store.
+  store s;
+  auto b = memory::open(s.name);
+  const auto deadline = steady::now() + 10s;
+  lock_request held_a{"wake-a", random_token(), 60s, "test"};
+  lock_request held_b{"wake-b", random_token(), 60s, "test"};
+  auto a = b->try_acquire(held_a, deadline);
+  auto h = b->try_acquire(held_b, deadline);
+  ASSERT_TRUE(a && h);
+  lock_request want_a{"wake-a", random_token(), 60s, "test"};
+  lock_request want_b{"wake-b", random_token(), 60s, "test"};
+  auto wait_a = b->make_acquisition(want_a, {});
+  auto wait_b = b->make_acquisition(want_b, {});
+  ASSERT_FALSE(wait_a->attempt(deadline));
+  ASSERT_FALSE(wait_b->attempt(deadline));
+  std::atomic<int> woke_a{0}, woke_b{0};
+  EXPECT_EQ(wait_a->arm(deadline, [&] { ++woke_a; }), deadline);
+  EXPECT_EQ(wait_b->arm(deadline, [&] { ++woke_b; }), deadline);
+
+  ASSERT_TRUE(b->release(*h, deadline));
+  EXPECT_EQ(woke_b.load(), 1);
+  EXPECT_EQ(woke_a.load(), 0) << "a release of wake-b woke a wait for wake-a";
+  auto got_b = wait_b->attempt(deadline);
+  ASSERT_TRUE(got_b);
+
+  ASSERT_TRUE(b->release(*a, deadline));
+  EXPECT_EQ(woke_a.load(), 1);
+  EXPECT_EQ(woke_b.load(), 1);  // armed once: one wake-up
+  auto got_a = wait_a->attempt(deadline);
+  ASSERT_TRUE(got_a);
+  EXPECT_TRUE(b->release(*got_a, deadline));
+  EXPECT_TRUE(b->release(*got_b, deadline));
+}
+
+TEST(seam, a_dropped_writer_mark_wakes_the_shared_waits_only) {
+  // A waiting exclusive request's mark keeps new shared holders out; when it ends without the
+  // lock, the shared waits it kept out may try again, the exclusive ones still find a holder.
+  store s;
+  auto b = memory::open(s.name);
+  const auto deadline = steady::now() + 10s;
+  auto shared_req = [](std::string owner) {
+    lock_request r{"marked", std::move(owner), 60s, "test"};
+    r.kind = lock_kind::shared;
+    return r;
+  };
+  auto holder = b->try_acquire(shared_req(random_token()), deadline);
+  ASSERT_TRUE(holder);
+  lock_request writer{"marked", random_token(), 60s, "test"};
+  lock_request other_writer{"marked", random_token(), 60s, "test"};
+  auto marking = b->make_acquisition(writer, {});
+  auto waiting_writer = b->make_acquisition(other_writer, {});
+  const auto reader_req = shared_req(random_token());
+  auto reader = b->make_acquisition(reader_req, {});
+  ASSERT_FALSE(marking->attempt(deadline));  // busy: leaves its mark
+  ASSERT_FALSE(waiting_writer->attempt(deadline));
+  ASSERT_FALSE(reader->attempt(deadline)) << "the writers' marks keep a new reader out";
+  std::atomic<int> woke_reader{0}, woke_writer{0};
+  EXPECT_EQ(reader->arm(deadline, [&] { ++woke_reader; }), deadline);
+  EXPECT_EQ(waiting_writer->arm(deadline, [&] { ++woke_writer; }), deadline);
+
+  marking->cancel();
+  EXPECT_EQ(woke_reader.load(), 0) << "the other writer's mark still keeps the reader out";
+  waiting_writer->disarm();
+  waiting_writer->cancel();
+  EXPECT_EQ(woke_reader.load(), 1);
+  EXPECT_EQ(woke_writer.load(), 0);
+  auto got = reader->attempt(deadline);
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(b->release(*got, deadline));
+  EXPECT_TRUE(b->release(*holder, deadline));
+}

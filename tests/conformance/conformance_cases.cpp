@@ -126,8 +126,10 @@ TEST_P(conformance, renewal_keeps_the_lock_past_several_leases) {
   auto n = this->name("renew");
   // Three leases (renewed every lease / 3): without renewals the hold would end in the first.
   // A store that raises short leases to a floor of its own (etcd: TTLs of whole seconds, at
-  // least about 2 s) says so in its traits (lease_floor), and the hold is watched past that.
-  constexpr auto lease = 400ms;
+  // least about 2 s) says so in its traits (lease_floor), and the hold is watched past that,
+  // with a lease of half the floor: the server keeps it that long anyway, and a 400 ms lease
+  // would leave a renewal (two round trips there) 270 ms on a loaded machine.
+  const auto lease = std::max<std::chrono::milliseconds>(400ms, GetParam().lease_floor / 2);
   std::chrono::milliseconds watch = 3 * lease;
   watch = std::max(watch, GetParam().lease_floor + 500ms);
   auto la = a.make_lock(n, {.lease = lease});

@@ -17,6 +17,7 @@
 
 #include "core/acquire_steps.hpp"
 #include "core/process_instance.hpp"
+#include "sqlock/backend/background.hpp"
 
 namespace sqlock::detail {
 namespace {
@@ -106,19 +107,27 @@ class engine {
   }
 
  private:
+  // A wait of an acquisition that ends at `t`, or a task to run then (run_in_background).
   struct timer {
     steady_time t;
     std::uint64_t seq;
     std::weak_ptr<op> o;
+    std::function<void()> task;
     bool operator>(const timer& x) const { return t > x.t; }
   };
 
-  void at(steady_time t, const std::shared_ptr<op>& o, std::uint64_t seq) {
+  void at(steady_time t, const std::shared_ptr<op>& o, std::uint64_t seq) { add({t, seq, o, {}}); }
+
+ public:
+  void at(steady_time t, std::function<void()> task) { add({t, 0, {}, std::move(task)}); }
+
+ private:
+  void add(timer t) {
     bool earliest;
     {
       std::lock_guard g(m_);
-      earliest = timers_.empty() || t < timers_.top().t;
-      timers_.push({t, seq, o});
+      earliest = timers_.empty() || t.t < timers_.top().t;
+      timers_.push(std::move(t));
     }
     if (earliest) cv_.notify_one();
   }
@@ -130,7 +139,10 @@ class engine {
         auto t = timers_.top();
         timers_.pop();
         lk.unlock();
-        if (auto p = t.o.lock()) schedule(p, t.seq);
+        if (t.task)
+          run_task(t.task);
+        else if (auto p = t.o.lock())
+          schedule(p, t.seq);
         lk.lock();
       } else if (!ready_.empty()) {
         auto fn = std::move(ready_.front());
@@ -228,6 +240,14 @@ class engine {
     complete(self, std::move(e), std::move(l));
   }
 
+  static void run_task(const std::function<void()>& task) {
+    try {
+      task();
+    } catch (...) {
+      // A background task's failure must not stop a driver thread.
+    }
+  }
+
   // Tells the caller of `o` how it ended, its acquisition destroyed first (a completion may
   // close the client whose backend it refers to).
   void complete(const std::shared_ptr<op>& o, std::exception_ptr e, std::optional<lease_info> l) {
@@ -269,3 +289,11 @@ void async_driver::post(std::function<void()> fn) {
 }
 
 }  // namespace sqlock::detail
+
+namespace sqlock {
+
+void run_in_background(steady_time when, std::function<void()> task) {
+  detail::engine::get().at(when, std::move(task));
+}
+
+}  // namespace sqlock

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "sqlock/backend/background.hpp"
 #include "sqlock/random.hpp"
 
 namespace sqlock::sql {
@@ -13,13 +14,21 @@ namespace {
 // Pauses after a failed write (the server down, the pool busy): jittered, capped doubling.
 constexpr milliseconds retry_initial{100};
 constexpr milliseconds retry_cap{5000};
+// The least time between the end of a write and the next one, but for a flush's: what comes
+// due meanwhile goes in one batch, so that the driver threads the writes run on stay free
+// for the acquisitions they drive.
+constexpr milliseconds write_gap{10};
 
 }  // namespace
 
 hold_recorder::hold_recorder(writer write, milliseconds delay, milliseconds timeout, upkeep keep)
-    : write_(std::move(write)), delay_(delay), timeout_(timeout), keep_(keep), thread_([this] {
-        run();
-      }) {}
+    : write_(std::move(write)),
+      delay_(delay),
+      timeout_(timeout),
+      keep_(keep),
+      anchor_(std::make_shared<anchor>()) {
+  anchor_->recorder = this;
+}
 
 hold_recorder::hold_recorder(writer write, milliseconds delay, milliseconds timeout)
     : hold_recorder(std::move(write), delay, timeout, upkeep{}) {}
@@ -30,7 +39,9 @@ hold_recorder::~hold_recorder() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  std::unique_lock g(anchor_->m);  // later tasks find no recorder; one writing now ends first
+  anchor_->recorder = nullptr;
+  anchor_->idle.wait(g, [&] { return anchor_->running == 0; });
 }
 
 void hold_recorder::held(hold h) {
@@ -54,8 +65,7 @@ void hold_recorder::held(hold h) {
     it->second = std::move(e);
   }
   schedule(*it);
-  // The thread waits until the earliest due time it knew of: wake it when this one is earlier.
-  if (due < wakes_at_) cv_.notify_all();
+  arm(due);
 }
 
 bool hold_recorder::released(const std::string& name, const std::string& owner) {
@@ -66,7 +76,7 @@ bool hold_recorder::released(const std::string& name, const std::string& owner) 
   if (!sent) --unsent_;
   if (keep_.ends_written && (sent || it->second.stored)) {
     ended_.push_back(it->first);
-    cv_.notify_all();
+    arm(std::max(ends_due_, std::chrono::steady_clock::now()));
   }
   unschedule(*it);
   holds_.erase(it);
@@ -77,7 +87,7 @@ void hold_recorder::flush(steady_time deadline) {
   std::unique_lock lk(m_);
   if (unsent_ == 0 && ended_.empty() && !writing_) return;
   const auto mine = ++flushes_;
-  cv_.notify_all();
+  pump(lk, deadline);  // on this thread, unless a task writes now (it serves the flush next)
   cv_.wait_until(lk, deadline, [&] { return flushed_ >= mine || stop_; });
 }
 
@@ -123,25 +133,41 @@ steady_time hold_recorder::next_due(steady_time now) const {
   return due;
 }
 
-void hold_recorder::run() {
+void hold_recorder::arm(steady_time t) {
+  // A write going on is followed by whatever is due by then (pump()).
+  if (t >= task_at_ || stop_ || writing_) return;
+  task_at_ = t;
+  run_in_background(t, [a = anchor_, t] {
+    hold_recorder* r = nullptr;
+    {
+      std::lock_guard g(a->m);
+      if (!(r = a->recorder)) return;
+      ++a->running;
+    }
+    r->step(t);
+    std::lock_guard g(a->m);
+    if (--a->running == 0) a->idle.notify_all();
+  });
+}
+
+void hold_recorder::step(steady_time fired) {
   std::unique_lock lk(m_);
-  unsigned failures = 0;
-  while (!stop_) {
+  if (fired == task_at_) task_at_ = steady_time::max();
+  pump(lk, steady_time::max());
+}
+
+void hold_recorder::pump(std::unique_lock<std::mutex>& lk, steady_time write_by) {
+  while (!stop_ && !writing_) {
     const auto now = std::chrono::steady_clock::now();
     if (unsent_ == 0 && ended_.empty()) {
       flushed_ = flushes_;  // nothing is owed to a flush
       cv_.notify_all();
     }
     const bool all = flushed_ < flushes_;
-    const auto due = all ? now : next_due(now);
+    const auto due = all ? now : std::max(next_due(now), next_write_);
     if (now < due) {
-      wakes_at_ = due;
-      if (due == steady_time::max())
-        cv_.wait(lk);
-      else
-        cv_.wait_until(lk, due);
-      wakes_at_ = steady_time{};
-      continue;
+      if (due != steady_time::max()) arm(due);
+      return;
     }
     const auto served = flushes_;
     std::vector<key> keys;
@@ -150,19 +176,20 @@ void hold_recorder::run() {
     lk.unlock();
     bool ok = true;
     try {
-      write_(b, now + timeout_);
+      write_(b, std::min(write_by, now + timeout_));
     } catch (...) {
       ok = false;  // a lost record only delays what list() shows; retried below
     }
     lk.lock();
     writing_ = false;
+    next_write_ = std::chrono::steady_clock::now() + write_gap;
     if (ok) {
-      failures = 0;
+      failures_ = 0;
       for (const auto& k : keys)
         if (auto it = holds_.find(k); it != holds_.end()) it->second.stored = true;
     } else {
       const auto retry =
-          std::chrono::steady_clock::now() + backoff_delay(failures++, retry_initial, retry_cap);
+          std::chrono::steady_clock::now() + backoff_delay(failures_++, retry_initial, retry_cap);
       for (const auto& k : keys) {
         auto it = holds_.find(k);
         if (it == holds_.end() || !it->second.sent) continue;

@@ -5,8 +5,10 @@
 // so a hold released within `delay` is never written, and a longer one costs one row write in
 // a batch, off the caller's path. Shared by the PostgreSQL and MySQL advisory backends; the
 // batch's wire form (hold_recorder_json.hpp) is theirs. With a 10 ms delay a recorded hold has
-// lived at least 50 times the write. One thread; every wait it does is bounded; a failed write is
-// retried with the next batch (list() then lags, no lock is affected).
+// lived at least 50 times the write. No thread of its own: its writes run as tasks on the
+// library's driver threads (sqlock/backend/background.hpp), one at a time, each bounded by the
+// timeout, and a flush writes on the caller's thread; a failed write is retried with the next
+// batch (list() then lags, no lock is affected).
 // The engine records its waiting requests with another one (sql_engine.hpp, waiting()): there
 // the end of a written record is written too, and a record still live is written again before
 // its row expires on the server.
@@ -17,10 +19,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -93,7 +95,22 @@ class hold_recorder {
     bool stored = false;  // a write of it succeeded
   };
 
-  void run();
+  // The tasks' way back to this object, cleared by the destructor, which then waits until no
+  // task uses it (a task never waits for another: the driver's threads stay free).
+  struct anchor {
+    std::mutex m;
+    std::condition_variable idle;
+    hold_recorder* recorder = nullptr;
+    unsigned running = 0;  // tasks in step() now
+  };
+  // A background task, run at `fired`.
+  void step(steady_time fired);
+  // With m_ held by `lk`: writes whatever is due now (or owed to a flush), one batch after the
+  // other, unless another thread writes or stop_; then has a task run at the next due time.
+  // Each write is bounded by `write_by` when earlier than its timeout.
+  void pump(std::unique_lock<std::mutex>& lk, steady_time write_by);
+  // With m_ held: has a task run at `t` unless one is due by then.
+  void arm(steady_time t);
   // The entries due by `now` (every unsent one when `all`), marked sent, as records, and the
   // queued ends; the records' keys appended to `keys`.
   batch take_batch(steady_time now, bool all, std::vector<key>& keys);
@@ -119,11 +136,12 @@ class hold_recorder {
   std::uint64_t flushes_ = 0;  // flush requests made
   std::uint64_t flushed_ = 0;  // flush requests served (a batch written or failed after them)
   steady_time ends_due_{};     // when the queued ends are written (later after a failed write)
+  unsigned failures_ = 0;      // writes failed in a row
+  steady_time next_write_{};   // the earliest start of the next write but a flush's
   bool stop_ = false;
-  steady_time wakes_at_{};  // until when the thread waits (max(): nothing to record; the
-                            // epoch while it is not waiting)
-  bool writing_ = false;    // a batch is being written
-  std::thread thread_;      // last: started once the rest is ready
+  steady_time task_at_ = steady_time::max();  // the earliest task to come (max(): none)
+  bool writing_ = false;                      // a batch is being written
+  std::shared_ptr<anchor> anchor_;
 };
 
 }  // namespace sqlock::sql

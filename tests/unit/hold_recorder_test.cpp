@@ -196,3 +196,29 @@ TEST(hold_recorder, thousands_of_records_are_each_written_once_and_ended_once) {
   EXPECT_EQ(s.written().size(), static_cast<std::size_t>(n + 1))
       << "none written again before its hour";
 }
+
+TEST(hold_recorder, destroyed_while_a_task_writes_it_waits_for_the_write_and_writes_no_more) {
+  // The writes run as tasks on the driver threads (run_in_background), not on a thread of the
+  // recorder's: its destructor waits for one writing now, and later tasks find it gone.
+  std::atomic<bool> writing{false}, written{false}, destroyed{false};
+  std::atomic<int> after_destruction{0};
+  auto r = std::make_unique<sql::hold_recorder>(
+      [&](const sql::hold_recorder::batch&, steady_time) {
+        if (destroyed) ++after_destruction;
+        writing = true;
+        std::this_thread::sleep_for(300ms);
+        written = true;
+      },
+      1ms, 5s);
+  r->held(a_hold("slow", 1));
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       !writing && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(writing);
+  r->held(a_hold("next", 2));  // due while the write runs
+  r.reset();
+  EXPECT_TRUE(written) << "the destructor did not wait for the write";
+  destroyed = true;
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(after_destruction.load(), 0);
+}

@@ -18,6 +18,10 @@ constexpr milliseconds retry_cap{5000};
 // due meanwhile goes in one batch, so that the driver threads the writes run on stay free
 // for the acquisitions they drive.
 constexpr milliseconds write_gap{10};
+// How long the ends of written records wait to be written (upkeep::ends_written): requests
+// stopped together (a cancel of thousands) end in one batch after the stop, not in batches
+// that share the driver threads with the cancels themselves.
+constexpr milliseconds end_delay{100};
 
 }  // namespace
 
@@ -75,8 +79,11 @@ bool hold_recorder::released(const std::string& name, const std::string& owner) 
   const bool sent = it->second.sent;
   if (!sent) --unsent_;
   if (keep_.ends_written && (sent || it->second.stored)) {
+    // The first end queued is written end_delay later, with those that follow it.
+    if (ended_.empty())
+      ends_due_ = std::max(ends_due_, std::chrono::steady_clock::now() + end_delay);
     ended_.push_back(it->first);
-    arm(std::max(ends_due_, std::chrono::steady_clock::now()));
+    arm(ends_due_);
   }
   unschedule(*it);
   holds_.erase(it);

@@ -13,7 +13,7 @@
 namespace sqlock {
 int lock_request, lease_info, renewal, acquisition, polling_acquisition, store_admin, schema_owner,
     stop_fd, register_backend, make_backend, registered_schemes, sleep_until, exchange_bound,
-    jitter, backoff_delay, require_kind, capabilities_of, loss_listener;
+    jitter, backoff_delay, require_kind, capabilities_of, loss_listener, run_in_background;
 namespace detail {
 int add_builtin, register_module;
 }  // namespace detail

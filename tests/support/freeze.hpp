@@ -4,6 +4,7 @@
 // that means "the server no longer answers" waits here until /proc shows every thread stopped.
 #pragma once
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -34,26 +35,26 @@ inline proc_stat read_proc_stat(const std::filesystem::path& stat) {
   return out;
 }
 
-/// True when every thread of `pid` is stopped (state T or t); false when one runs or the
-/// process is gone.
+/// True when no thread of `pid` can answer any more: every one is stopped (state T or t) or
+/// dead (Z, X: a server's child that exited while its parent was being stopped stays a zombie
+/// until the parent runs again), or the process is gone.
 inline bool all_threads_stopped(pid_t pid) {
   std::error_code ec;
   std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec);
-  if (ec) return false;
-  bool any = false;
+  if (ec) return !std::filesystem::exists("/proc/" + std::to_string(pid));
   for (const auto& task : it) {
     char s = read_proc_stat(task.path() / "stat").state;
-    if (s != 'T' && s != 't') return false;
-    any = true;
+    if (s != 'T' && s != 't' && s != 'Z' && s != 'X' && s != 0) return false;
   }
-  return any;
+  return true;
 }
 
 /// Sends SIGSTOP to `pid` and waits (up to `bound`) until all its threads are stopped. Returns
 /// whether they are; a test asserts on it, so a server that did not stop fails loudly instead of
 /// answering one more request.
 inline bool freeze_process(pid_t pid, std::chrono::milliseconds bound = std::chrono::seconds(5)) {
-  if (pid <= 0 || ::kill(pid, SIGSTOP) != 0) return false;
+  if (pid <= 0) return false;
+  if (::kill(pid, SIGSTOP) != 0) return errno == ESRCH;  // gone: it answers nothing either
   auto until = std::chrono::steady_clock::now() + bound;
   while (!all_threads_stopped(pid)) {
     if (std::chrono::steady_clock::now() >= until) return false;

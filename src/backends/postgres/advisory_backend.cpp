@@ -9,7 +9,6 @@
 #include "sql/conflict_retry.hpp"
 #include "sql/hold_recorder_json.hpp"
 #include "sqlock/errors.hpp"
-#include "sqlock/random.hpp"
 
 namespace sqlock::postgres {
 

@@ -1,15 +1,24 @@
 // The asynchronous acquire driver (async_driver.hpp): a queue of ready steps and a timer heap
 // served by a few threads. One step of an acquisition makes one attempt and then arms its
 // wake-up and a timer; a wake-up, the timer or a stop puts it back in the queue. A step of
-// one acquisition runs on one thread at a time; wake-ups of an older wait are ignored.
+// one acquisition runs on one thread at a time; wake-ups of an older wait are ignored. A thread
+// with nothing else to do waits in poll(2) for the descriptor watches (watch_descriptor), one
+// thread at a time; the others wait on a condition variable.
 #include "async_driver.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <queue>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -23,6 +32,10 @@ namespace sqlock::detail {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+// How long a driver thread running tasks back to back may leave the descriptor watches
+// unpolled.
+constexpr auto poll_at_least_every = std::chrono::milliseconds(10);
 
 // One acquisition being driven.
 struct op : std::enable_shared_from_this<op> {
@@ -59,6 +72,8 @@ class engine {
   static engine& get() { return process_instance<engine>(); }
 
   engine() {
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
     for (unsigned i = 0, n = async_driver::thread_count(); i < n; ++i)
       threads_.emplace_back([this] { loop(); });
   }
@@ -99,11 +114,30 @@ class engine {
   }
 
   void push(std::function<void()> fn) {
-    {
-      std::lock_guard g(m_);
-      ready_.push_back(std::move(fn));
-    }
-    cv_.notify_one();
+    std::lock_guard g(m_);
+    ready_.push_back(std::move(fn));
+    wake_one();
+  }
+
+  std::uint64_t watch(int fd, short events, std::function<void(short)> ready) {
+    std::lock_guard g(m_);
+    const auto id = next_watch_++;
+    watches_.emplace(id, descriptor{fd, events, std::move(ready)});
+    if (polling_)
+      wake_poller();  // its set lacks this one
+    else if (sleepers_ > 0)
+      cv_.notify_one();  // to poll
+    return id;
+  }
+
+  void unwatch(std::uint64_t id) {
+    // The poller may be polling its descriptor still: it finds the watch gone when it returns.
+    std::function<void(short)> gone;  // destroyed outside the lock
+    std::lock_guard g(m_);
+    auto it = watches_.find(id);
+    if (it == watches_.end()) return;
+    gone = std::move(it->second.ready);
+    watches_.erase(it);
   }
 
  private:
@@ -122,20 +156,95 @@ class engine {
   void at(steady_time t, std::function<void()> task) { add({t, 0, {}, std::move(task)}); }
 
  private:
+  // A watched descriptor.
+  struct descriptor {
+    int fd;
+    short events;
+    std::function<void(short)> ready;
+  };
+
   void add(timer t) {
-    bool earliest;
-    {
-      std::lock_guard g(m_);
-      earliest = timers_.empty() || t.t < timers_.top().t;
-      timers_.push(std::move(t));
+    std::lock_guard g(m_);
+    const bool earliest = timers_.empty() || t.t < timers_.top().t;
+    timers_.push(std::move(t));
+    if (!earliest) return;
+    if (polling_) wake_poller();  // its time-out may be later
+    if (sleepers_ > 0) cv_.notify_one();
+  }
+
+  // Under m_: hands new work to a thread waiting on the condition variable, or else to the one
+  // in poll(2).
+  void wake_one() {
+    if (sleepers_ > 0)
+      cv_.notify_one();
+    else if (polling_)
+      wake_poller();
+  }
+
+  // Under m_.
+  void wake_poller() {
+    if (poller_woken_) return;
+    poller_woken_ = true;
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  // Whether this thread should poll the watches now (under m_): nobody else does, and it has
+  // no `work` to do (a task, a timer due) or the last poll is too long ago.
+  bool poll_due(steady_time now, bool work) const {
+    if (watches_.empty() || polling_) return false;
+    return !work || now - last_poll_ >= poll_at_least_every;
+  }
+
+  // Polls the watches (lk held on entry and exit): until one fires, a wake-up or the next
+  // timer, or not at all when there is `work` waiting. The ones that fired become tasks.
+  void poll_watches(std::unique_lock<std::mutex>& lk, steady_time now, bool work) {
+    std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, d] : watches_) {
+      fds.push_back({d.fd, d.events, 0});
+      ids.push_back(id);
     }
-    if (earliest) cv_.notify_one();
+    int timeout = -1;
+    if (work)
+      timeout = 0;
+    else if (!timers_.empty())
+      timeout = static_cast<int>(std::max<std::int64_t>(
+          0, std::chrono::ceil<std::chrono::milliseconds>(timers_.top().t - now).count()));
+    polling_ = true;
+    lk.unlock();
+    const int rc = ::poll(fds.data(), fds.size(), timeout);
+    lk.lock();
+    polling_ = false;
+    last_poll_ = clock::now();
+    if (std::exchange(poller_woken_, false)) {
+      std::uint64_t n;
+      [[maybe_unused]] auto r = ::read(wake_fd_, &n, sizeof n);
+    }
+    for (std::size_t i = 1; rc > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = watches_.find(ids[i - 1]);
+      if (it == watches_.end()) continue;  // removed meanwhile
+      ready_.push_back([ready = std::move(it->second.ready), revents = fds[i].revents] {
+        run_task([&] { ready(revents); });
+      });
+      watches_.erase(it);
+    }
+    // The poller's place is free: a thread waiting on the condition variable takes it (or the
+    // tasks just made).
+    if (sleepers_ > 0) cv_.notify_one();
   }
 
   void loop() {
     std::unique_lock lk(m_);
+    bool timers_last = false;  // with both timers due and ready steps, take turns
     for (;;) {
-      if (!timers_.empty() && timers_.top().t <= clock::now()) {
+      const auto now = clock::now();
+      const bool timer_due = !timers_.empty() && timers_.top().t <= now;
+      if (poll_due(now, timer_due || !ready_.empty())) {
+        poll_watches(lk, now, timer_due || !ready_.empty());
+      } else if (timer_due && (ready_.empty() || !timers_last)) {
+        timers_last = true;
         auto t = timers_.top();
         timers_.pop();
         lk.unlock();
@@ -145,18 +254,23 @@ class engine {
           schedule(p, t.seq);
         lk.lock();
       } else if (!ready_.empty()) {
+        timers_last = false;
         auto fn = std::move(ready_.front());
         ready_.pop_front();
         lk.unlock();
         fn();
         lk.lock();
       } else if (timers_.empty()) {
+        ++sleepers_;
         cv_.wait(lk);
+        --sleepers_;
       } else {
         // A copy: the wait lets go of m_, and another thread's push or pop may move the heap's
         // elements (wait_until reads its time point again after each wake-up).
         const steady_time next = timers_.top().t;
+        ++sleepers_;
         cv_.wait_until(lk, next);
+        --sleepers_;
       }
     }
   }
@@ -240,7 +354,8 @@ class engine {
     complete(self, std::move(e), std::move(l));
   }
 
-  static void run_task(const std::function<void()>& task) {
+  template <class Task>
+  static void run_task(const Task& task) {
     try {
       task();
     } catch (...) {
@@ -269,6 +384,13 @@ class engine {
   std::deque<std::function<void()>> ready_;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
   std::unordered_set<std::shared_ptr<op>> live_;  // every acquisition not ended yet
+  std::map<std::uint64_t, descriptor> watches_;   // by id, in the order they were made
+  std::uint64_t next_watch_ = 1;
+  int wake_fd_ = -1;                  // an eventfd: wakes the thread in poll(2); never closed
+  bool polling_ = false;              // a thread is in poll(2) for the watches
+  bool poller_woken_ = false;         // wake_fd_ written since that poll began
+  unsigned sleepers_ = 0;             // threads waiting on cv_
+  steady_time last_poll_{};           // when the last poll returned
   std::vector<std::thread> threads_;  // never joined: the engine lives as long as the process
 };
 
@@ -294,6 +416,64 @@ namespace sqlock {
 
 void run_in_background(steady_time when, std::function<void()> task) {
   detail::engine::get().at(when, std::move(task));
+}
+
+descriptor_watch watch_descriptor(int fd, short events, std::function<void(short revents)> ready) {
+  return descriptor_watch(detail::engine::get().watch(fd, events, std::move(ready)));
+}
+
+descriptor_watch::~descriptor_watch() {
+  reset();
+}
+
+descriptor_watch::descriptor_watch(descriptor_watch&& o) noexcept : id_(std::exchange(o.id_, 0)) {}
+
+descriptor_watch& descriptor_watch::operator=(descriptor_watch&& o) noexcept {
+  if (this != &o) {
+    reset();
+    id_ = std::exchange(o.id_, 0);
+  }
+  return *this;
+}
+
+void descriptor_watch::reset() noexcept {
+  if (id_ != 0) detail::engine::get().unwatch(std::exchange(id_, 0));
+}
+
+bool task_gate::run(const std::function<void()>& fn) {
+  const auto self = std::this_thread::get_id();
+  {
+    std::lock_guard g(m_);
+    if (closed_) return false;
+    inside_.push_back(self);
+  }
+  struct leave {
+    task_gate& gate;
+    std::thread::id self;
+    ~leave() {
+      {
+        std::lock_guard g(gate.m_);
+        gate.inside_.erase(std::find(gate.inside_.begin(), gate.inside_.end(), self));
+      }
+      gate.left_.notify_all();
+    }
+  } on_return{*this, self};
+  fn();
+  return true;
+}
+
+void task_gate::close() {
+  const auto self = std::this_thread::get_id();
+  std::unique_lock lk(m_);
+  closed_ = true;
+  left_.wait(lk, [&] {
+    return std::all_of(inside_.begin(), inside_.end(), [&](auto id) { return id == self; });
+  });
+}
+
+bool task_gate::closed() const {
+  std::lock_guard g(m_);
+  return closed_;
 }
 
 }  // namespace sqlock

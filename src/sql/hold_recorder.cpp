@@ -30,9 +30,7 @@ hold_recorder::hold_recorder(writer write, milliseconds delay, milliseconds time
       delay_(delay),
       timeout_(timeout),
       keep_(keep),
-      anchor_(std::make_shared<anchor>()) {
-  anchor_->recorder = this;
-}
+      gate_(std::make_shared<task_gate>()) {}
 
 hold_recorder::hold_recorder(writer write, milliseconds delay, milliseconds timeout)
     : hold_recorder(std::move(write), delay, timeout, upkeep{}) {}
@@ -43,9 +41,7 @@ hold_recorder::~hold_recorder() {
     stop_ = true;
   }
   cv_.notify_all();
-  std::unique_lock g(anchor_->m);  // later tasks find no recorder; one writing now ends first
-  anchor_->recorder = nullptr;
-  anchor_->idle.wait(g, [&] { return anchor_->running == 0; });
+  gate_->close();  // later tasks find the gate closed; one writing now ends first
 }
 
 void hold_recorder::held(hold h) {
@@ -144,17 +140,7 @@ void hold_recorder::arm(steady_time t) {
   // A write going on is followed by whatever is due by then (pump()).
   if (t >= task_at_ || stop_ || writing_) return;
   task_at_ = t;
-  run_in_background(t, [a = anchor_, t] {
-    hold_recorder* r = nullptr;
-    {
-      std::lock_guard g(a->m);
-      if (!(r = a->recorder)) return;
-      ++a->running;
-    }
-    r->step(t);
-    std::lock_guard g(a->m);
-    if (--a->running == 0) a->idle.notify_all();
-  });
+  run_in_background(t, [g = gate_, this, t] { g->run([&] { step(t); }); });
 }
 
 void hold_recorder::step(steady_time fired) {

@@ -97,12 +97,6 @@ class hold_recorder {
 
   // The tasks' way back to this object, cleared by the destructor, which then waits until no
   // task uses it (a task never waits for another: the driver's threads stay free).
-  struct anchor {
-    std::mutex m;
-    std::condition_variable idle;
-    hold_recorder* recorder = nullptr;
-    unsigned running = 0;  // tasks in step() now
-  };
   // A background task, run at `fired`.
   void step(steady_time fired);
   // With m_ held by `lk`: writes whatever is due now (or owed to a flush), one batch after the
@@ -141,7 +135,7 @@ class hold_recorder {
   bool stop_ = false;
   steady_time task_at_ = steady_time::max();  // the earliest task to come (max(): none)
   bool writing_ = false;                      // a batch is being written
-  std::shared_ptr<anchor> anchor_;
+  std::shared_ptr<task_gate> gate_;           // what the background tasks call step() through
 };
 
 }  // namespace sqlock::sql

@@ -1,18 +1,19 @@
-// The dedicated sessions of session-bound holds and the watcher thread that notices their
-// death while they are idle (session_pool.hpp).
+// The dedicated sessions of session-bound holds and the watch that notices their death while
+// they are idle (session_pool.hpp).
 #include "sql/session_pool.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "sql/connection_budget.hpp"
+#include "sqlock/backend/background.hpp"
 #include "sqlock/errors.hpp"
 
 namespace sqlock::sql {
@@ -52,7 +53,7 @@ class turn {
   bool taken_ = false;
 };
 
-// The watcher's turn on a session, given back at the end of the scope.
+// The watch's turn on a session (taken only if free), given back at the end of the scope.
 class watcher_turn {
  public:
   explicit watcher_turn(turn& t) : t_(t.try_take() ? &t : nullptr) {}
@@ -71,37 +72,52 @@ class watcher_turn {
 using namespace session_parts;
 
 struct session_pool::session {
-  turn t;                                // one call (or the watcher's look) at a time
+  turn t;                                // one call (or the watch's look) at a time
   std::unique_ptr<pooled_session> conn;  // null until opened
   std::atomic<bool> dead{false};         // killed; the pool replaces it (read unlocked)
   std::atomic<int> fd{-1};               // the open connection's socket (read unlocked)
   std::atomic<bool> unwatched{false};    // hung up while busy: its call's end looks
-  std::atomic<bool> holding{false};      // carries a hold (read unlocked by the watcher)
+  std::atomic<bool> holding{false};      // carries a hold (read unlocked by the watch)
   bool set_up = false;                   // the backend's one-time setup ran on it
   std::map<std::string, session_hold, std::less<>> holds;  // name -> hold carried by it
 };
 
-// What the watcher thread shares with the pool: it outlives the pool when the pool is
-// destroyed from the watcher thread itself (a loss listener dropping the last reference).
-struct session_pool::shared {
-  std::mutex m;                                    // guards sessions, next, lost, stop
+// What the watch of the sessions shares with the pool: it outlives the pool when the pool is
+// destroyed by a loss listener that look() called (dropping the last reference).
+struct session_pool::shared : std::enable_shared_from_this<shared> {
+  std::mutex m;  // guards sessions, next, lost, hung_up, stop and the look's flags
   std::vector<std::shared_ptr<session>> sessions;  // `turns` taken in turn, then the waiters
   std::size_t turns = 1;
   session_spread spread = session_spread::round_robin;
-  std::size_t next = 0;                                   // where pick() starts looking
-  std::vector<std::pair<std::string, std::string>> lost;  // (name, owner) not yet reported
+  std::size_t next = 0;                                         // where pick() starts looking
+  std::vector<std::pair<std::string, std::string>> lost;        // (name, owner) not yet reported
+  std::vector<std::pair<std::weak_ptr<session>, int>> hung_up;  // watches fired: its socket
   bool stop = false;
-  int pipe[2] = {-1, -1};  // wakes the watcher: a session changed, a loss to report, stop
+  // look() runs on a driver thread, one at a time, through `gate` (closed by the pool's
+  // destructor): queued, running, to run again when it ends.
+  bool look_queued = false;
+  bool looking = false;
+  bool look_again = false;
+  task_gate gate;
+  bool ping_queued = false;               // a look in ping_every is on the driver's timers
+  std::vector<descriptor_watch> watches;  // of the idle sessions' sockets; look()'s only
   session_driver open;
   session_loss on_lost;
 
-  ~shared() {
-    for (int fd : pipe)
-      if (fd >= 0) ::close(fd);
-  }
-  void poke() const {
-    char b = 1;
-    [[maybe_unused]] auto n = ::write(pipe[1], &b, 1);  // a full pipe is awake already
+  // Has look() run soon: a session changed, a loss to report, a watch fired.
+  void poke() {
+    {
+      std::lock_guard g(m);
+      if (stop) return;
+      if (looking) {
+        look_again = true;
+        return;
+      }
+      if (std::exchange(look_queued, true)) return;
+    }
+    run_in_background(std::chrono::steady_clock::now(), [w = weak_from_this()] {
+      if (auto sh = w.lock()) sh->gate.run([&] { sh->look(); });
+    });
   }
   // Closes a session whose turn the caller has; its holds but `except` are to be reported.
   void kill(session& s, const std::string& except) {
@@ -117,7 +133,8 @@ struct session_pool::shared {
     s.holding = false;
     poke();
   }
-  void watch();
+  void look();
+  void watch_sockets();
   // The session in slot `i` (a new one if empty or dead).
   std::shared_ptr<session> at(std::size_t i) {
     std::lock_guard g(m);
@@ -176,7 +193,7 @@ struct session_pool::shared {
 
 namespace {
 
-// How often the watcher pings the holding sessions whose socket is not known (ms).
+// How often the holding sessions whose socket is not known are pinged (ms).
 constexpr int ping_every = 100;
 
 // True when `fd` has something to read right now.
@@ -187,60 +204,100 @@ bool readable_now(int fd) {
 
 }  // namespace
 
-void session_pool::shared::watch() {
-  for (;;) {
-    char buf[64];
-    while (::read(pipe[0], buf, sizeof buf) > 0) {
-    }
-    std::vector<std::shared_ptr<session>> all;
-    std::vector<std::pair<std::string, std::string>> gone;
-    {
-      std::lock_guard g(m);
-      if (stop) return;
-      gone.swap(lost);
-      all = sessions;
-    }
-    for (auto& [name, owner] : gone) {
-      {
-        std::lock_guard g(m);
-        if (stop) return;  // the pool is being destroyed (maybe by this very listener)
-      }
-      on_lost(name, owner);
-    }
-    // Poll every open session for a hang-up only (POLLRDHUP; POLLHUP and POLLERR come
-    // anyway): the answers of calls do not wake the watcher, so a call needs no poke. A session
-    // that hangs up while busy is left to its call, which looks at its end. A holding session
-    // whose socket the driver cannot tell is pinged every round instead.
-    std::vector<pollfd> fds{{pipe[0], POLLIN, 0}};
-    std::vector<session*> polled;
-    bool ping = false;
-    for (auto& s : all) {
-      if (!s || s->dead || s->unwatched) continue;
-      if (s->fd < 0) {
-        ping = ping || s->holding;
-        continue;
-      }
-      fds.push_back({s->fd, POLLRDHUP, 0});
-      polled.push_back(s.get());
-    }
-    const int rc = ::poll(fds.data(), fds.size(), ping ? ping_every : -1);
-    if (rc < 0 && errno != EINTR) return;  // cannot happen with valid arguments
-    for (std::size_t i = 1; i < fds.size() && rc > 0; ++i) {
-      if (fds[i].revents == 0) continue;
-      auto* s = polled[i - 1];
-      watcher_turn t(s->t);
-      if (t && !s->dead && s->conn && s->conn->socket() == fds[i].fd && !s->conn->alive())
-        kill(*s, {});
-      else if (!s->dead)
-        s->unwatched = true;  // busy (or still alive): not polled again before its call ends
-    }
-    if (!ping) continue;
-    for (auto& s : all) {
-      if (!s || s->dead || s->fd >= 0 || !s->holding) continue;
-      watcher_turn t(s->t);  // a session in a call is left to that call
-      if (t && !s->dead && s->conn && s->conn->socket() < 0 && !s->conn->alive()) kill(*s, {});
-    }
+// One look at the sessions: the hang-ups the watches saw (a dead idle session is killed, its
+// holds lost), the losses reported (with no lock held: a listener may call back into the
+// backend, or destroy the pool), then the idle sessions' sockets watched again.
+void session_pool::shared::look() {
+  std::vector<std::pair<std::weak_ptr<session>, int>> fired;
+  {
+    std::lock_guard g(m);
+    look_queued = false;
+    if (stop) return;
+    looking = true;
+    look_again = false;
+    fired.swap(hung_up);
   }
+  // A session that hung up while busy is left to its call, which looks at its end; so is one
+  // still alive (not watched again before its next call ends).
+  for (auto& [weak, fd] : fired) {
+    auto s = weak.lock();
+    if (!s || s->dead) continue;
+    watcher_turn t(s->t);
+    if (t && !s->dead && s->conn && s->conn->socket() == fd && !s->conn->alive())
+      kill(*s, {});
+    else if (!s->dead)
+      s->unwatched = true;
+  }
+  std::vector<std::pair<std::string, std::string>> gone;
+  {
+    std::lock_guard g(m);
+    gone.swap(lost);
+  }
+  bool stopped = false;
+  for (auto& [name, owner] : gone) {
+    if ((stopped = gate.closed())) break;  // the pool is destroyed (maybe by this listener)
+    on_lost(name, owner);
+  }
+  if (!stopped) watch_sockets();
+  bool again;
+  {
+    std::lock_guard g(m);
+    looking = false;
+    again = look_again && !stop;
+  }
+  if (again) poke();
+}
+
+// Watches the socket of every open session for a hang-up only (POLLRDHUP; POLLHUP and POLLERR
+// come anyway): the answers of calls do not fire the watches, so a call needs no look. A
+// holding session whose socket the driver cannot tell is pinged every ping_every instead.
+void session_pool::shared::watch_sockets() {
+  std::vector<std::shared_ptr<session>> all;
+  {
+    std::lock_guard g(m);
+    all = sessions;
+  }
+  std::vector<descriptor_watch> fresh;
+  bool ping = false;
+  for (auto& s : all) {
+    if (!s || s->dead || s->unwatched) continue;
+    const int fd = s->fd;
+    if (fd < 0) {
+      ping = ping || s->holding;
+      continue;
+    }
+    fresh.push_back(watch_descriptor(
+        fd, POLLRDHUP, [w = weak_from_this(), weak = std::weak_ptr<session>(s), fd](short) {
+          auto sh = w.lock();
+          if (!sh) return;
+          {
+            std::lock_guard g(sh->m);
+            sh->hung_up.emplace_back(weak, fd);
+          }
+          sh->poke();
+        }));
+  }
+  watches.swap(fresh);  // the previous ones go with `fresh`
+  if (!ping) return;
+  for (auto& s : all) {
+    if (!s || s->dead || s->fd >= 0 || !s->holding) continue;
+    watcher_turn t(s->t);  // a session in a call is left to that call
+    if (t && !s->dead && s->conn && s->conn->socket() < 0 && !s->conn->alive()) kill(*s, {});
+  }
+  {
+    std::lock_guard g(m);
+    if (std::exchange(ping_queued, true)) return;
+  }
+  run_in_background(std::chrono::steady_clock::now() + std::chrono::milliseconds(ping_every),
+                    [w = weak_from_this()] {
+                      auto sh = w.lock();
+                      if (!sh) return;
+                      {
+                        std::lock_guard g(sh->m);
+                        sh->ping_queued = false;
+                      }
+                      sh->poke();
+                    });
 }
 
 session_pool::session_pool(std::size_t size, std::size_t waiters, session_driver open,
@@ -252,9 +309,6 @@ session_pool::session_pool(std::size_t size, std::size_t waiters, session_driver
   sh_->spread = spread;
   sh_->open = std::move(open);
   sh_->on_lost = std::move(lost);
-  if (::pipe2(sh_->pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw connection_error("cannot create the session watcher's pipe");
-  watcher_ = std::thread([sh = sh_] { sh->watch(); });
 }
 
 session_pool::~session_pool() {
@@ -262,11 +316,9 @@ session_pool::~session_pool() {
     std::lock_guard g(sh_->m);
     sh_->stop = true;
   }
-  sh_->poke();
-  if (watcher_.get_id() == std::this_thread::get_id())
-    watcher_.detach();  // destroyed by a loss listener: the thread ends when it returns
-  else
-    watcher_.join();
+  // A look under way finishes first, unless it is the one destroying the pool (a loss
+  // listener): it reports nothing more after this.
+  sh_->gate.close();
 }
 
 session_pool::call::call(std::shared_ptr<session> s, std::shared_ptr<shared> sh)
@@ -283,7 +335,7 @@ session_pool::call::~call() {
     s_->unwatched = true;
   }
   s_->t.give();
-  if (s_->unwatched.exchange(false)) sh_->poke();  // back in the watcher's poll set
+  if (s_->unwatched.exchange(false)) sh_->poke();  // to be watched again
 }
 
 pooled_session& session_pool::call::conn() {

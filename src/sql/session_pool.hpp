@@ -3,19 +3,20 @@
 // backend whose locks end with their session. The backend's driver (session_driver) opens a
 // session and says what a dead one looks like and how a wait in the server is ended; the pool
 // knows no vendor.
-// The pool opens a session when one is needed and kills it when its state is unknown. A
-// watcher thread polls the sockets of the open sessions for a hang-up (so answers to calls do
-// not wake it), pings every period the holding sessions whose socket the driver cannot tell,
-// and, when an idle one dies (the server closed it, an administrator terminated it), kills it
-// and reports every hold it carried as lost at once. A session busy with a call is checked
+// The pool opens a session when one is needed and kills it when its state is unknown. It
+// watches the sockets of the open sessions for a hang-up on the driver threads
+// (sqlock::watch_descriptor, so answers to calls do not wake it, and no thread of its own),
+// pings every period the holding sessions whose socket the driver cannot tell, and, when an
+// idle one dies (the server closed it, an administrator terminated it), kills it and reports
+// every hold it carried as lost at once. A session busy with a call is checked
 // when the call returns. Besides the `size` sessions that calls take (pick), `waiters` waiter
 // sessions serve callers that wait inside the server: only one carrying no hold is handed out
 // for a wait (idle_waiter), so a blocked wait never delays the release of a hold; a hold it
 // then gets stays on it like any other. Every session counts in the client's connection budget
 // (size + waiters of it, sql::split_budget): a caller that finds every session busy waits for
 // one within its deadline (sql::connection_wait_deadline), then gets sql::pool_busy. Losses are
-// reported from the watcher thread only, with no lock held, so a listener may call back into
-// the backend.
+// reported from a driver thread only, one look at a time, with no lock held, so a listener may
+// call back into the backend.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,6 @@
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 
 #include "sql/connection.hpp"
 #include "sql/sql_errors.hpp"
@@ -42,12 +42,12 @@ class wait_breaker {
 };
 
 /// A server session of the pool, opened by the backend's driver: the engine's connection plus
-/// what the watcher and a wait in the server need.
+/// what the pool's watch and a wait in the server need.
 class pooled_session : public connection {
  public:
-  /// The socket to poll while idle; -1 when closed or not known (the watcher then pings).
+  /// The socket to watch while idle; -1 when closed or not known (the pool then pings).
   virtual int socket() const = 0;
-  /// True while the session is usable. Called by the watcher when the idle socket became
+  /// True while the session is usable. Called by the pool when the idle socket became
   /// readable (the driver reads what arrived) or, for a session without a known socket, as a
   /// ping; false means the session is dead.
   virtual bool alive() = 0;
@@ -88,10 +88,11 @@ class session_pool {
 
  public:
   /// `size` sessions (>= 1) calls take, handed out as `spread` says, plus `waiters` waiter
-  /// sessions, opened on first use by `open`; `lost` is called from the watcher thread for
+  /// sessions, opened on first use by `open`; `lost` is called from a driver thread for
   /// every hold of a session that died or was killed.
   session_pool(std::size_t size, std::size_t waiters, session_driver open, session_loss lost,
                session_spread spread = session_spread::round_robin);
+  /// Waits for a report of losses under way on another thread.
   ~session_pool();
   session_pool(const session_pool&) = delete;
   session_pool& operator=(const session_pool&) = delete;
@@ -147,7 +148,6 @@ class session_pool {
 
  private:
   std::shared_ptr<shared> sh_;
-  std::thread watcher_;
 };
 
 }  // namespace sqlock::sql

@@ -1,6 +1,6 @@
 // MySQL's session-bound lock model: GET_LOCK on a few shared server sessions (the SQL engine's
 // sql::session_pool, with lock_session.hpp as its driver), each carrying any number of holds; a
-// hold ends with its session (crash, KILL CONNECTION, network loss). A watcher thread polls the
+// hold ends with its session (crash, KILL CONNECTION, network loss). The pool watches the
 // sockets of the process's sessions for the server closing them (pinging, every 100 ms, holding
 // sessions whose socket the driver could not tell apart) and reports every hold of a dead session
 // through report_lost() at once. Up to `waiters` callers wait in the server (GET_LOCK's timeout, in

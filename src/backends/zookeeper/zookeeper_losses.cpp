@@ -1,16 +1,39 @@
-// The loss reporter's thread (see zookeeper_losses.hpp).
+// The loss reporter's reports (see zookeeper_losses.hpp).
 #include "zookeeper_losses.hpp"
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+
+#include "sqlock/backend/background.hpp"
 
 namespace sqlock::zookeeper::detail {
 
-// Shared with the thread, which may outlive the reporter when the backend is destroyed from it.
+// Shared with the reports, which may outlive the reporter when the backend is destroyed from
+// one of them.
 struct loss_reporter::state {
   std::function<std::vector<node_record>(std::uint64_t)> take;
   std::function<void(const node_record&)> lost;
-  std::mutex m;
-  std::condition_variable cv;
-  std::deque<std::uint64_t> epochs;
-  bool stop = false;
+  task_gate gate;                    // closed by stop()
+  std::mutex m;                      // guards the rest
+  std::deque<std::uint64_t> epochs;  // expired, not reported yet
+  bool queued = false;               // a report is on the driver's queue or running
+
+  // Reports the expired sessions' holds until none is left.
+  void report() {
+    std::unique_lock lk(m);
+    while (!epochs.empty()) {
+      auto epoch = epochs.front();
+      epochs.pop_front();
+      lk.unlock();
+      for (const auto& rec : take(epoch)) {
+        if (gate.closed()) return;  // the backend was destroyed by a listener
+        lost(rec);
+      }
+      lk.lock();
+    }
+    queued = false;
+  }
 };
 
 loss_reporter::loss_reporter(std::function<std::vector<node_record>(std::uint64_t epoch)> take,
@@ -18,7 +41,6 @@ loss_reporter::loss_reporter(std::function<std::vector<node_record>(std::uint64_
     : st_(std::make_shared<state>()) {
   st_->take = std::move(take);
   st_->lost = std::move(lost);
-  thread_ = std::thread([st = st_] { run(st); });
 }
 
 loss_reporter::~loss_reporter() {
@@ -32,39 +54,15 @@ std::function<void(std::uint64_t)> loss_reporter::sink() const {
     {
       std::lock_guard g(st->m);
       st->epochs.push_back(epoch);
+      if (std::exchange(st->queued, true)) return;  // the report under way takes it too
     }
-    st->cv.notify_all();
+    run_in_background(std::chrono::steady_clock::now(),
+                      [st] { st->gate.run([&] { st->report(); }); });
   };
 }
 
 void loss_reporter::stop() {
-  {
-    std::lock_guard g(st_->m);
-    st_->stop = true;
-  }
-  st_->cv.notify_all();
-  if (!thread_.joinable()) return;
-  if (thread_.get_id() == std::this_thread::get_id())
-    thread_.detach();  // called by a loss listener: the thread ends on its own
-  else
-    thread_.join();
-}
-
-void loss_reporter::run(const std::shared_ptr<state>& st) {
-  std::unique_lock lk(st->m);
-  for (;;) {
-    st->cv.wait(lk, [&] { return st->stop || !st->epochs.empty(); });
-    if (st->stop) return;
-    auto epoch = st->epochs.front();
-    st->epochs.pop_front();
-    lk.unlock();
-    for (const auto& rec : st->take(epoch)) {
-      st->lost(rec);
-      std::lock_guard g(st->m);
-      if (st->stop) return;  // the backend was destroyed by a listener
-    }
-    lk.lock();
-  }
+  st_->gate.close();
 }
 
 }  // namespace sqlock::zookeeper::detail

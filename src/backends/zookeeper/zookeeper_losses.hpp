@@ -1,15 +1,12 @@
-// The holds of expired ZooKeeper sessions, reported lost from a thread of their own: never from
-// the client's completion thread, and never under a lock a loss listener could need. A listener
-// may destroy the backend from that thread; the thread then ends on its own.
+// The holds of expired ZooKeeper sessions, reported lost on a driver thread
+// (sqlock::run_in_background, no thread of its own): never from the client's completion thread,
+// and never under a lock a loss listener could need. A listener may destroy the backend from
+// that report.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "zookeeper_queue.hpp"
@@ -19,7 +16,7 @@ namespace sqlock::zookeeper::detail {
 class loss_reporter {
  public:
   /// `take(epoch)` removes and returns the nodes of the expired session `epoch`; `lost(rec)`
-  /// reports the hold of one of them lost. Both run on the reporter's thread.
+  /// reports the hold of one of them lost. Both run on a driver thread, one report at a time.
   loss_reporter(std::function<std::vector<node_record>(std::uint64_t epoch)> take,
                 std::function<void(const node_record&)> lost);
   /// stop().
@@ -30,16 +27,14 @@ class loss_reporter {
   /// What the session keeper calls when session `epoch` expired (from any thread; it may
   /// outlive the reporter and then does nothing).
   std::function<void(std::uint64_t epoch)> sink() const;
-  /// Ends the thread: no report starts after it returns (one under way on another thread
-  /// finishes first). From the thread itself (a listener destroying the backend) the thread
-  /// is left to end on its own after the report that called it.
+  /// No report starts after it returns (one under way on another thread finishes first).
+  /// From a report itself (a listener destroying the backend) the report ends after the
+  /// listener returns.
   void stop();
 
  private:
   struct state;
-  static void run(const std::shared_ptr<state>& st);
   std::shared_ptr<state> st_;
-  std::thread thread_;
 };
 
 }  // namespace sqlock::zookeeper::detail

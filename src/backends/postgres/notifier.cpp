@@ -1,9 +1,9 @@
-// The listener thread: LISTEN on its own connection, poll its socket (and a stop pipe), log
-// what arrives, prove the connection alive when idle, reconnect with backoff.
+// The listener: LISTEN on its own connection, watch its socket on the driver threads, log what
+// arrives, prove the connection alive when idle, reconnect with backoff.
 #include "notifier.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,21 +58,32 @@ notifier::~notifier() {
   }
   cv_.notify_all();
   for (auto& wake : woken) wake();
-  if (pipe_[1] >= 0) {
-    char b = 1;
-    [[maybe_unused]] auto n = ::write(pipe_[1], &b, 1);
+  if (stop_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof one);
   }
-  if (th_.joinable()) th_.join();
-  for (int fd : pipe_)
-    if (fd >= 0) ::close(fd);
+  gate_->close();  // a step under way ends first (a connect or exchange at once); none starts
+  {
+    std::lock_guard g(step_m_);
+    readable_.reset();
+    conn_.reset();
+  }
+  if (stop_fd_ >= 0) ::close(stop_fd_);
 }
 
 void notifier::ensure_started() {
-  std::lock_guard g(m_);
-  if (started_ || stop_) return;
-  if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return;  // waiters fall back to re-checks
-  started_ = true;
-  th_ = std::thread([this] { run(); });
+  {
+    std::lock_guard g(m_);
+    if (started_ || stop_) return;
+    stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (stop_fd_ < 0) return;  // waiters fall back to re-checks
+    started_ = true;
+  }
+  later(std::chrono::steady_clock::now(), &notifier::connect_step);
+}
+
+void notifier::later(steady_time when, void (notifier::*step)()) {
+  run_in_background(when, [gate = gate_, this, step] { gate->run([&] { (this->*step)(); }); });
 }
 
 bool notifier::heard(std::size_t h, std::uint64_t since) const {
@@ -135,56 +146,90 @@ void notifier::take_armed(std::size_t h, std::vector<std::function<void()>>& out
   }
 }
 
-void notifier::listen_once(unsigned& attempt) {
+void notifier::connect_step() {
   auto bound = [&] { return std::chrono::steady_clock::now() + io_timeout_; };
-  pg_connection c(conninfo_, io_timeout_, pipe_[0], {}, counter_);
-  c.connect(bound());
-  if (deaf_behind_proxy_ && c.behind_proxy(bound())) {
-    // Through a pooler the LISTEN would stay on a server session the pooler hands to others,
-    // and notifications would go to them or nowhere: waiters poll instead.
-    std::vector<std::function<void()>> woken;
-    {
-      std::lock_guard g(m_);
-      deaf_.store(true, std::memory_order_release);
-      take_armed(0, woken);  // they poll from now on
+  std::lock_guard step(step_m_);
+  try {
+    auto c = std::make_unique<pg_connection>(conninfo_, io_timeout_, stop_fd_, pooling{}, counter_);
+    c->connect(bound());
+    if (deaf_behind_proxy_ && c->behind_proxy(bound())) {
+      // Through a pooler the LISTEN would stay on a server session the pooler hands to others,
+      // and notifications would go to them or nowhere: waiters poll instead.
+      std::vector<std::function<void()>> woken;
+      {
+        std::lock_guard g(m_);
+        deaf_.store(true, std::memory_order_release);
+        take_armed(0, woken);  // they poll from now on
+      }
+      cv_.notify_all();
+      for (auto& wake : woken) wake();
+      return;  // the listener ends
     }
-    cv_.notify_all();
-    for (auto& wake : woken) wake();
-    return;  // the thread ends
+    c->exec("LISTEN " + quoted_identifier(channel_), bound());
+    conn_ = std::move(c);
+  } catch (const error&) {
+    reconnect_later();
+    return;
   }
-  c.exec("LISTEN " + quoted_identifier(channel_), bound());
+  attempt_ = 0;
+  last_heard_ = std::chrono::steady_clock::now();
+  watch_socket();
   push(0);  // (re)connected: a release may have been missed meanwhile
-  attempt = 0;
-  for (;;) {
-    pollfd fds[2] = {{c.socket(), POLLIN, 0}, {pipe_[0], POLLIN, 0}};
-    int rc = ::poll(fds, 2, static_cast<int>(keepalive_every.count()));
-    if (rc < 0 && errno == EINTR) continue;
-    if (fds[1].revents != 0) return;  // stopping
-    if (rc == 0) {
-      c.exec("SELECT 1", bound());  // idle: prove the connection alive
-    } else if (!c.alive()) {
-      throw connection_error("the listener connection closed");
-    }
-    for (const auto& payload : c.notifications()) push(payload.empty() ? 0 : name_hash(payload));
-  }
+  keep_alive_later(++generation_);
 }
 
-void notifier::run() {
-  for (unsigned attempt = 0;; ++attempt) {
-    {
-      std::lock_guard g(m_);
-      if (stop_) return;
-    }
-    try {
-      listen_once(attempt);
-      return;  // stopping, or deaf
-    } catch (const error&) {
-      // Reconnect with backoff; waiters meanwhile re-check at their bounded interval.
-    }
-    std::unique_lock lk(m_);
-    cv_.wait_for(lk, backoff_delay(attempt, reconnect_initial, reconnect_cap),
-                 [this] { return stop_; });
+void notifier::read_step() {
+  std::lock_guard step(step_m_);
+  if (!conn_) return;
+  try {
+    if (!conn_->alive()) throw connection_error("the listener connection closed");
+  } catch (const error&) {
+    reconnect_later();
+    return;
   }
+  log_notifications();
+  watch_socket();
+}
+
+void notifier::keepalive_step(std::uint64_t generation) {
+  std::lock_guard step(step_m_);
+  if (!conn_ || generation != generation_) return;  // a connection gone since
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_heard_ >= keepalive_every) {
+    try {
+      conn_->exec("SELECT 1", now + io_timeout_);  // idle: prove the connection alive
+    } catch (const error&) {
+      reconnect_later();
+      return;
+    }
+    log_notifications();
+  }
+  keep_alive_later(generation);
+}
+
+void notifier::log_notifications() {
+  last_heard_ = std::chrono::steady_clock::now();
+  for (const auto& payload : conn_->notifications()) push(payload.empty() ? 0 : name_hash(payload));
+}
+
+void notifier::keep_alive_later(std::uint64_t generation) {
+  run_in_background(last_heard_ + keepalive_every, [gate = gate_, this, generation] {
+    gate->run([&] { keepalive_step(generation); });
+  });
+}
+
+void notifier::reconnect_later() {
+  // Waiters meanwhile re-check at their bounded interval.
+  readable_.reset();
+  conn_.reset();
+  later(std::chrono::steady_clock::now() +
+            backoff_delay(attempt_++, reconnect_initial, reconnect_cap),
+        &notifier::connect_step);
+}
+
+void notifier::watch_socket() {
+  readable_ = watch_descriptor(conn_->socket(), POLLIN,
+                               [gate = gate_, this](short) { gate->run([&] { read_step(); }); });
 }
 
 notify_wait::notify_wait(notifier& n, std::string name) : n_(n), name_(std::move(name)) {

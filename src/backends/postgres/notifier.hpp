@@ -1,5 +1,7 @@
-// LISTEN/NOTIFY for waiters: one listener connection and thread per backend object, started by
-// the first wait, keeping a bounded log of recent notifications (sequence number, name hash).
+// LISTEN/NOTIFY for waiters: one listener connection per backend object, started by the first
+// wait and served on the library's driver threads (sqlock::watch_descriptor for its socket,
+// run_in_background for connecting and keep-alives: no thread of its own), keeping a bounded log
+// of recent notifications (sequence number, name hash).
 // Each waiting request gets a notify_wait (in its acquisition) holding the sequence number it has
 // seen: it is taken when the wait is opened and again before every attempt, so a release that
 // lands between a busy attempt and the wait wakes the wait at once. The listener connection is
@@ -16,12 +18,15 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "sql/connection_counter.hpp"
 #include "sqlock/backend.hpp"
+
+namespace sqlock::postgres {
+class pg_connection;
+}
 
 namespace sqlock::postgres {
 
@@ -43,7 +48,7 @@ class notifier {
   bool deaf() const { return deaf_.load(std::memory_order_acquire); }
   /// The sequence number of the newest notification.
   std::uint64_t seq() const { return seq_.load(std::memory_order_acquire); }
-  /// Starts the listener thread if it is not running (idempotent).
+  /// Starts the listener if it is not running (idempotent).
   void ensure_started();
   /// Returns when a notification for `name` (or for anything) newer than `since` is known, or
   /// at `until`.
@@ -51,7 +56,7 @@ class notifier {
             const std::stop_token& stop);
   /// The non-blocking form of wait() (acquisition::arm): true when such a notification is
   /// known already; otherwise keeps `wake` under `key` until the next notification for `name`
-  /// (or for anything), which calls it once, on the listener thread.
+  /// (or for anything), which calls it once, on a driver thread.
   bool arm(std::string_view name, std::uint64_t since, const void* key, std::function<void()> wake);
   /// Drops the wake-up kept under `key` for `name`, if it is still kept.
   void disarm(std::string_view name, const void* key);
@@ -63,8 +68,21 @@ class notifier {
   // Moves the wake-ups armed for hash `h` (0: all) into `out`; call with m_ held.
   void take_armed(std::size_t h, std::vector<std::function<void()>>& out);
   void push(std::size_t hash);
-  void run();
-  void listen_once(unsigned& attempt);
+  // The listener's steps, each on a driver thread through gate_, one at a time (step_m_):
+  // connect and LISTEN; read what the socket brought; prove an idle connection alive.
+  void connect_step();
+  void read_step();
+  void keepalive_step(std::uint64_t generation);
+  // With step_m_ held: the connection failed; connect again after a backoff.
+  void reconnect_later();
+  // With step_m_ held: has read_step() run when the socket has something to read.
+  void watch_socket();
+  // With step_m_ held: conn_ answered; logs the notifications it brought.
+  void log_notifications();
+  // Has keepalive_step(generation) run once conn_ has been idle for keepalive_every.
+  void keep_alive_later(std::uint64_t generation);
+  // Runs `step` on a driver thread at `when`, unless the notifier is gone by then.
+  void later(steady_time when, void (notifier::*step)());
 
   const std::string conninfo_;
   const std::string channel_;
@@ -80,8 +98,15 @@ class notifier {
   std::atomic<std::uint64_t> seq_{0};
   bool stop_ = false;
   bool started_ = false;
-  int pipe_[2] = {-1, -1};
-  std::thread th_;
+  int stop_fd_ = -1;  // an eventfd the destructor writes: ends a connect or exchange under way
+  std::shared_ptr<task_gate> gate_ = std::make_shared<task_gate>();  // the steps' way in
+  // The listener's, under step_m_:
+  std::mutex step_m_;
+  std::unique_ptr<pg_connection> conn_;  // connected and listening, or null
+  std::uint64_t generation_ = 0;         // of conn_: a keep-alive of an older one does nothing
+  descriptor_watch readable_;            // of conn_'s socket
+  steady_time last_heard_{};             // when conn_ last answered
+  unsigned attempt_ = 0;                 // connections failed in a row
 };
 
 /// The notification wait of one waiting request on a notifying backend.

@@ -1,14 +1,10 @@
 // The pub/sub listener and the interest registrations (see redis_subscriber.hpp).
 #include "redis_subscriber.hpp"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <chrono>
 
 #include "sqlock/errors.hpp"
 
@@ -19,10 +15,8 @@ namespace sqlock::redis::detail {
 subscriber::subscriber(std::vector<node_address> nodes, const settings& s, std::string channel_head,
                        std::string channel_tail)
     : s_(s), head_(std::move(channel_head)), tail_(std::move(channel_tail)) {
-  for (auto& n : nodes) links_.push_back(link{std::move(n)});
-  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw connection_error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  thread_ = std::thread([this] { run(); });
+  for (auto& n : nodes) links_.push_back(std::make_unique<link>(std::move(n)));
+  for (auto& l : links_) later(std::chrono::steady_clock::now(), *l, &subscriber::subscribe_step);
 }
 
 subscriber::~subscriber() {
@@ -30,12 +24,12 @@ subscriber::~subscriber() {
     std::lock_guard g(reg_->m);
     reg_->stop = true;
   }
-  char b = 1;
-  [[maybe_unused]] auto n = ::write(wake_[1], &b, 1);
-  thread_.join();
-  for (auto& l : links_) drop(l);
-  ::close(wake_[0]);
-  ::close(wake_[1]);
+  gate_->close();  // a step under way ends first; none starts after
+  for (auto& l : links_) {
+    std::lock_guard g(l->m);
+    l->readable.reset();
+    drop(*l);
+  }
   bump_all();
   reg_->ready_cv.notify_all();
 }
@@ -124,7 +118,7 @@ void subscriber::bump_all() {
 
 bool subscriber::subscribe(link& l) {
   try {
-    // connects, authenticates; the listener thread holds no caller, so its own I/O bound is used
+    // connects, authenticates; the listener holds no caller, so its own I/O bound is used
     connection conn(l.addr, s_, std::chrono::steady_clock::now() + s_.timeout);
     std::string pattern = head_ + "*" + tail_;
     auto r = conn.command({"PSUBSCRIBE", pattern});
@@ -144,80 +138,72 @@ void subscriber::drop(link& l) {
   l.c = nullptr;
 }
 
-void subscriber::run() {
-  using clock = std::chrono::steady_clock;
-  for (;;) {
-    {
-      std::lock_guard g(reg_->m);
-      if (reg_->stop) return;
+void subscriber::later(steady_time when, link& l, void (subscriber::*step)(link&)) {
+  run_in_background(when, [gate = gate_, this, &l, step] { gate->run([&] { (this->*step)(l); }); });
+}
+
+void subscriber::subscribe_step(link& l) {
+  std::unique_lock lk(l.m);
+  if (l.c) return;
+  if (!subscribe(l)) {
+    retry_later(l);
+    return;
+  }
+  l.backoff = milliseconds(0);
+  watch_socket(l);
+  lk.unlock();
+  {
+    std::lock_guard g(reg_->m);
+    ++reg_->ready;
+  }
+  bump_all();  // releases during the outage went unheard: everyone re-checks
+  reg_->ready_cv.notify_all();
+}
+
+void subscriber::read_step(link& l) {
+  std::vector<std::string> channels;
+  bool failed = false;
+  {
+    std::lock_guard lk(l.m);
+    if (!l.c) return;
+    bool ok = redisBufferRead(l.c) == REDIS_OK;
+    while (ok) {
+      void* raw = nullptr;
+      if (redisGetReplyFromReader(l.c, &raw) != REDIS_OK) {
+        ok = false;
+        break;
+      }
+      if (!raw) break;
+      reply_ptr r(static_cast<redisReply*>(raw));
+      reply_view v{r.get()};
+      if (r->type == REDIS_REPLY_ARRAY && r->elements >= 4 && v.at(0).str() == "pmessage")
+        channels.emplace_back(v.at(2).str());
     }
-    auto now = clock::now();
-    steady_time next = now + std::chrono::seconds(1);
-    for (auto& l : links_) {
-      if (l.c) continue;
-      if (now < l.retry_at) {
-        next = std::min(next, l.retry_at);
-        continue;
-      }
-      if (subscribe(l)) {
-        l.backoff = milliseconds(0);
-        {
-          std::lock_guard g(reg_->m);
-          ++reg_->ready;
-        }
-        bump_all();  // releases during the outage went unheard: everyone re-checks
-        reg_->ready_cv.notify_all();
-      } else {
-        l.backoff = reconnect_backoff(l.backoff);
-        l.retry_at = clock::now() + l.backoff;
-        next = std::min(next, l.retry_at);
-      }
-    }
-    std::vector<pollfd> fds;
-    std::vector<link*> owners;
-    fds.push_back(pollfd{wake_[0], POLLIN, 0});
-    owners.push_back(nullptr);
-    for (auto& l : links_) {
-      if (!l.c) continue;
-      fds.push_back(pollfd{l.c->fd, POLLIN, 0});
-      owners.push_back(&l);
-    }
-    auto ms = std::chrono::ceil<milliseconds>(next - clock::now()).count();
-    int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(ms, 0, 1000)));
-    if (n <= 0) continue;
-    if (fds[0].revents) {
-      char buf[64];
-      while (::read(wake_[0], buf, sizeof buf) > 0) {
-      }
-    }
-    for (std::size_t i = 1; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      link& l = *owners[i];
-      bool ok = redisBufferRead(l.c) == REDIS_OK;
-      while (ok) {
-        void* raw = nullptr;
-        if (redisGetReplyFromReader(l.c, &raw) != REDIS_OK) {
-          ok = false;
-          break;
-        }
-        if (!raw) break;
-        reply_ptr r(static_cast<redisReply*>(raw));
-        reply_view v{r.get()};
-        if (r->type == REDIS_REPLY_ARRAY && r->elements >= 4 && v.at(0).str() == "pmessage")
-          on_message(v.at(2).str());
-      }
-      if (!ok) {
-        drop(l);
-        {
-          std::lock_guard g(reg_->m);
-          --reg_->ready;
-        }
-        l.backoff = reconnect_backoff(l.backoff);
-        l.retry_at = clock::now() + l.backoff;
-        bump_all();
-      }
+    failed = !ok;
+    if (failed) {
+      drop(l);
+      retry_later(l);
+    } else {
+      watch_socket(l);
     }
   }
+  if (failed) {
+    std::lock_guard g(reg_->m);
+    --reg_->ready;
+  }
+  for (const auto& ch : channels) on_message(ch);
+  if (failed) bump_all();  // releases until the next subscription go unheard: re-check
+}
+
+void subscriber::retry_later(link& l) {
+  l.readable.reset();
+  l.backoff = reconnect_backoff(l.backoff);
+  later(std::chrono::steady_clock::now() + l.backoff, l, &subscriber::subscribe_step);
+}
+
+void subscriber::watch_socket(link& l) {
+  l.readable = watch_descriptor(
+      l.c->fd, POLLIN, [gate = gate_, this, &l](short) { gate->run([&] { read_step(l); }); });
 }
 
 }  // namespace sqlock::redis::detail

@@ -1,6 +1,7 @@
-// The pub/sub listener of the Redis backend: one thread per store that wakes the waiters of a
-// lock when its release is published, and the interest a waiting request registers before each
-// attempt, so that no release slips between a busy attempt and the wait after it.
+// The pub/sub listener of the Redis backend: one per store, served on the library's driver
+// threads (no thread of its own), that wakes the waiters of a lock when its release is published,
+// and the interest a waiting request registers before each attempt, so that no release slips
+// between a busy attempt and the wait after it.
 #pragma once
 
 #include <condition_variable>
@@ -11,15 +12,15 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "redis_connection.hpp"
+#include "sqlock/backend/background.hpp"
 
 namespace sqlock::redis::detail {
 
-/// Waiters of one store, shared by the listener thread and the interest registrations (which
+/// Waiters of one store, shared by the listener and the interest registrations (which
 /// may outlive the store: a wait state can be destroyed after it).
 struct wait_registry {
   /// The waiters of one lock (by encoded name).
@@ -75,16 +76,17 @@ class interest {
   bool was_ready_ = false;
 };
 
-/// The pub/sub listener of one store: one thread, one subscriber connection per server
-/// (PSUBSCRIBE on the release channels of the key prefix), reconnecting with backoff. A message
+/// The pub/sub listener of one store: one subscriber connection per server (PSUBSCRIBE on the
+/// release channels of the key prefix), reconnecting with backoff, its sockets watched on the
+/// driver threads (sqlock::watch_descriptor) and its connects run there. A message
 /// wakes the waiters of its lock; a (re)subscription wakes every waiter (releases during the
 /// outage went unheard).
 class subscriber {
  public:
-  /// Starts the thread. `channel_head`/`channel_tail` frame the encoded name in a channel.
+  /// Starts subscribing. `channel_head`/`channel_tail` frame the encoded name in a channel.
   subscriber(std::vector<node_address> nodes, const settings& s, std::string channel_head,
              std::string channel_tail);
-  /// Stops and joins the thread.
+  /// Waits for a step under way (a connect within its I/O bound), then closes the connections.
   ~subscriber();
   subscriber(const subscriber&) = delete;
   subscriber& operator=(const subscriber&) = delete;
@@ -97,24 +99,34 @@ class subscriber {
   const wait_registry* registry() const { return reg_.get(); }
 
  private:
+  // One server's subscription; its steps run one at a time (m).
   struct link {
+    explicit link(node_address a) : addr(std::move(a)) {}
     node_address addr;
-    redisContext* c = nullptr;
-    steady_time retry_at{};
+    std::mutex m;
+    redisContext* c = nullptr;  // subscribed, or null
     milliseconds backoff{0};
+    descriptor_watch readable;  // of c's socket
   };
-  void run();
+  // The steps of a link, on a driver thread through gate_: subscribe (again after a backoff
+  // when it fails); read the messages its socket brought (a failure drops it).
+  void subscribe_step(link& l);
+  void read_step(link& l);
+  // Runs `step` of `l` on a driver thread at `when`, unless the subscriber is gone by then.
+  void later(steady_time when, link& l, void (subscriber::*step)(link&));
+  // With l.m held.
   bool subscribe(link& l);
   void drop(link& l);
+  void retry_later(link& l);
+  void watch_socket(link& l);
   void on_message(std::string_view channel);
   void bump_all();
 
-  std::vector<link> links_;
+  std::vector<std::unique_ptr<link>> links_;
   const settings& s_;
   std::string head_, tail_;
   std::shared_ptr<wait_registry> reg_ = std::make_shared<wait_registry>();
-  int wake_[2] = {-1, -1};
-  std::thread thread_;
+  std::shared_ptr<task_gate> gate_ = std::make_shared<task_gate>();  // the steps' way in
 };
 
 }  // namespace sqlock::redis::detail

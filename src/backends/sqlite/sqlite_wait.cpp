@@ -3,7 +3,6 @@
 #include "sqlite_wait.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -59,29 +58,19 @@ std::optional<steady_time> wal_watch::arm(steady_time until, std::function<void(
 }
 
 wal_notifier::~wal_notifier() {
+  gate_->close();  // a read under way ends first; none starts after
   {
     std::lock_guard g(m_);
-    if (stop_fd_ >= 0) {
-      std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof one);
-    }
+    readable_.reset();
   }
-  if (reader_.joinable()) reader_.join();
   if (fd_ >= 0) ::close(fd_);
-  if (stop_fd_ >= 0) ::close(stop_fd_);
 }
 
 bool wal_notifier::ensure_watch() {
   if (fd_ < 0) {
     fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     if (fd_ < 0) return false;
-    stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (stop_fd_ < 0) {
-      ::close(fd_);
-      fd_ = -1;
-      return false;
-    }
-    reader_ = std::thread([this] { run(); });
+    watch_instance();
   }
   if (wd_ < 0) wd_ = ::inotify_add_watch(fd_, path_.c_str(), IN_MODIFY);
   return wd_ >= 0;
@@ -109,30 +98,31 @@ void wal_notifier::disarm(const void* key) noexcept {
   armed_.erase(it);
 }
 
-void wal_notifier::run() {
+void wal_notifier::watch_instance() {
+  readable_ = watch_descriptor(
+      fd_, POLLIN, [gate = gate_, this](short) { gate->run([this] { read_changes(); }); });
+}
+
+void wal_notifier::read_changes() {
   alignas(inotify_event) char buf[4096];
-  for (;;) {
-    pollfd pfd[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    if (::poll(pfd, 2, -1) < 0) continue;  // EINTR
-    if (pfd[1].revents != 0) return;
-    bool dropped = false;  // the file went (deleted or replaced): the watch with it
-    ssize_t n;
-    while ((n = ::read(fd_, buf, sizeof buf)) > 0) {
-      for (ssize_t at = 0; at < n;) {
-        const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
-        if (ev->mask & IN_IGNORED) dropped = true;
-        at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
-      }
+  bool dropped = false;  // the file went (deleted or replaced): the watch with it
+  ssize_t n;
+  while ((n = ::read(fd_, buf, sizeof buf)) > 0) {
+    for (ssize_t at = 0; at < n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
+      if (ev->mask & IN_IGNORED) dropped = true;
+      at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
     }
-    std::map<const void*, std::function<void()>> woken;
-    {
-      std::lock_guard g(m_);
-      if (dropped) wd_ = -1;  // the next arm() sets it again
-      seq_.fetch_add(1, std::memory_order_release);
-      woken.swap(armed_);
-    }
-    for (auto& [key, wake] : woken) wake();  // each request's next step (cheap, never blocks)
   }
+  std::map<const void*, std::function<void()>> woken;
+  {
+    std::lock_guard g(m_);
+    if (dropped) wd_ = -1;  // the next arm() sets it again
+    seq_.fetch_add(1, std::memory_order_release);
+    woken.swap(armed_);
+    watch_instance();  // for the next event
+  }
+  for (auto& [key, wake] : woken) wake();  // each request's next step (cheap, never blocks)
 }
 
 }  // namespace sqlock::sqlite::detail

@@ -6,24 +6,26 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "sql/engine_acquisition.hpp"
+#include "sqlock/backend/background.hpp"
 
 namespace sqlock::sqlite::detail {
 
-// The WAL file's changes for the asynchronous waiters of one client: one inotify instance and
-// one reader thread, both made by the first arm() (a client that never waits asynchronously
-// has neither), whatever the number of waiters. Every change of the file (any commit) counts
+// The WAL file's changes for the asynchronous waiters of one client: one inotify instance,
+// made by the first arm() (a client that never waits asynchronously has none), whatever the
+// number of waiters, and read on the library's driver threads (sqlock::watch_descriptor), not a
+// thread of its own. Every change of the file (any commit) counts
 // one more in seq() and calls every wake-up armed at that time, once.
 class wal_notifier final {
  public:
   explicit wal_notifier(std::string path) : path_(std::move(path)) {}
-  // Stops the reader thread and closes the instance.
+  // Waits for a read of the instance under way, then closes it.
   ~wal_notifier();
   wal_notifier(const wal_notifier&) = delete;
   wal_notifier& operator=(const wal_notifier&) = delete;
@@ -44,17 +46,20 @@ class wal_notifier final {
   void disarm(const void* key) noexcept;
 
  private:
-  // With m_ held: the instance, the reader thread and the watch on the file; false when the
-  // file cannot be watched now.
+  // With m_ held: the instance, its descriptor watched and the watch on the file; false when
+  // the file cannot be watched now.
   bool ensure_watch();
-  void run();
+  // With m_ held: has the instance's next event read (read_changes) on a driver thread.
+  void watch_instance();
+  // Reads what the instance says, counts a change and calls the wake-ups armed.
+  void read_changes();
 
   const std::string path_;
   std::mutex m_;
-  int fd_ = -1;       // the inotify instance
-  int stop_fd_ = -1;  // an eventfd the destructor writes to end the reader
-  int wd_ = -1;       // the watch on the WAL file (-1: none now)
-  std::thread reader_;
+  int fd_ = -1;  // the inotify instance
+  int wd_ = -1;  // the watch on the WAL file (-1: none now)
+  std::shared_ptr<task_gate> gate_ = std::make_shared<task_gate>();  // read_changes()'s way in
+  descriptor_watch readable_;                                        // of fd_, while it stands
   std::map<const void*, std::function<void()>> armed_;
   std::atomic<std::uint64_t> seq_{0};
 };

@@ -4,7 +4,7 @@
 //   optimistic   a row per name with a version; acquire is a compare-and-set of the version
 //   advisory     pg_try_advisory_lock on a 64-bit key the server computes from the name
 //                (sqlock.lock_key), held by a small pool of dedicated sessions; the hold dies
-//                with its session, which a watcher thread notices at once and reports lost
+//                with its session, whose hang-up is noticed at once and reported lost
 // URL: postgresql://user:pass@host:port/db?mode=...&schema=...  (or postgres://). Every libpq
 // parameter (sslmode, connect_timeout, application_name, ...) is passed through to libpq;
 // sqlock's own parameters are:

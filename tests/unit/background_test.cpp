@@ -40,12 +40,11 @@ struct calls {
   short revents = 0;
   std::thread::id on;
   void add(short r) {
-    {
-      std::lock_guard g(m);
-      ++n;
-      revents = r;
-      on = std::this_thread::get_id();
-    }
+    // Notified under the lock: the waiting test may destroy this as soon as it sees the count.
+    std::lock_guard g(m);
+    ++n;
+    revents = r;
+    on = std::this_thread::get_id();
     cv.notify_all();
   }
   bool wait_for(int count, std::chrono::milliseconds d) {
@@ -118,31 +117,32 @@ TEST(descriptor_watch, many_watches_fire_each_on_its_own_descriptor) {
 
 TEST(descriptor_watch, fires_while_the_driver_threads_run_tasks_back_to_back) {
   // Tasks that each queue the next keep every driver thread busy; the watch is polled between
-  // them all the same.
-  std::atomic<bool> stop{false};
-  std::atomic<int> tasks{0};
+  // them all the same. The chains' state outlives the test: a chain may still run after it.
+  struct state {
+    std::atomic<bool> stop{false};
+    std::atomic<int> tasks{0};
+  };
+  auto st = std::make_shared<state>();
   struct chain {
-    std::atomic<bool>* stop;
-    std::atomic<int>* tasks;
+    std::shared_ptr<state> st;
     void operator()() const {
-      ++*tasks;
+      ++st->tasks;
       auto until = std::chrono::steady_clock::now() + 1ms;
       while (std::chrono::steady_clock::now() < until) {
       }
-      if (!*stop) sqlock::run_in_background(std::chrono::steady_clock::now(), *this);
+      if (!st->stop) sqlock::run_in_background(std::chrono::steady_clock::now(), *this);
     }
   };
   for (int i = 0; i < 8; ++i)
-    sqlock::run_in_background(std::chrono::steady_clock::now(), chain{&stop, &tasks});
+    sqlock::run_in_background(std::chrono::steady_clock::now(), chain{st});
   pipe_pair p;
   calls c;
   auto w = sqlock::watch_descriptor(p.fds[0], POLLIN, [&](short r) { c.add(r); });
   p.put();
   const bool fired = c.wait_for(1, 10s);
-  stop = true;
+  st->stop = true;
   EXPECT_TRUE(fired);
-  EXPECT_GT(tasks.load(), 0);
-  std::this_thread::sleep_for(50ms);  // the chains end
+  EXPECT_GT(st->tasks.load(), 0);
 }
 
 TEST(task_gate, runs_until_closed_and_close_waits_for_a_run_on_another_thread) {

@@ -198,9 +198,10 @@ TEST(pgbouncer, advisory_mode_behind_undeclared_session_pooling_asks_for_the_dec
   pg::ensure_migrated();
   auto m = refusal(pg::with(session, "mode=advisory"));
   EXPECT_TRUE(contains(m, "pooler=session")) << m;
-  // Declared, it works: a hold excludes another client's.
-  auto a = sqlock::connect(pg::with(session, "mode=advisory&pooler=session"));
-  auto b = sqlock::connect(pg::with(session, "mode=advisory&pooler=session"));
+  // Declared, it works: a hold excludes another client's. Patient tries: each client's first
+  // try opens its session through the pooler, which under load took more than 250 ms.
+  auto a = sqlock::connect(pg::with(session, "mode=advisory&pooler=session"), patient_tries());
+  auto b = sqlock::connect(pg::with(session, "mode=advisory&pooler=session"), patient_tries());
   auto n = unique_name("sess");
   auto la = a.make_lock(n);
   auto lb = b.make_lock(n);

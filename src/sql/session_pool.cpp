@@ -85,14 +85,13 @@ struct session_pool::session {
 // What the watch of the sessions shares with the pool: it outlives the pool when the pool is
 // destroyed by a loss listener that look() called (dropping the last reference).
 struct session_pool::shared : std::enable_shared_from_this<shared> {
-  std::mutex m;  // guards sessions, next, lost, hung_up, stop and the look's flags
+  std::mutex m;  // guards sessions, next, lost, hung_up and the look's flags
   std::vector<std::shared_ptr<session>> sessions;  // `turns` taken in turn, then the waiters
   std::size_t turns = 1;
   session_spread spread = session_spread::round_robin;
   std::size_t next = 0;                                         // where pick() starts looking
   std::vector<std::pair<std::string, std::string>> lost;        // (name, owner) not yet reported
   std::vector<std::pair<std::weak_ptr<session>, int>> hung_up;  // watches fired: its socket
-  bool stop = false;
   // look() runs on a driver thread, one at a time, through `gate` (closed by the pool's
   // destructor): queued, running, to run again when it ends.
   bool look_queued = false;
@@ -108,7 +107,7 @@ struct session_pool::shared : std::enable_shared_from_this<shared> {
   void poke() {
     {
       std::lock_guard g(m);
-      if (stop) return;
+      if (gate.closed()) return;
       if (looking) {
         look_again = true;
         return;
@@ -212,7 +211,7 @@ void session_pool::shared::look() {
   {
     std::lock_guard g(m);
     look_queued = false;
-    if (stop) return;
+    if (gate.closed()) return;
     looking = true;
     look_again = false;
     fired.swap(hung_up);
@@ -243,7 +242,7 @@ void session_pool::shared::look() {
   {
     std::lock_guard g(m);
     looking = false;
-    again = look_again && !stop;
+    again = look_again && !gate.closed();
   }
   if (again) poke();
 }
@@ -312,10 +311,6 @@ session_pool::session_pool(std::size_t size, std::size_t waiters, session_driver
 }
 
 session_pool::~session_pool() {
-  {
-    std::lock_guard g(sh_->m);
-    sh_->stop = true;
-  }
   // A look under way finishes first, unless it is the one destroying the pool (a loss
   // listener): it reports nothing more after this.
   sh_->gate.close();
